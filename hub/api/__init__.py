@@ -1,0 +1,1 @@
+"""The gRPC face of the hub: conversion, servicers, status mapping, server assembly."""

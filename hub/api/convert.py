@@ -1,0 +1,274 @@
+"""Protobuf <-> domain conversion, with every field validated on the way in.
+
+Field paths in errors follow the request's shape ("memories[2].kind") so a
+caller sees exactly which value to fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from typing import TypeVar
+
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from hub.core import validation as v
+from hub.core.model import (
+    Channel,
+    ForgetRequest,
+    Kind,
+    ListPage,
+    ListQuery,
+    MemoryFilter,
+    MemoryRecord,
+    MemoryType,
+    NewMemory,
+    SearchHit,
+    SearchQuery,
+    Status,
+    TimeWindow,
+)
+from hub.core.namespaces import validate_namespace
+from hub.errors import InvalidArgument
+from memhub.v1 import memory_pb2 as pb
+
+E = TypeVar("E")
+
+_KINDS = {
+    pb.MEMORY_KIND_EPISODIC: Kind.EPISODIC,
+    pb.MEMORY_KIND_SEMANTIC: Kind.SEMANTIC,
+    pb.MEMORY_KIND_PROCEDURAL: Kind.PROCEDURAL,
+}
+_TYPES = {
+    pb.MEMORY_TYPE_EVENT: MemoryType.EVENT,
+    pb.MEMORY_TYPE_FACT: MemoryType.FACT,
+    pb.MEMORY_TYPE_PREFERENCE: MemoryType.PREFERENCE,
+    pb.MEMORY_TYPE_CORRECTION: MemoryType.CORRECTION,
+    pb.MEMORY_TYPE_RULE: MemoryType.RULE,
+    pb.MEMORY_TYPE_LESSON: MemoryType.LESSON,
+    pb.MEMORY_TYPE_OUTCOME: MemoryType.OUTCOME,
+    pb.MEMORY_TYPE_NOTE: MemoryType.NOTE,
+}
+_STATUSES = {
+    pb.MEMORY_STATUS_ACTIVE: Status.ACTIVE,
+    pb.MEMORY_STATUS_SUPERSEDED: Status.SUPERSEDED,
+    pb.MEMORY_STATUS_FORGOTTEN: Status.FORGOTTEN,
+    pb.MEMORY_STATUS_EXPIRED: Status.EXPIRED,
+}
+_CHANNELS = {pb.RETRIEVAL_CHANNEL_DENSE: Channel.DENSE, pb.RETRIEVAL_CHANNEL_KEYWORD: Channel.KEYWORD}
+
+
+def _invert(table: dict[int, E]) -> dict[E, int]:
+    return {v_: k for k, v_ in table.items()}
+
+
+_KIND_TO_PB, _TYPE_TO_PB = _invert(_KINDS), _invert(_TYPES)
+_STATUS_TO_PB, _CHANNEL_TO_PB = _invert(_STATUSES), _invert(_CHANNELS)
+
+MAX_TTL = timedelta(days=36_500)
+
+
+def _enum(value: int, table: dict[int, E], enum_type, field: str) -> E:  # noqa: ANN001
+    if value in table:
+        return table[value]
+    names = ", ".join(enum_type.Name(k) for k in table)
+    if value == 0:
+        raise InvalidArgument(field, f"is required; one of {names}")
+    raise InvalidArgument(field, f"unknown value {value}; expected one of {names}")
+
+
+def _enums(values: Sequence[int], table: dict[int, E], enum_type, field: str) -> tuple[E, ...]:  # noqa: ANN001
+    return tuple(dict.fromkeys(_enum(x, table, enum_type, f"{field}[{i}]") for i, x in enumerate(values)))
+
+
+def _time(msg: Message, name: str, field: str) -> datetime | None:
+    if not msg.HasField(name):
+        return None
+    ts: Timestamp = getattr(msg, name)
+    try:
+        return ts.ToDatetime(tzinfo=timezone.utc)
+    except (ValueError, OverflowError):
+        raise InvalidArgument(f"{field}.{name}", "is not a valid timestamp (years 1 to 9999)") from None
+
+
+def _window(msg: Message, name: str, field: str) -> TimeWindow:
+    if not msg.HasField(name):
+        return TimeWindow()
+    rng = getattr(msg, name)
+    start, end = _time(rng, "start", f"{field}.{name}"), _time(rng, "end", f"{field}.{name}")
+    v.time_window(start, end, f"{field}.{name}")
+    return TimeWindow(start, end)
+
+
+def _namespaces(values: Sequence[str], field: str) -> tuple[str, ...]:
+    if not values:
+        raise InvalidArgument(field, "name at least one namespace")
+    if len(values) > 64:
+        raise InvalidArgument(field, f"has {len(values)} namespaces; the limit is 64")
+    return tuple(validate_namespace(ns, f"{field}[{i}]") for i, ns in enumerate(values))
+
+
+def request_hash(request: Message) -> str:
+    """Fingerprint of a request for idempotency: deterministic bytes, request_id left out."""
+    copy = type(request)()
+    copy.CopyFrom(request)
+    copy.ClearField("request_id")
+    return hashlib.sha256(copy.SerializeToString(deterministic=True)).hexdigest()
+
+
+# -- requests -> domain ------------------------------------------------------------
+
+
+def new_memory(msg: pb.MemoryInput, field: str, now: datetime) -> NewMemory:
+    kind = _enum(msg.kind, _KINDS, pb.MemoryKind, f"{field}.kind")
+    subject = v.subject_key(msg.subject_key, f"{field}.subject_key")
+    if subject is not None and kind is not Kind.SEMANTIC:
+        raise InvalidArgument(f"{field}.subject_key", "is only for semantic memories (kind MEMORY_KIND_SEMANTIC)")
+    valid_from, valid_to = _time(msg, "valid_from", field), _time(msg, "valid_to", field)
+    v.time_window(valid_from, valid_to, f"{field}.valid_from/valid_to")
+    expires_at = _time(msg, "expires_at", field)
+    if msg.HasField("ttl"):
+        if expires_at is not None:
+            raise InvalidArgument(f"{field}.ttl", "set either ttl or expires_at, not both")
+        ttl = msg.ttl.ToTimedelta()
+        if not timedelta(0) < ttl <= MAX_TTL:
+            raise InvalidArgument(f"{field}.ttl", f"is {ttl}; use a positive duration of at most {MAX_TTL.days} days")
+        expires_at = now + ttl
+    elif expires_at is not None and expires_at <= now:
+        raise InvalidArgument(f"{field}.expires_at", f"{expires_at.isoformat()} is in the past")
+    return NewMemory(
+        namespace=validate_namespace(msg.namespace, f"{field}.namespace"),
+        kind=kind,
+        type=_enum(msg.type, _TYPES, pb.MemoryType, f"{field}.type"),
+        content=v.content(msg.content, f"{field}.content"),
+        tags=v.tags(msg.tags, f"{field}.tags"),
+        entities=v.entities(msg.entities, f"{field}.entities"),
+        importance=v.importance(msg.importance, f"{field}.importance"),
+        confidence=v.confidence(msg.confidence if msg.HasField("confidence") else None, f"{field}.confidence"),
+        occurred_at=_time(msg, "occurred_at", field),
+        valid_from=valid_from,
+        valid_to=valid_to,
+        expires_at=expires_at,
+        subject_key=subject,
+        derived_from=tuple(v.memory_id(x, f"{field}.derived_from[{i}]") for i, x in enumerate(msg.derived_from)),
+    )
+
+
+def write_request(req: pb.WriteMemoriesRequest) -> list[NewMemory]:
+    if not req.memories:
+        raise InvalidArgument("memories", "is empty; send 1 to 100 memories")
+    if len(req.memories) > v.MAX_BATCH:
+        raise InvalidArgument("memories", f"has {len(req.memories)} memories; the limit is {v.MAX_BATCH} per call")
+    now = datetime.now(timezone.utc)
+    return [new_memory(m, f"memories[{i}]", now) for i, m in enumerate(req.memories)]
+
+
+def search_query(req: pb.SearchMemoriesRequest) -> SearchQuery:
+    channels = _enums(req.channels, _CHANNELS, pb.RetrievalChannel, "channels") or tuple(Channel)
+    return SearchQuery(
+        text=v.query_text(req.query, "query"),
+        filter=MemoryFilter(
+            namespaces=_namespaces(req.namespaces, "namespaces"),
+            kinds=_enums(req.kinds, _KINDS, pb.MemoryKind, "kinds"),
+            types=_enums(req.types, _TYPES, pb.MemoryType, "types"),
+            tags_any=v.tags(req.tags, "tags"),
+            occurred=_window(req, "occurred", "search"),
+        ),
+        top_k=v.top_k(req.top_k, "top_k"),
+        channels=channels,
+        explain=req.explain,
+        max_tokens=v.max_tokens(req.max_tokens, "max_tokens"),
+    )
+
+
+def list_query(req: pb.ListMemoriesRequest) -> ListQuery:
+    return ListQuery(
+        filter=MemoryFilter(
+            namespaces=_namespaces(req.namespaces, "namespaces"),
+            kinds=_enums(req.kinds, _KINDS, pb.MemoryKind, "kinds"),
+            types=_enums(req.types, _TYPES, pb.MemoryType, "types"),
+            tags_any=v.tags(req.tags, "tags"),
+            created=_window(req, "created", "list"),
+            subject_key=v.subject_key(req.subject_key, "subject_key"),
+        ),
+        statuses=_enums(req.statuses, _STATUSES, pb.MemoryStatus, "statuses"),
+        page_size=v.page_size(req.page_size, "page_size"),
+        page_token=req.page_token,
+    )
+
+
+def forget_request(req: pb.ForgetMemoriesRequest) -> ForgetRequest:
+    reason = v.reason(req.reason, "reason")
+    has_filter = req.HasField("filter")
+    if bool(req.ids) == has_filter:
+        raise InvalidArgument("ids", "set exactly one of ids and filter")
+    if req.ids:
+        if len(req.ids) > v.MAX_FORGET_IDS:
+            raise InvalidArgument("ids", f"has {len(req.ids)} ids; the limit is {v.MAX_FORGET_IDS} per call")
+        ids = tuple(dict.fromkeys(v.memory_id(x, f"ids[{i}]") for i, x in enumerate(req.ids)))
+        return ForgetRequest(ids=ids, filter=None, reason=reason)
+    f = req.filter
+    flt = MemoryFilter(
+        namespaces=(validate_namespace(f.namespace, "filter.namespace"),),
+        kinds=_enums(f.kinds, _KINDS, pb.MemoryKind, "filter.kinds"),
+        types=_enums(f.types, _TYPES, pb.MemoryType, "filter.types"),
+        tags_any=v.tags(f.tags, "filter.tags"),
+        occurred=_window(f, "occurred", "filter"),
+        subject_key=v.subject_key(f.subject_key, "filter.subject_key"),
+    )
+    return ForgetRequest(ids=(), filter=flt, reason=reason)
+
+
+# -- domain -> responses ------------------------------------------------------------
+
+
+def _set_time(ts: Timestamp, value: datetime | None) -> None:
+    if value is not None:
+        ts.FromDatetime(value)
+
+
+def memory(record: MemoryRecord) -> pb.Memory:
+    out = pb.Memory(
+        id=record.id,
+        namespace=record.namespace,
+        kind=_KIND_TO_PB[record.kind],
+        type=_TYPE_TO_PB[record.type],
+        content=record.content,
+        tags=record.tags,
+        entities=record.entities,
+        importance=record.importance,
+        confidence=record.confidence,
+        source=pb.Source(
+            agent_id=record.source_agent, session_id=record.source_session, trace_id=record.source_trace
+        ),
+        content_hash=record.content_hash,
+        status=_STATUS_TO_PB[record.status],
+        links=pb.MemoryLinks(
+            supersedes=record.supersedes, derived_from=record.derived_from, superseded_by=record.superseded_by or ""
+        ),
+        subject_key=record.subject_key or "",
+        recall=pb.RecallStats(recall_count=record.recall_count),
+        embedding_model=record.embedding_model,
+    )
+    _set_time(out.recall.last_recalled_at, record.last_recalled_at)
+    for name in ("occurred_at", "created_at", "updated_at", "valid_from", "valid_to", "expires_at"):
+        _set_time(getattr(out, name), getattr(record, name))
+    if record.status is Status.FORGOTTEN:
+        out.tombstone.forgotten_by = record.forgotten_by or ""
+        out.tombstone.reason = record.forget_reason or ""
+        _set_time(out.tombstone.forgotten_at, record.forgotten_at)
+    return out
+
+
+def search_hit(hit: SearchHit) -> pb.SearchHit:
+    return pb.SearchHit(
+        memory=memory(hit.memory),
+        score=hit.score,
+        channel_ranks=[pb.ChannelRank(channel=_CHANNEL_TO_PB[c.channel], rank=c.rank, score=c.score) for c in hit.channel_ranks],
+    )
+
+
+def list_page(page: ListPage) -> pb.ListMemoriesResponse:
+    return pb.ListMemoriesResponse(memories=[memory(m) for m in page.memories], next_page_token=page.next_page_token)

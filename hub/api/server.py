@@ -1,0 +1,44 @@
+"""The gRPC server: MemoryService plus health checking and reflection."""
+
+from __future__ import annotations
+
+import logging
+from concurrent import futures
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from hub.api.servicer import MemoryServicer
+from hub.config import ServerConfig
+from hub.core.service import MemoryService
+from hub.errors import StartupError
+from memhub.v1 import memory_pb2 as pb
+from memhub.v1 import memory_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["MemoryService"].full_name
+
+
+def build_server(service: MemoryService, config: ServerConfig) -> tuple[grpc.Server, int, health.HealthServicer]:
+    """Create and bind (not start) the server; returns it with the bound port and its health servicer."""
+    options = [
+        ("grpc.max_receive_message_length", config.max_message_bytes),
+        ("grpc.max_send_message_length", config.max_message_bytes),
+    ]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="memhub-rpc"), options=options)
+    pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(service), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    address = f"{config.host}:{config.port}"
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise StartupError(f"cannot listen on {address}: {exc}; pick another port with --port or MEMHUB_PORT") from None
+    if port == 0:
+        raise StartupError(f"cannot listen on {address} (in use?); pick another port with --port or MEMHUB_PORT")
+    for name in ("", SERVICE_NAME):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return server, port, health_servicer

@@ -1,0 +1,63 @@
+"""MemoryService over gRPC: thin methods that convert, delegate and convert back."""
+
+from __future__ import annotations
+
+import grpc
+
+from hub.api import convert
+from hub.api.identity import caller_from
+from hub.api.status import translate_errors
+from hub.core import validation as v
+from hub.core.service import MemoryService
+from memhub.v1 import memory_pb2 as pb
+from memhub.v1 import memory_pb2_grpc as pb_grpc
+
+
+class MemoryServicer(pb_grpc.MemoryServiceServicer):
+    def __init__(self, service: MemoryService) -> None:
+        self._service = service
+
+    @translate_errors
+    def WriteMemories(self, request: pb.WriteMemoriesRequest, context: grpc.ServicerContext) -> pb.WriteMemoriesResponse:
+        caller = caller_from(context)
+        items = convert.write_request(request)
+        result = self._service.write(
+            caller,
+            items,
+            session_id=v.session_id(request.session_id, "session_id"),
+            request_id=v.request_id(request.request_id, "request_id"),
+            request_hash=convert.request_hash(request),
+            wait_indexed=request.wait_indexed,
+        )
+        return pb.WriteMemoriesResponse(
+            results=[pb.WriteResult(memory=convert.memory(o.memory), deduplicated=o.deduplicated) for o in result.results],
+            indexed=result.indexed,
+            replayed=result.replayed,
+        )
+
+    @translate_errors
+    def SearchMemories(self, request: pb.SearchMemoriesRequest, context: grpc.ServicerContext) -> pb.SearchMemoriesResponse:
+        caller = caller_from(context)
+        hits = self._service.search(caller, convert.search_query(request))
+        return pb.SearchMemoriesResponse(hits=[convert.search_hit(h) for h in hits])
+
+    @translate_errors
+    def GetMemory(self, request: pb.GetMemoryRequest, context: grpc.ServicerContext) -> pb.Memory:
+        caller = caller_from(context)
+        return convert.memory(self._service.get(caller, v.memory_id(request.id, "id")))
+
+    @translate_errors
+    def ListMemories(self, request: pb.ListMemoriesRequest, context: grpc.ServicerContext) -> pb.ListMemoriesResponse:
+        caller = caller_from(context)
+        return convert.list_page(self._service.list(caller, convert.list_query(request)))
+
+    @translate_errors
+    def ForgetMemories(self, request: pb.ForgetMemoriesRequest, context: grpc.ServicerContext) -> pb.ForgetMemoriesResponse:
+        caller = caller_from(context)
+        forgotten, replayed = self._service.forget(
+            caller,
+            convert.forget_request(request),
+            request_id=v.request_id(request.request_id, "request_id"),
+            request_hash=convert.request_hash(request),
+        )
+        return pb.ForgetMemoriesResponse(forgotten_ids=forgotten, replayed=replayed)

@@ -1,0 +1,1 @@
+"""The `memhub` command line."""

@@ -1,0 +1,225 @@
+"""Client subcommands: write, search, get, list, forget (talk to a running hub)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable
+from datetime import timedelta
+
+from google.protobuf.json_format import MessageToDict
+
+from hub.client import DEFAULT_ADDRESS, MemhubClient, kind_value, memory_input, type_value
+from memhub.v1 import memory_pb2 as pb
+
+
+def add_connection_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hub", default=os.environ.get("MEMHUB_ADDRESS", DEFAULT_ADDRESS), help="hub address HOST:PORT (MEMHUB_ADDRESS)")
+    p.add_argument("--agent", default=os.environ.get("MEMHUB_AGENT"), help="agent id to act as (MEMHUB_AGENT)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def parse_duration(text: str) -> timedelta:
+    """'90s', '15m', '12h', '7d' -> timedelta."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    try:
+        value, unit = float(text[:-1]), text[-1]
+        return timedelta(seconds=value * units[unit])
+    except (ValueError, KeyError, IndexError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90s, 15m, 12h or 7d") from None
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("write", help="store a memory")
+    p.add_argument("namespace")
+    p.add_argument("content")
+    p.add_argument("--kind", default="episodic", help="episodic | semantic | procedural")
+    p.add_argument("--type", default="event", help="event | fact | preference | correction | rule | lesson | outcome | note")
+    p.add_argument("--tag", action="append", default=[], dest="tags")
+    p.add_argument("--entity", action="append", default=[], dest="entities")
+    p.add_argument("--importance", type=int, default=0, help="1 to 5 (default 3)")
+    p.add_argument("--ttl", type=parse_duration, help="forget automatically after e.g. 7d")
+    p.add_argument("--subject", default="", help="subject key of a semantic memory, e.g. user/reply-language")
+    p.add_argument("--request-id", default="", help="makes a retry of this write idempotent")
+    p.add_argument("--no-wait", action="store_true", help="return before the memory is searchable")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_write)
+
+    p = sub.add_parser("search", help="recall memories relevant to a query")
+    p.add_argument("query")
+    p.add_argument("--ns", action="append", required=True, dest="namespaces", help="namespace to search (repeatable)")
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--kind", action="append", default=[], dest="kinds")
+    p.add_argument("--type", action="append", default=[], dest="types")
+    p.add_argument("--tag", action="append", default=[], dest="tags")
+    p.add_argument("--channel", action="append", default=[], dest="channels", help="dense | keyword (default both)")
+    p.add_argument("--explain", action="store_true", help="show each channel's rank")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("get", help="show one memory")
+    p.add_argument("id")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_get)
+
+    p = sub.add_parser("list", help="list memories, newest first")
+    p.add_argument("--ns", action="append", required=True, dest="namespaces")
+    p.add_argument("--kind", action="append", default=[], dest="kinds")
+    p.add_argument("--type", action="append", default=[], dest="types")
+    p.add_argument("--tag", action="append", default=[], dest="tags")
+    p.add_argument("--status", action="append", default=[], dest="statuses", help="active (default) | superseded | forgotten | expired")
+    p.add_argument("--page-size", type=int, default=0)
+    p.add_argument("--page-token", default="")
+    p.add_argument("--all", action="store_true", help="follow page tokens to the end")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("forget", help="forget memories by id, or everything matching a filter")
+    p.add_argument("ids", nargs="*")
+    p.add_argument("--reason", required=True, help="recorded in the tombstone")
+    p.add_argument("--ns", help="forget by filter: everything active in this namespace (and below) that matches")
+    p.add_argument("--kind", action="append", default=[], dest="kinds")
+    p.add_argument("--type", action="append", default=[], dest="types")
+    p.add_argument("--tag", action="append", default=[], dest="tags")
+    p.add_argument("--subject", default="")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_forget)
+
+
+def _client(args: argparse.Namespace) -> MemhubClient:
+    return MemhubClient(args.hub, agent=args.agent)
+
+
+def _print_json(message) -> None:  # noqa: ANN001
+    print(json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False, indent=2))
+
+
+def _short(enum_type, value: int, prefix: str) -> str:  # noqa: ANN001
+    return enum_type.Name(value).removeprefix(prefix + "_").lower()
+
+
+def format_memory(m: pb.Memory) -> str:
+    kind = _short(pb.MemoryKind, m.kind, "MEMORY_KIND")
+    typ = _short(pb.MemoryType, m.type, "MEMORY_TYPE")
+    status = _short(pb.MemoryStatus, m.status, "MEMORY_STATUS")
+    when = m.occurred_at.ToDatetime().strftime("%Y-%m-%d %H:%M")
+    tags = f"  #{' #'.join(m.tags)}" if m.tags else ""
+    head = f"{m.id}  {m.namespace}  {kind}/{typ}  {when}  [{status}]{tags}"
+    body = m.content if m.status != pb.MEMORY_STATUS_FORGOTTEN else f"(forgotten by {m.tombstone.forgotten_by}: {m.tombstone.reason})"
+    return f"{head}\n    {body}"
+
+
+def cmd_write(args: argparse.Namespace) -> int:
+    item = memory_input(
+        args.namespace,
+        args.content,
+        kind=args.kind,
+        type=args.type,
+        tags=args.tags,
+        entities=args.entities,
+        importance=args.importance,
+        ttl=args.ttl,
+        subject_key=args.subject,
+    )
+    with _client(args) as client:
+        reply = client.write([item], request_id=args.request_id, wait_indexed=not args.no_wait)
+    if args.json:
+        _print_json(reply)
+        return 0
+    for r in reply.results:
+        note = " (already stored: deduplicated)" if r.deduplicated else ""
+        print(f"wrote {r.memory.id} to {r.memory.namespace}{note}")
+    if not args.no_wait and not reply.indexed:
+        print("note: not searchable yet (the indexer is behind); it will be shortly", file=sys.stderr)
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        reply = client.search(
+            args.query,
+            args.namespaces,
+            top_k=args.top_k,
+            kinds=args.kinds,
+            types=args.types,
+            tags=args.tags,
+            channels=args.channels,
+            explain=args.explain,
+        )
+    if args.json:
+        _print_json(reply)
+        return 0
+    if not reply.hits:
+        print("no memories found")
+    for i, hit in enumerate(reply.hits, start=1):
+        ranks = ""
+        if hit.channel_ranks:
+            ranks = "  (" + ", ".join(
+                f"{_short(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}" for c in hit.channel_ranks
+            ) + ")"
+        print(f"{i:>2}. score {hit.score:.4f}{ranks}\n    {format_memory(hit.memory)}")
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        memory = client.get(args.id)
+    if args.json:
+        _print_json(memory)
+    else:
+        print(format_memory(memory))
+    return 0
+
+
+def _pages(args: argparse.Namespace, client: MemhubClient) -> Iterable[pb.ListMemoriesResponse]:
+    token = args.page_token
+    while True:
+        page = client.list(
+            args.namespaces,
+            page_size=args.page_size,
+            page_token=token,
+            kinds=args.kinds,
+            types=args.types,
+            tags=args.tags,
+            statuses=args.statuses,
+        )
+        yield page
+        token = page.next_page_token
+        if not args.all or not token:
+            return
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        for page in _pages(args, client):
+            if args.json:
+                _print_json(page)
+                continue
+            for m in page.memories:
+                print(format_memory(m))
+            if page.next_page_token and not args.all:
+                print(f"more: --page-token {page.next_page_token}")
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    flt = None
+    if args.ns:
+        flt = pb.ForgetFilter(
+            namespace=args.ns,
+            kinds=[kind_value(k) for k in args.kinds],
+            types=[type_value(t) for t in args.types],
+            tags=args.tags,
+            subject_key=args.subject,
+        )
+    with _client(args) as client:
+        reply = client.forget(ids=args.ids, filter=flt, reason=args.reason)
+    if args.json:
+        _print_json(reply)
+    else:
+        print(f"forgot {len(reply.forgotten_ids)} memories")
+        for mid in reply.forgotten_ids:
+            print(f"  {mid}")
+    return 0

@@ -1,0 +1,46 @@
+"""Entry point of the `memhub` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import grpc
+
+from hub.cli import client_cmds, import_jsonl, reindex, serve
+from hub.errors import HubError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memhub", description="A shared memory hub for fleets of LLM agents.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve.add_parser(sub)
+    client_cmds.add_parsers(sub)
+    import_jsonl.add_parser(sub)
+    reindex.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except HubError as exc:  # start-up problems: the message says what to fix
+        print(f"memhub {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except grpc.RpcError as exc:
+        code = exc.code()
+        hint = ""
+        if code == grpc.StatusCode.UNAVAILABLE:
+            hint = f" (is the hub running at {getattr(args, 'hub', '?')}? start it with `memhub serve`)"
+        print(f"memhub {args.command}: {code.name}: {exc.details()}{hint}", file=sys.stderr)
+        return 1
+    except ValueError as exc:  # bad enum names and similar argument mistakes
+        print(f"memhub {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

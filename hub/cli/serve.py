@@ -1,0 +1,75 @@
+"""`memhub serve`: run a hub until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import signal
+import threading
+from pathlib import Path
+
+from grpc_health.v1 import health_pb2
+
+from hub import logs
+from hub.api.server import build_server
+from hub.app import Hub
+from hub.config import HubConfig
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="run the hub (embedded Postgres + Milvus Lite unless configured otherwise)")
+    p.add_argument("--data-dir", type=Path, help="data directory for the embedded stores (MEMHUB_DATA_DIR)")
+    p.add_argument("--host", help="interface to listen on (MEMHUB_HOST, default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="gRPC port (MEMHUB_PORT, default 50051; 0 = any free port)")
+    p.add_argument("--database-url", help="external PostgreSQL URL (MEMHUB_DATABASE_URL)")
+    p.add_argument("--milvus-uri", help="external Milvus URI (MEMHUB_MILVUS_URI)")
+    p.add_argument("--no-indexer", action="store_true", help="leave outbox indexing to other replicas")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace) -> HubConfig:
+    """Environment first, then explicit flags on top."""
+    config = HubConfig.from_env()
+    store = config.store
+    if args.data_dir is not None:
+        store = dataclasses.replace(store, data_dir=args.data_dir.expanduser().resolve())
+    if args.database_url:
+        store = dataclasses.replace(store, database_url=args.database_url)
+    if args.milvus_uri:
+        store = dataclasses.replace(store, milvus_uri=args.milvus_uri)
+    server = config.server
+    if args.host:
+        server = dataclasses.replace(server, host=args.host)
+    if args.port is not None:
+        server = dataclasses.replace(server, port=args.port)
+    indexer = dataclasses.replace(config.indexer, enabled=config.indexer.enabled and not args.no_indexer)
+    return dataclasses.replace(config, store=store, server=server, indexer=indexer)
+
+
+def run(args: argparse.Namespace) -> int:
+    logs.configure(args.log_level)
+    config = config_from_args(args)
+    print(f"memhub: starting (data directory {config.store.data_dir})", flush=True)
+    hub = Hub.open(config)
+    server, port, health = build_server(hub.service, config.server)
+    server.start()
+    hub.start_background()
+    pg = "external" if config.store.database_url else f"embedded, {config.store.data_dir / 'postgres'}"
+    print(
+        f"memhub: listening on {config.server.host}:{port} (gRPC)\n"
+        f"  postgres:  {pg}\n"
+        f"  milvus:    {config.store.resolved_milvus_uri()}\n"
+        f"  embedding: {hub.embedder.model_id} ({hub.embedder.dimension}-d)\n"
+        f"  try:       memhub write demo/notes 'hello' && memhub search hello --ns demo",
+        flush=True,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    print("memhub: shutting down", flush=True)
+    health.enter_graceful_shutdown()  # load balancers stop routing before we stop answering
+    server.stop(grace=5).wait()
+    hub.close()
+    return 0

@@ -1,0 +1,199 @@
+"""A small synchronous Python client for the hub's gRPC API.
+
+    with MemhubClient("127.0.0.1:50051") as hub:
+        hub.write([memory_input("team/notes", "Deploys freeze on Fridays", kind="semantic", type="rule")])
+        for hit in hub.search("when can we deploy?", ["team"]).hits:
+            print(hit.score, hit.memory.content)
+
+Enum arguments take the short lower-case names ("episodic", "fact").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import grpc
+from google.protobuf.duration_pb2 import Duration
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from memhub.v1 import memory_pb2 as pb
+from memhub.v1 import memory_pb2_grpc as pb_grpc
+
+DEFAULT_ADDRESS = "127.0.0.1:50051"
+
+
+def _enum_value(enum_type, prefix: str, name: str, what: str) -> int:  # noqa: ANN001
+    try:
+        return enum_type.Value(f"{prefix}_{name.upper()}")
+    except ValueError:
+        choices = ", ".join(n.removeprefix(prefix + "_").lower() for n in enum_type.keys() if not n.endswith("UNSPECIFIED"))
+        raise ValueError(f"unknown {what} {name!r}; choose one of {choices}") from None
+
+
+def kind_value(name: str) -> int:
+    return _enum_value(pb.MemoryKind, "MEMORY_KIND", name, "kind")
+
+
+def type_value(name: str) -> int:
+    return _enum_value(pb.MemoryType, "MEMORY_TYPE", name, "type")
+
+
+def status_value(name: str) -> int:
+    return _enum_value(pb.MemoryStatus, "MEMORY_STATUS", name, "status")
+
+
+def channel_value(name: str) -> int:
+    return _enum_value(pb.RetrievalChannel, "RETRIEVAL_CHANNEL", name, "channel")
+
+
+def memory_input(
+    namespace: str,
+    content: str,
+    *,
+    kind: str = "episodic",
+    type: str = "event",  # noqa: A002 - mirrors the API field
+    tags: Sequence[str] = (),
+    entities: Sequence[str] = (),
+    importance: int = 0,
+    confidence: float | None = None,
+    occurred_at: datetime | None = None,
+    ttl: timedelta | None = None,
+    subject_key: str = "",
+) -> pb.MemoryInput:
+    msg = pb.MemoryInput(
+        namespace=namespace,
+        content=content,
+        kind=kind_value(kind),
+        type=type_value(type),
+        tags=list(tags),
+        entities=list(entities),
+        importance=importance,
+        subject_key=subject_key,
+    )
+    if confidence is not None:
+        msg.confidence = confidence
+    if occurred_at is not None:
+        msg.occurred_at.FromDatetime(occurred_at)
+    if ttl is not None:
+        msg.ttl.CopyFrom(Duration(seconds=int(ttl.total_seconds())))
+    return msg
+
+
+class MemhubClient:
+    """One channel to one hub. Thread-safe (gRPC channels are)."""
+
+    def __init__(self, address: str = DEFAULT_ADDRESS, *, agent: str | None = None, timeout_s: float = 30.0) -> None:
+        self.address = address
+        self._channel = grpc.insecure_channel(address)
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._metadata = (("x-memhub-agent", agent),) if agent else ()
+        self._timeout = timeout_s
+
+    def __enter__(self) -> MemhubClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def _call(self, method, request):  # noqa: ANN001, ANN202
+        return method(request, timeout=self._timeout, metadata=self._metadata)
+
+    def healthy(self, timeout_s: float = 5.0) -> bool:
+        """True when the hub answers SERVING within timeout_s."""
+        try:
+            reply = self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout_s)
+        except grpc.RpcError:
+            return False
+        return reply.status == health_pb2.HealthCheckResponse.SERVING
+
+    def write(
+        self,
+        memories: Sequence[pb.MemoryInput],
+        *,
+        request_id: str = "",
+        session_id: str = "",
+        wait_indexed: bool = False,
+    ) -> pb.WriteMemoriesResponse:
+        return self._call(
+            self._stub.WriteMemories,
+            pb.WriteMemoriesRequest(
+                memories=list(memories), request_id=request_id, session_id=session_id, wait_indexed=wait_indexed
+            ),
+        )
+
+    def search(
+        self,
+        query: str,
+        namespaces: Sequence[str],
+        *,
+        top_k: int = 0,
+        kinds: Sequence[str] = (),
+        types: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        channels: Sequence[str] = (),
+        explain: bool = False,
+        max_tokens: int = 0,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
+    ) -> pb.SearchMemoriesResponse:
+        req = pb.SearchMemoriesRequest(
+            query=query,
+            namespaces=list(namespaces),
+            top_k=top_k,
+            kinds=[kind_value(k) for k in kinds],
+            types=[type_value(t) for t in types],
+            tags=list(tags),
+            channels=[channel_value(c) for c in channels],
+            explain=explain,
+            max_tokens=max_tokens,
+        )
+        if occurred_start is not None:
+            req.occurred.start.FromDatetime(occurred_start)
+        if occurred_end is not None:
+            req.occurred.end.FromDatetime(occurred_end)
+        return self._call(self._stub.SearchMemories, req)
+
+    def get(self, memory_id: str) -> pb.Memory:
+        return self._call(self._stub.GetMemory, pb.GetMemoryRequest(id=memory_id))
+
+    def list(
+        self,
+        namespaces: Sequence[str],
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        kinds: Sequence[str] = (),
+        types: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        statuses: Sequence[str] = (),
+    ) -> pb.ListMemoriesResponse:
+        return self._call(
+            self._stub.ListMemories,
+            pb.ListMemoriesRequest(
+                namespaces=list(namespaces),
+                page_size=page_size,
+                page_token=page_token,
+                kinds=[kind_value(k) for k in kinds],
+                types=[type_value(t) for t in types],
+                tags=list(tags),
+                statuses=[status_value(s) for s in statuses],
+            ),
+        )
+
+    def forget(
+        self,
+        *,
+        ids: Sequence[str] = (),
+        filter: pb.ForgetFilter | None = None,  # noqa: A002 - mirrors the API field
+        reason: str,
+        request_id: str = "",
+    ) -> pb.ForgetMemoriesResponse:
+        req = pb.ForgetMemoriesRequest(ids=list(ids), reason=reason, request_id=request_id)
+        if filter is not None:
+            req.filter.CopyFrom(filter)
+        return self._call(self._stub.ForgetMemories, req)

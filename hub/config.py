@@ -1,0 +1,120 @@
+"""Hub configuration: dataclasses with a docstring per field, read from MEMHUB_* variables.
+
+Everything has a default that runs on one machine with nothing installed
+beyond the package: embedded Postgres and Milvus Lite under one data
+directory, the bundled embedding model, loopback only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hub.embedding import EmbeddingConfig
+from hub.errors import StartupError
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memhub"
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    data_dir: Path = field(default_factory=default_data_dir)
+    """Where the embedded Postgres and Milvus Lite keep their files (MEMHUB_DATA_DIR)."""
+
+    database_url: str | None = None
+    """PostgreSQL 15+ URL (MEMHUB_DATABASE_URL); unset means the embedded server in data_dir/postgres."""
+
+    milvus_uri: str | None = None
+    """Milvus URI such as http://milvus:19530 (MEMHUB_MILVUS_URI); unset means Milvus Lite in data_dir/milvus.db."""
+
+    milvus_token_env: str = "MEMHUB_MILVUS_TOKEN"
+    """Name of the environment variable holding the Milvus token, if the server needs one."""
+
+    milvus_collection: str = "memhub_memories"
+    """Collection name (MEMHUB_MILVUS_COLLECTION)."""
+
+    def resolved_milvus_uri(self) -> str:
+        return self.milvus_uri or str(self.data_dir / "milvus.db")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    """Interface to listen on (MEMHUB_HOST); loopback by default, 0.0.0.0 in containers."""
+
+    port: int = 50051
+    """gRPC port (MEMHUB_PORT); 0 picks a free one."""
+
+    max_workers: int = 32
+    """gRPC worker threads: bounds concurrent calls being served."""
+
+    max_message_bytes: int = 8 * 1024 * 1024
+    """Largest request or response message."""
+
+
+@dataclass(frozen=True)
+class IndexerConfig:
+    enabled: bool = True
+    """Run the outbox indexer in this process (MEMHUB_INDEXER=0 to leave it to other replicas)."""
+
+    batch_size: int = 64
+    """Outbox rows claimed per batch (one embedding call, one Milvus upsert)."""
+
+    poll_interval_s: float = 1.0
+    """Fallback polling when no NOTIFY arrives."""
+
+    wait_indexed_timeout_s: float = 10.0
+    """Longest a write with wait_indexed waits before answering indexed=false."""
+
+
+@dataclass(frozen=True)
+class HubConfig:
+    store: StoreConfig = field(default_factory=StoreConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    indexer: IndexerConfig = field(default_factory=IndexerConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+
+    @staticmethod
+    def from_env(env: Mapping[str, str] | None = None) -> HubConfig:
+        """Build from MEMHUB_* variables; a malformed value raises StartupError naming the variable."""
+        env = os.environ if env is None else env
+        store = StoreConfig(
+            data_dir=Path(env["MEMHUB_DATA_DIR"]).expanduser() if env.get("MEMHUB_DATA_DIR") else default_data_dir(),
+            database_url=env.get("MEMHUB_DATABASE_URL") or None,
+            milvus_uri=env.get("MEMHUB_MILVUS_URI") or None,
+            milvus_collection=env.get("MEMHUB_MILVUS_COLLECTION", "memhub_memories"),
+        )
+        server = ServerConfig(
+            host=env.get("MEMHUB_HOST", "127.0.0.1"),
+            port=_int(env, "MEMHUB_PORT", 50051, 0, 65535),
+        )
+        indexer = IndexerConfig(enabled=env.get("MEMHUB_INDEXER", "1") not in ("0", "false", "no"))
+        embedding = EmbeddingConfig(
+            provider=env.get("MEMHUB_EMBEDDING_PROVIDER", "local"),
+            base_url=env.get("MEMHUB_EMBEDDING_BASE_URL") or None,
+            model=env.get("MEMHUB_EMBEDDING_MODEL") or None,
+            dimension=_int(env, "MEMHUB_EMBEDDING_DIMENSION", 384, 1, 65536),
+        )
+        try:
+            embedding.validate()
+        except ValueError as exc:
+            raise StartupError(f"embedding configuration: {exc}") from None
+        return HubConfig(store=store, server=server, indexer=indexer, embedding=embedding)
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise StartupError(f"{name}={raw!r} is not a whole number") from None
+    if not low <= value <= high:
+        raise StartupError(f"{name}={value} is out of range ({low} to {high})")
+    return value

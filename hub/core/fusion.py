@@ -1,0 +1,50 @@
+"""Reciprocal Rank Fusion and the token budget applied to search results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from hub.core.model import Channel, ChannelHit
+
+RRF_K = 60
+# A rough, model-free token estimate: English averages about 4 characters a token.
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class Fused:
+    id: str
+    score: float
+    channels: tuple[ChannelHit, ...]
+
+
+def rrf(rankings: Mapping[Channel, Sequence[tuple[str, float]]], k: int = RRF_K) -> list[Fused]:
+    """Fuse best-first (id, score) lists: score(id) = sum over channels of 1 / (k + rank).
+
+    Ties are broken by the best single rank, then by id, so results are stable.
+    """
+    scores: dict[str, float] = {}
+    hits: dict[str, list[ChannelHit]] = {}
+    for channel, ranked in rankings.items():
+        for rank, (mid, raw) in enumerate(ranked, start=1):
+            scores[mid] = scores.get(mid, 0.0) + 1.0 / (k + rank)
+            hits.setdefault(mid, []).append(ChannelHit(channel, rank, float(raw)))
+    order = sorted(scores, key=lambda m: (-scores[m], min(h.rank for h in hits[m]), m))
+    return [Fused(m, scores[m], tuple(hits[m])) for m in order]
+
+
+def approx_tokens(text: str) -> int:
+    return max(1, -(-len(text) // CHARS_PER_TOKEN))
+
+
+def fit_budget(contents: Sequence[str], max_tokens: int) -> int:
+    """How many leading results fit in max_tokens (0 = no cap). The first always fits, so a search never comes back empty for budget alone."""
+    if max_tokens <= 0:
+        return len(contents)
+    used = 0
+    for i, text in enumerate(contents):
+        used += approx_tokens(text)
+        if used > max_tokens and i > 0:
+            return i
+    return len(contents)

@@ -1,0 +1,264 @@
+"""The outbox indexer: brings Milvus in line with Postgres.
+
+Each write commits its memories and an outbox row per changed memory in one
+transaction. The indexer claims outbox rows with FOR UPDATE SKIP LOCKED (so
+any number of hub replicas can run it without doing the same work twice),
+reads the memories' *current* state, upserts the servable ones into Milvus
+and deletes the rest, then deletes the outbox rows, all before commit. A
+failure leaves the rows in place with a back-off and the error recorded.
+
+The memory rows are read FOR SHARE: a forget that races with indexing waits
+for this batch to commit, and its own outbox row (created after that) then
+deletes what this batch upserted, so the index never keeps a forgotten
+memory for longer than one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import psycopg
+from sqlalchemy import Engine, bindparam, delete, func, select, text, update
+
+from hub.db.memories import enqueue_index
+from hub.db.schema import memories, outbox
+from hub.embedding import Embedder
+from hub.index.milvus_index import IndexedMemory, MilvusIndex
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 60.0
+
+
+def _epoch_ms(value) -> int:  # noqa: ANN001 - datetime or None
+    return int(value.timestamp() * 1000) if value is not None else 0
+
+
+class Indexer:
+    """Applies outbox rows to the index; run it in a background thread with start()."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        index: MilvusIndex,
+        embedder: Embedder,
+        *,
+        batch_size: int = 64,
+        poll_interval_s: float = 1.0,
+        expiry_sweep_s: float = 30.0,
+        listen_url: str | None = None,
+    ) -> None:
+        self._engine = engine
+        self._index = index
+        self._embedder = embedder
+        self._batch_size = batch_size
+        self._poll_interval_s = poll_interval_s
+        self._expiry_sweep_s = expiry_sweep_s
+        self._listen_url = listen_url
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._progress = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._last_sweep = 0.0
+        self._unflushed = False
+
+    # -- one step -------------------------------------------------------------
+
+    def run_once(self) -> int:
+        """Claim and apply one batch; return how many outbox rows it consumed (0 when idle)."""
+        claimed: list[int] = []
+        try:
+            with self._engine.begin() as conn:
+                rows = conn.execute(
+                    select(outbox.c.id, outbox.c.memory_id)
+                    .where(outbox.c.available_at <= func.now())
+                    .order_by(outbox.c.id)
+                    .limit(self._batch_size)
+                    .with_for_update(skip_locked=True)
+                ).all()
+                if not rows:
+                    return 0
+                claimed = [r[0] for r in rows]
+                memory_ids = list(dict.fromkeys(str(r[1]) for r in rows))
+                current = conn.execute(
+                    select(memories)
+                    .where(memories.c.id.in_(memory_ids))
+                    .with_for_update(read=True)
+                ).all()
+                now_ms = int(time.time() * 1000)
+                servable = [
+                    r._mapping
+                    for r in current
+                    if r._mapping["status"] == "active" and not (0 < _epoch_ms(r._mapping["expires_at"]) <= now_ms)
+                ]
+                keep = {str(m["id"]) for m in servable}
+                self._apply(servable, [mid for mid in memory_ids if mid not in keep])
+                conn.execute(delete(outbox).where(outbox.c.id.in_(claimed)))
+        except Exception as exc:  # any store or embedding failure: back off and retry later
+            if claimed:
+                self._record_failure(claimed, exc)
+            raise
+        with self._progress:
+            self._progress.notify_all()
+        return len(claimed)
+
+    def _apply(self, servable: Sequence, gone: Sequence[str]) -> None:  # noqa: ANN001
+        if servable:
+            vectors = self._embedder.embed([m["content"] for m in servable])
+            self._index.upsert(
+                [
+                    IndexedMemory(
+                        id=str(m["id"]),
+                        namespace=m["namespace"],
+                        kind=m["kind"],
+                        type=m["type"],
+                        content=m["content"],
+                        tags=tuple(m["tags"]),
+                        occurred_at_ms=_epoch_ms(m["occurred_at"]),
+                        created_at_ms=_epoch_ms(m["created_at"]),
+                        expires_at_ms=_epoch_ms(m["expires_at"]),
+                        vector=vec,
+                    )
+                    for m, vec in zip(servable, vectors, strict=True)
+                ]
+            )
+        if gone:
+            self._index.delete(list(gone))
+
+    def _record_failure(self, ids: list[int], exc: Exception) -> None:
+        log.warning("indexing %d outbox rows failed, will retry: %s", len(ids), exc)
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(
+                    update(outbox)
+                    .where(outbox.c.id.in_(ids))
+                    .values(
+                        attempts=outbox.c.attempts + 1,
+                        last_error=str(exc)[:2000],
+                        # Exponential back-off: 0.5 s, 1 s, 2 s ... capped.
+                        available_at=func.now()
+                        + func.make_interval(0, 0, 0, 0, 0, 0, func.least(MAX_BACKOFF_S, 0.5 * func.power(2, outbox.c.attempts))),
+                    )
+                )
+        except Exception:  # Postgres itself is down: the rows stay claimable as they were
+            log.exception("could not record the indexing failure")
+
+    def sweep_expired(self) -> int:
+        """Mark active memories past expires_at as expired (and queue their removal from the index)."""
+        with self._engine.begin() as conn:
+            due = (
+                select(memories.c.id)
+                .where(memories.c.status == "active", memories.c.expires_at <= func.now())
+                .limit(1000)
+                .with_for_update(skip_locked=True)
+                .scalar_subquery()
+            )
+            ids = [
+                str(r[0])
+                for r in conn.execute(
+                    update(memories)
+                    .where(memories.c.id.in_(due))
+                    .values(status="expired", updated_at=func.now())
+                    .returning(memories.c.id)
+                )
+            ]
+            enqueue_index(conn, ids)
+        return len(ids)
+
+    def pending(self, memory_ids: Sequence[str]) -> int:
+        """How many outbox rows still wait for these memories."""
+        with self._engine.connect() as conn:
+            return conn.execute(
+                select(func.count()).select_from(outbox).where(outbox.c.memory_id.in_(list(memory_ids)))
+            ).scalar_one()
+
+    def backlog(self) -> int:
+        with self._engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(outbox)).scalar_one()
+
+    # -- waiting --------------------------------------------------------------
+
+    def wait_indexed(self, memory_ids: Sequence[str], timeout_s: float) -> bool:
+        """Block until no outbox row is left for these memories (any replica may do the work)."""
+        deadline = time.monotonic() + timeout_s
+        self.nudge()
+        while True:
+            if not memory_ids or self.pending(memory_ids) == 0:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with self._progress:
+                # Woken by our own batches; the timeout covers batches other replicas apply.
+                self._progress.wait(min(remaining, 0.05))
+
+    def drain(self, timeout_s: float = 60.0, on_progress: Callable[[int], None] | None = None) -> bool:
+        """Run batches in this thread until the outbox is empty; for the CLI and tests."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            done = self.run_once()
+            if on_progress is not None and done:
+                on_progress(done)
+            if done == 0 and self.backlog() == 0:
+                return True
+            if done == 0:
+                time.sleep(0.05)  # rows in back-off or claimed by another replica
+        return False
+
+    # -- background loop --------------------------------------------------------
+
+    def nudge(self) -> None:
+        """Wake the loop now (a local write committed)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start the background loop (again, after stop())."""
+        self._stop.clear()
+        self._threads = []
+        worker = threading.Thread(target=self._loop, name="memhub-indexer", daemon=True)
+        worker.start()
+        self._threads.append(worker)
+        if self._listen_url:
+            listener = threading.Thread(target=self._listen, name="memhub-indexer-listen", daemon=True)
+            listener.start()
+            self._threads.append(listener)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        for t in self._threads:
+            t.join(timeout_s)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() - self._last_sweep > self._expiry_sweep_s:
+                    self._last_sweep = time.monotonic()
+                    self.sweep_expired()
+                if self.run_once() > 0:
+                    self._unflushed = True
+                    continue  # more may be waiting: no sleep between full batches
+                if self._unflushed:
+                    # Caught up: seal what we wrote (on Milvus Lite unflushed rows slow every search).
+                    self._unflushed = False
+                    self._index.flush()
+            except Exception:
+                log.exception("indexer step failed; retrying after the poll interval")
+            self._wake.wait(self._poll_interval_s)
+            self._wake.clear()
+
+    def _listen(self) -> None:
+        """LISTEN for commits from other replicas so their writes are indexed promptly, not at the next poll."""
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._listen_url, autocommit=True) as conn:
+                    conn.execute("LISTEN memhub_outbox")
+                    while not self._stop.is_set():
+                        for _ in conn.notifies(timeout=1.0, stop_after=1):
+                            self._wake.set()
+            except Exception as exc:  # Postgres restarting: polling still covers us
+                log.warning("outbox listener lost its connection (%s); reconnecting", exc)
+                self._stop.wait(2.0)

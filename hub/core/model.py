@@ -1,0 +1,182 @@
+"""Domain records of the memory service, free of any wire format."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class Kind(str, enum.Enum):
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+
+
+class MemoryType(str, enum.Enum):
+    EVENT = "event"
+    FACT = "fact"
+    PREFERENCE = "preference"
+    CORRECTION = "correction"
+    RULE = "rule"
+    LESSON = "lesson"
+    OUTCOME = "outcome"
+    NOTE = "note"
+
+
+class Status(str, enum.Enum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    FORGOTTEN = "forgotten"
+    EXPIRED = "expired"
+
+
+class Channel(str, enum.Enum):
+    DENSE = "dense"
+    KEYWORD = "keyword"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling. Until token verification lands this comes from the
+    transport (see hub/api/identity.py); the service never reads it from a
+    request field, so provenance cannot be forged through the payload."""
+
+    agent_id: str
+    groups: tuple[str, ...] = ()
+    trace_id: str = ""
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A validated write: every field checked, defaults applied."""
+
+    namespace: str
+    kind: Kind
+    type: MemoryType
+    content: str
+    tags: tuple[str, ...]
+    entities: tuple[str, ...]
+    importance: int
+    confidence: float
+    occurred_at: datetime | None  # None: the commit time
+    valid_from: datetime | None
+    valid_to: datetime | None
+    expires_at: datetime | None
+    subject_key: str | None
+    derived_from: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A stored memory as read from Postgres."""
+
+    id: str
+    namespace: str
+    kind: Kind
+    type: MemoryType
+    content: str
+    tags: tuple[str, ...]
+    entities: tuple[str, ...]
+    importance: int
+    confidence: float
+    occurred_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime | None
+    valid_to: datetime | None
+    expires_at: datetime | None
+    source_agent: str
+    source_session: str
+    source_trace: str
+    content_hash: str
+    status: Status
+    subject_key: str | None
+    supersedes: tuple[str, ...]
+    derived_from: tuple[str, ...]
+    superseded_by: str | None
+    recall_count: int
+    last_recalled_at: datetime | None
+    embedding_model: str
+    forgotten_at: datetime | None
+    forgotten_by: str | None
+    forget_reason: str | None
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    memory: MemoryRecord
+    deduplicated: bool
+
+
+@dataclass(frozen=True)
+class WriteResponse:
+    results: tuple[WriteOutcome, ...]
+    indexed: bool
+    replayed: bool = False
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """Half-open [start, end); either bound may be None."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """Filters shared by search, list and forget. `namespaces` are subtree roots."""
+
+    namespaces: tuple[str, ...]
+    kinds: tuple[Kind, ...] = ()
+    types: tuple[MemoryType, ...] = ()
+    tags_any: tuple[str, ...] = ()
+    occurred: TimeWindow = field(default_factory=TimeWindow)
+    created: TimeWindow = field(default_factory=TimeWindow)
+    subject_key: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    text: str
+    filter: MemoryFilter
+    top_k: int
+    channels: tuple[Channel, ...]
+    explain: bool
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class ChannelHit:
+    channel: Channel
+    rank: int  # 1-based
+    score: float
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    memory: MemoryRecord
+    score: float
+    channel_ranks: tuple[ChannelHit, ...]
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    filter: MemoryFilter
+    statuses: tuple[Status, ...]
+    page_size: int
+    page_token: str
+
+
+@dataclass(frozen=True)
+class ListPage:
+    memories: tuple[MemoryRecord, ...]
+    next_page_token: str
+
+
+@dataclass(frozen=True)
+class ForgetRequest:
+    ids: tuple[str, ...]
+    filter: MemoryFilter | None
+    reason: str

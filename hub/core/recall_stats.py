@@ -1,0 +1,58 @@
+"""Recall statistics, written in the background.
+
+Search must not write on its hot path (nor wait for row locks the indexer
+holds), so hits are counted in memory and flushed every few seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterable
+
+from sqlalchemy import Engine
+
+from hub.db import memories as memories_db
+
+log = logging.getLogger(__name__)
+
+
+class RecallRecorder:
+    def __init__(self, engine: Engine, flush_interval_s: float = 2.0) -> None:
+        self._engine = engine
+        self._interval = flush_interval_s
+        self._pending: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def record(self, ids: Iterable[str]) -> None:
+        with self._lock:
+            self._pending.update(ids)
+
+    def flush(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending, Counter()
+        if not batch:
+            return
+        try:
+            with self._engine.begin() as conn:
+                # Sorted ids: concurrent flushes from several replicas lock rows in one order.
+                memories_db.record_recalls(conn, dict(sorted(batch.items())))
+        except Exception:
+            log.exception("could not record recall statistics; %d counts dropped", sum(batch.values()))
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="memhub-recall-stats", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        self.flush()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.flush()

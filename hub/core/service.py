@@ -1,0 +1,260 @@
+"""The memory service: write, search, get, list, forget, in plain Python.
+
+Inputs arrive validated (hub/api/convert.py builds them); this layer checks
+access, runs the transactions and the retrieval channels, and returns domain
+records. Postgres is the truth; Milvus only proposes candidates, which are
+re-checked against Postgres before anything is returned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+
+from sqlalchemy import Engine
+
+from hub.core import fusion, paging
+from hub.core.access import Action, Authorizer
+from hub.core.indexer import Indexer
+from hub.core.model import (
+    Caller,
+    Channel,
+    ForgetRequest,
+    ListPage,
+    ListQuery,
+    MemoryRecord,
+    NewMemory,
+    SearchHit,
+    SearchQuery,
+    Status,
+    WriteOutcome,
+    WriteResponse,
+)
+from hub.core.namespaces import minimal_roots
+from hub.core.recall_stats import RecallRecorder
+from hub.db import idempotency
+from hub.db import memories as memories_db
+from hub.embedding import Embedder
+from hub.errors import FailedPrecondition, NotFound, PermissionDenied
+from hub.index.milvus_index import IndexFilter, MilvusIndex
+
+log = logging.getLogger(__name__)
+
+
+class _ConcurrentRetry(Exception):
+    """A call with the same request_id committed while this one ran: replay its result."""
+
+
+def _ms(value: datetime | None) -> int | None:
+    return int(value.timestamp() * 1000) if value is not None else None
+
+
+def _with_effective_status(record: MemoryRecord) -> MemoryRecord:
+    """An active memory past its expiry reads as expired even before the sweeper marks it."""
+    if record.status is Status.ACTIVE and record.expires_at is not None and record.expires_at <= datetime.now(timezone.utc):
+        return dataclasses.replace(record, status=Status.EXPIRED)
+    return record
+
+
+class MemoryService:
+    def __init__(
+        self,
+        engine: Engine,
+        index: MilvusIndex,
+        embedder: Embedder,
+        indexer: Indexer,
+        authorizer: Authorizer,
+        recorder: RecallRecorder,
+        *,
+        wait_indexed_timeout_s: float = 10.0,
+        search_threads: int = 16,
+    ) -> None:
+        self._engine = engine
+        self._index = index
+        self._embedder = embedder
+        self._indexer = indexer
+        self._authorizer = authorizer
+        self._recorder = recorder
+        self._wait_timeout = wait_indexed_timeout_s
+        # Channels of one search run side by side: dense waits on the embedder, keyword on Milvus.
+        self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
+
+    @property
+    def embedding_model(self) -> str:
+        return self._embedder.model_id
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- write ------------------------------------------------------------------
+
+    def write(
+        self,
+        caller: Caller,
+        items: Sequence[NewMemory],
+        *,
+        session_id: str = "",
+        request_id: str | None = None,
+        request_hash: str = "",
+        wait_indexed: bool = False,
+    ) -> WriteResponse:
+        for ns in dict.fromkeys(item.namespace for item in items):
+            self._authorizer.check(caller, Action.WRITE, ns)
+        try:
+            with self._engine.begin() as conn:
+                if request_id is not None:
+                    prior = idempotency.lookup(conn, caller.agent_id, request_id)
+                    if prior is not None:
+                        raise _ConcurrentRetry()
+                outcomes = memories_db.insert_memories(conn, caller, session_id, items, self._embedder.model_id)
+                if request_id is not None:
+                    response = {"ids": [o.memory.id for o in outcomes], "dedup": [o.deduplicated for o in outcomes]}
+                    if not idempotency.store(conn, caller.agent_id, request_id, "write", request_hash, response):
+                        raise _ConcurrentRetry()  # rolls this transaction back
+        except _ConcurrentRetry:
+            return self._replay_write(caller, request_id or "", request_hash)
+        self._indexer.nudge()
+        indexed = False
+        if wait_indexed:
+            indexed = self._indexer.wait_indexed([o.memory.id for o in outcomes], self._wait_timeout)
+        return WriteResponse(tuple(outcomes), indexed=indexed)
+
+    def _replay_write(self, caller: Caller, request_id: str, request_hash: str) -> WriteResponse:
+        with self._engine.connect() as conn:
+            prior = idempotency.lookup(conn, caller.agent_id, request_id)
+            if prior is None:  # cannot happen: a row was seen or blocked our insert
+                raise FailedPrecondition(f"request_id {request_id!r}: earlier result vanished; retry with a new id")
+            self._check_same_request(prior, "write", request_id, request_hash)
+            outcomes = []
+            for mid, dedup in zip(prior.response["ids"], prior.response["dedup"], strict=True):
+                record = memories_db.get(conn, mid)
+                if record is None:
+                    raise FailedPrecondition(f"request_id {request_id!r}: memory {mid} no longer exists")
+                outcomes.append(WriteOutcome(_with_effective_status(record), deduplicated=dedup))
+        return WriteResponse(tuple(outcomes), indexed=False, replayed=True)
+
+    @staticmethod
+    def _check_same_request(prior: idempotency.StoredResult, operation: str, request_id: str, request_hash: str) -> None:
+        if prior.operation != operation or prior.request_hash != request_hash:
+            raise FailedPrecondition(
+                f"request_id {request_id!r} was already used for a different {prior.operation} request; "
+                "use a new request_id for a new request"
+            )
+
+    # -- search -----------------------------------------------------------------
+
+    def search(self, caller: Caller, query: SearchQuery) -> list[SearchHit]:
+        roots = minimal_roots(list(query.filter.namespaces))
+        for root in roots:
+            self._authorizer.check(caller, Action.READ, root)
+        flt = dataclasses.replace(query.filter, namespaces=tuple(roots))
+        with self._engine.connect() as conn:
+            concrete = memories_db.resolve_namespaces(conn, roots)
+        if not concrete:
+            return []
+        index_filter = IndexFilter(
+            namespaces=tuple(concrete),
+            kinds=tuple(k.value for k in flt.kinds),
+            types=tuple(t.value for t in flt.types),
+            tags_any=flt.tags_any,
+            occurred_from_ms=_ms(flt.occurred.start),
+            occurred_to_ms=_ms(flt.occurred.end),
+            now_ms=int(time.time() * 1000),
+        )
+        # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits.
+        depth = min(max(query.top_k * 3, 30), 300)
+        futures = {}
+        if Channel.DENSE in query.channels:
+            futures[Channel.DENSE] = self._pool.submit(self._dense, query.text, index_filter, depth)
+        if Channel.KEYWORD in query.channels:
+            futures[Channel.KEYWORD] = self._pool.submit(self._index.search_keyword, query.text, index_filter, depth)
+        fused = fusion.rrf({ch: f.result() for ch, f in futures.items()})
+        with self._engine.connect() as conn:
+            records = memories_db.hydrate(conn, [f.id for f in fused], flt)
+        hits = [
+            SearchHit(records[f.id], f.score, f.channels if query.explain else ())
+            for f in fused
+            if f.id in records
+        ][: query.top_k]
+        hits = hits[: fusion.fit_budget([h.memory.content for h in hits], query.max_tokens)]
+        self._recorder.record(h.memory.id for h in hits)
+        return hits
+
+    def _dense(self, text: str, flt: IndexFilter, limit: int) -> list[tuple[str, float]]:
+        vector = self._embedder.embed([text])[0]
+        return self._index.search_dense(vector, flt, limit)
+
+    # -- get / list ---------------------------------------------------------------
+
+    def get(self, caller: Caller, memory_id: str) -> MemoryRecord:
+        with self._engine.connect() as conn:
+            record = memories_db.get(conn, memory_id)
+        missing = NotFound(f"memory {memory_id} not found")
+        if record is None:
+            raise missing
+        try:
+            self._authorizer.check(caller, Action.READ, record.namespace)
+        except PermissionDenied:
+            raise missing from None  # a foreign memory and a missing one look the same
+        return _with_effective_status(record)
+
+    def list(self, caller: Caller, query: ListQuery) -> ListPage:
+        roots = minimal_roots(list(query.filter.namespaces))
+        for root in roots:
+            self._authorizer.check(caller, Action.READ, root)
+        flt = dataclasses.replace(query.filter, namespaces=tuple(roots))
+        statuses = query.statuses or (Status.ACTIVE,)
+        fp = paging.fingerprint(flt, statuses)
+        after = paging.decode(query.page_token, fp)
+        with self._engine.connect() as conn:
+            rows = memories_db.list_page(conn, flt, statuses, query.page_size + 1, after)
+        page = rows[: query.page_size]
+        token = paging.encode(page[-1].created_at, page[-1].id, fp) if len(rows) > query.page_size else ""
+        return ListPage(tuple(_with_effective_status(r) for r in page), token)
+
+    # -- forget -------------------------------------------------------------------
+
+    def forget(
+        self, caller: Caller, request: ForgetRequest, *, request_id: str | None = None, request_hash: str = ""
+    ) -> tuple[list[str], bool]:
+        """Forget by ids or by filter; returns (ids forgotten now, replayed)."""
+        if request.filter is not None:
+            self._authorizer.check(caller, Action.FORGET, request.filter.namespaces[0])
+        try:
+            with self._engine.begin() as conn:
+                if request_id is not None and idempotency.lookup(conn, caller.agent_id, request_id) is not None:
+                    raise _ConcurrentRetry()
+                if request.filter is not None:
+                    ids = memories_db.select_ids_for_forget(conn, request.filter, limit=100_000)
+                else:
+                    ids = self._forgettable_ids(conn, caller, request.ids)
+                forgotten = memories_db.forget(conn, ids, caller, request.reason)
+                if request_id is not None and not idempotency.store(
+                    conn, caller.agent_id, request_id, "forget", request_hash, {"ids": forgotten}
+                ):
+                    raise _ConcurrentRetry()
+        except _ConcurrentRetry:
+            with self._engine.connect() as conn:
+                prior = idempotency.lookup(conn, caller.agent_id, request_id or "")
+            assert prior is not None
+            self._check_same_request(prior, "forget", request_id or "", request_hash)
+            return list(prior.response["ids"]), True
+        self._indexer.nudge()
+        return forgotten, False
+
+    def _forgettable_ids(self, conn, caller: Caller, ids: Sequence[str]) -> list[str]:  # noqa: ANN001
+        found = memories_db.existing_ids(conn, ids)
+        for i, mid in enumerate(ids):
+            namespace = found.get(mid)
+            if namespace is None:
+                raise NotFound(f"ids[{i}]: memory {mid} not found; nothing was forgotten")
+            try:
+                self._authorizer.check(caller, Action.FORGET, namespace)
+            except PermissionDenied:
+                raise NotFound(f"ids[{i}]: memory {mid} not found; nothing was forgotten") from None
+        return list(ids)
+

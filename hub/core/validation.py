@@ -1,0 +1,165 @@
+"""Field checks for everything that arrives from outside.
+
+Each function takes the value and the field path to name in the error
+("memories[2].tags[0]"), and returns the value to use (with defaults
+applied) or raises InvalidArgument. Limits are stated in the messages so a
+caller can fix the request without reading the source.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from hub.errors import InvalidArgument
+
+MAX_CONTENT_CHARS = 16_384
+MAX_QUERY_CHARS = 4_096
+MAX_TAGS = 32
+MAX_ENTITIES = 32
+MAX_ENTITY_CHARS = 128
+MAX_BATCH = 100
+MAX_FORGET_IDS = 1_000
+MAX_REASON_CHARS = 1_024
+MAX_TOP_K = 100
+DEFAULT_TOP_K = 10
+MAX_PAGE_SIZE = 500
+DEFAULT_PAGE_SIZE = 50
+DEFAULT_IMPORTANCE = 3
+MAX_SESSION_CHARS = 128
+
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,63}")
+_SUBJECT_SEGMENT = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+def _check_text(value: str, field: str, max_chars: int) -> str:
+    if "\x00" in value:
+        # Postgres text cannot hold NUL; refusing beats silently truncating.
+        raise InvalidArgument(field, "contains a NUL character")
+    if not value.strip():
+        raise InvalidArgument(field, "is required and must not be blank")
+    if len(value) > max_chars:
+        raise InvalidArgument(field, f"is {len(value)} characters; the limit is {max_chars}")
+    return value
+
+
+def content(value: str, field: str) -> str:
+    """Memory content: 1 to MAX_CONTENT_CHARS characters, not blank."""
+    return _check_text(value, field, MAX_CONTENT_CHARS)
+
+
+def query_text(value: str, field: str) -> str:
+    return _check_text(value, field, MAX_QUERY_CHARS)
+
+
+def reason(value: str, field: str) -> str:
+    return _check_text(value, field, MAX_REASON_CHARS)
+
+
+def tags(values: Sequence[str], field: str) -> tuple[str, ...]:
+    """Up to MAX_TAGS tags like 'billing', 'ticket:4312', 'v2.7'; duplicates dropped, order kept."""
+    if len(values) > MAX_TAGS:
+        raise InvalidArgument(field, f"has {len(values)} tags; the limit is {MAX_TAGS}")
+    for i, tag in enumerate(values):
+        if _TAG.fullmatch(tag) is None:
+            raise InvalidArgument(
+                f"{field}[{i}]",
+                f"{tag!r} is not a valid tag: 1 to 64 characters of letters, digits and . _ : / @ + -, "
+                "starting with a letter or digit",
+            )
+    return tuple(dict.fromkeys(values))
+
+
+def entities(values: Sequence[str], field: str) -> tuple[str, ...]:
+    """Up to MAX_ENTITIES names (people, products, ids), each 1 to MAX_ENTITY_CHARS characters."""
+    if len(values) > MAX_ENTITIES:
+        raise InvalidArgument(field, f"has {len(values)} entries; the limit is {MAX_ENTITIES}")
+    for i, name in enumerate(values):
+        _check_text(name, f"{field}[{i}]", MAX_ENTITY_CHARS)
+    return tuple(dict.fromkeys(values))
+
+
+def importance(value: int, field: str) -> int:
+    if value == 0:
+        return DEFAULT_IMPORTANCE
+    if not 1 <= value <= 5:
+        raise InvalidArgument(field, f"is {value}; use 1 (trivia) to 5 (critical), or 0 for the default 3")
+    return value
+
+
+def confidence(value: float | None, field: str) -> float:
+    if value is None:
+        return 1.0
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise InvalidArgument(field, f"is {value}; use a number from 0 to 1")
+    return float(value)
+
+
+def subject_key(value: str, field: str) -> str | None:
+    """Optional 'user/reply-language'-style key: lower-case segments joined by '/', at most 128 characters."""
+    if not value:
+        return None
+    if len(value) > 128:
+        raise InvalidArgument(field, f"is {len(value)} characters; the limit is 128")
+    for seg in value.split("/"):
+        if _SUBJECT_SEGMENT.fullmatch(seg) is None:
+            raise InvalidArgument(
+                field, f"{value!r} is not a valid subject key: lower-case segments of a-z, 0-9, '-', '_', '.' joined by '/'"
+            )
+    return value
+
+
+def memory_id(value: str, field: str) -> str:
+    """A memory id is a UUID in its canonical text form."""
+    if not value:
+        raise InvalidArgument(field, "is required")
+    try:
+        parsed = uuid.UUID(value)
+    except ValueError:
+        raise InvalidArgument(field, f"{value[:64]!r} is not a memory id (a UUID such as '1b4e28ba-2fa1-11d2-883f-0016d3cca427')") from None
+    return str(parsed)
+
+
+def request_id(value: str, field: str) -> str | None:
+    if not value:
+        return None
+    if _REQUEST_ID.fullmatch(value) is None:
+        raise InvalidArgument(field, "must be 1 to 128 characters of letters, digits and . _ : -")
+    return value
+
+
+def session_id(value: str, field: str) -> str:
+    if len(value) > MAX_SESSION_CHARS or "\x00" in value:
+        raise InvalidArgument(field, f"must be at most {MAX_SESSION_CHARS} characters without NUL")
+    return value
+
+
+def top_k(value: int, field: str) -> int:
+    if value == 0:
+        return DEFAULT_TOP_K
+    if not 1 <= value <= MAX_TOP_K:
+        raise InvalidArgument(field, f"is {value}; use 1 to {MAX_TOP_K} (0 means {DEFAULT_TOP_K})")
+    return value
+
+
+def page_size(value: int, field: str) -> int:
+    if value == 0:
+        return DEFAULT_PAGE_SIZE
+    if not 1 <= value <= MAX_PAGE_SIZE:
+        raise InvalidArgument(field, f"is {value}; use 1 to {MAX_PAGE_SIZE} (0 means {DEFAULT_PAGE_SIZE})")
+    return value
+
+
+def max_tokens(value: int, field: str) -> int:
+    if value < 0:
+        raise InvalidArgument(field, f"is {value}; use 0 (no cap) or a positive number")
+    return value
+
+
+def time_window(start: datetime | None, end: datetime | None, field: str) -> None:
+    if start is not None and end is not None and end <= start:
+        raise InvalidArgument(field, f"end ({end.isoformat()}) must be after start ({start.isoformat()})")

@@ -1,0 +1,1 @@
+"""Postgres: the source of truth (schema, migrations, connection, queries)."""

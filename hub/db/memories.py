@@ -1,0 +1,328 @@
+"""Reading and writing memories in Postgres (the source of truth).
+
+Every function takes an open connection so the caller decides the
+transaction: a write, its supersessions and its outbox rows commit together
+or not at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy import Connection, and_, func, or_, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.sql.elements import ColumnElement
+
+from hub.core.model import (
+    Caller,
+    Kind,
+    MemoryFilter,
+    MemoryRecord,
+    MemoryType,
+    NewMemory,
+    Status,
+    WriteOutcome,
+)
+from hub.db.schema import memories, namespaces, outbox
+from hub.errors import Aborted, InvalidArgument
+
+
+def content_hash(content: str) -> str:
+    """sha256 of the exact content (no normalisation: 'Yes' and 'yes' are different memories)."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the memories table
+    m = row._mapping
+    return MemoryRecord(
+        id=str(m["id"]),
+        namespace=m["namespace"],
+        kind=Kind(m["kind"]),
+        type=MemoryType(m["type"]),
+        content=m["content"],
+        tags=tuple(m["tags"]),
+        entities=tuple(m["entities"]),
+        importance=m["importance"],
+        confidence=m["confidence"],
+        occurred_at=m["occurred_at"],
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+        valid_from=m["valid_from"],
+        valid_to=m["valid_to"],
+        expires_at=m["expires_at"],
+        source_agent=m["source_agent"],
+        source_session=m["source_session"],
+        source_trace=m["source_trace"],
+        content_hash=m["content_hash"],
+        status=Status(m["status"]),
+        subject_key=m["subject_key"],
+        supersedes=tuple(str(x) for x in m["supersedes"]),
+        derived_from=tuple(str(x) for x in m["derived_from"]),
+        superseded_by=str(m["superseded_by"]) if m["superseded_by"] else None,
+        recall_count=m["recall_count"],
+        last_recalled_at=m["last_recalled_at"],
+        embedding_model=m["embedding_model"],
+        forgotten_at=m["forgotten_at"],
+        forgotten_by=m["forgotten_by"],
+        forget_reason=m["forget_reason"],
+    )
+
+
+def enqueue_index(conn: Connection, memory_ids: Iterable[str]) -> None:
+    """Record that these memories changed; the indexer brings Milvus in line after commit."""
+    rows = [{"memory_id": mid} for mid in memory_ids]
+    if rows:
+        conn.execute(outbox.insert(), rows)
+        # Delivered at commit: wakes the indexer of every replica (LISTEN memhub_outbox).
+        conn.execute(text("NOTIFY memhub_outbox"))
+
+
+def _find_active_by_hash(conn: Connection, namespace: str, digest: str) -> MemoryRecord | None:
+    row = conn.execute(
+        select(memories).where(
+            memories.c.namespace == namespace,
+            memories.c.content_hash == digest,
+            memories.c.status == Status.ACTIVE.value,
+        )
+    ).first()
+    return to_record(row) if row else None
+
+
+def _check_derived_from(conn: Connection, items: Sequence[NewMemory]) -> None:
+    wanted = {mid for item in items for mid in item.derived_from}
+    if not wanted:
+        return
+    found = {str(r[0]) for r in conn.execute(select(memories.c.id).where(memories.c.id.in_(wanted)))}
+    for i, item in enumerate(items):
+        for j, mid in enumerate(item.derived_from):
+            if mid not in found:
+                raise InvalidArgument(f"memories[{i}].derived_from[{j}]", f"no memory has id {mid}")
+
+
+def insert_memories(
+    conn: Connection, caller: Caller, session_id: str, items: Sequence[NewMemory], embedding_model: str
+) -> list[WriteOutcome]:
+    """Insert validated memories in order; dedup by content hash and supersede by subject key.
+
+    Must run inside a transaction. Raises Aborted when a concurrent writer
+    claimed the same subject key first (a retry then supersedes it).
+    """
+    _check_derived_from(conn, items)
+    ns_rows = [{"name": ns} for ns in dict.fromkeys(item.namespace for item in items)]
+    conn.execute(pg_insert(namespaces).on_conflict_do_nothing(), ns_rows)
+    outcomes: list[WriteOutcome] = []
+    changed: list[str] = []
+    for item in items:
+        digest = content_hash(item.content)
+        existing = _find_active_by_hash(conn, item.namespace, digest)
+        if existing is not None:
+            outcomes.append(WriteOutcome(existing, deduplicated=True))
+            continue
+        new_id = str(uuid.uuid4())
+        with conn.begin_nested() as savepoint:
+            superseded = _supersede_subject(conn, item, new_id)
+            values = {
+                "id": new_id,
+                "namespace": item.namespace,
+                "kind": item.kind.value,
+                "type": item.type.value,
+                "content": item.content,
+                "content_hash": digest,
+                "tags": list(item.tags),
+                "entities": list(item.entities),
+                "importance": item.importance,
+                "confidence": item.confidence,
+                "occurred_at": item.occurred_at if item.occurred_at is not None else func.now(),
+                "valid_from": item.valid_from,
+                "valid_to": item.valid_to,
+                "expires_at": item.expires_at,
+                "source_agent": caller.agent_id,
+                "source_session": session_id,
+                "source_trace": caller.trace_id,
+                "status": Status.ACTIVE.value,
+                "subject_key": item.subject_key,
+                "supersedes": superseded,
+                "derived_from": list(item.derived_from),
+                "embedding_model": embedding_model,
+            }
+            # No conflict target: either unique index (content hash or subject key) may
+            # be hit by a concurrent writer that committed first.
+            row = conn.execute(
+                pg_insert(memories).values(**values).on_conflict_do_nothing().returning(*memories.c)
+            ).first()
+            if row is None:
+                savepoint.rollback()
+        if row is None:
+            existing = _find_active_by_hash(conn, item.namespace, digest)
+            if existing is None:
+                raise Aborted(
+                    f"another write for subject key {item.subject_key!r} in {item.namespace!r} committed at the same time; retry"
+                )
+            outcomes.append(WriteOutcome(existing, deduplicated=True))
+            continue
+        changed.extend([new_id, *superseded])
+        outcomes.append(WriteOutcome(to_record(row), deduplicated=False))
+    enqueue_index(conn, changed)
+    return outcomes
+
+
+def _supersede_subject(conn: Connection, item: NewMemory, new_id: str) -> list[str]:
+    """Mark the active memory with the same subject key superseded by new_id; return its id."""
+    if item.subject_key is None:
+        return []
+    rows = conn.execute(
+        update(memories)
+        .where(
+            memories.c.namespace == item.namespace,
+            memories.c.subject_key == item.subject_key,
+            memories.c.status == Status.ACTIVE.value,
+        )
+        .values(status=Status.SUPERSEDED.value, superseded_by=new_id, updated_at=func.now())
+        .returning(memories.c.id)
+    ).all()
+    return [str(r[0]) for r in rows]
+
+
+def get(conn: Connection, memory_id: str) -> MemoryRecord | None:
+    row = conn.execute(select(memories).where(memories.c.id == memory_id)).first()
+    return to_record(row) if row else None
+
+
+def subtree_condition(column: ColumnElement[str], roots: Sequence[str]) -> ColumnElement[bool]:
+    """`column` equals one of the roots or lies below it ('a' covers 'a/b', not 'ab')."""
+    clauses: list[ColumnElement[bool]] = []
+    for root in roots:
+        # '_' is legal in namespaces but a LIKE wildcard: escape it (and the escape char).
+        escaped = root.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
+        clauses.append(column == root)
+        clauses.append(column.like(escaped + "/%", escape="\\"))
+    return or_(*clauses)
+
+
+def resolve_namespaces(conn: Connection, roots: Sequence[str]) -> list[str]:
+    """The concrete namespaces that exist at or below the given roots."""
+    if not roots:
+        return []
+    query = select(namespaces.c.name).where(subtree_condition(namespaces.c.name, roots)).order_by(namespaces.c.name)
+    return [r[0] for r in conn.execute(query)]
+
+
+def filter_conditions(flt: MemoryFilter) -> list[ColumnElement[bool]]:
+    """SQL conditions for the shared filter fields (not status)."""
+    conds: list[ColumnElement[bool]] = [subtree_condition(memories.c.namespace, flt.namespaces)]
+    if flt.kinds:
+        conds.append(memories.c.kind.in_([k.value for k in flt.kinds]))
+    if flt.types:
+        conds.append(memories.c.type.in_([t.value for t in flt.types]))
+    if flt.tags_any:
+        conds.append(memories.c.tags.overlap(list(flt.tags_any)))
+    if flt.occurred.start is not None:
+        conds.append(memories.c.occurred_at >= flt.occurred.start)
+    if flt.occurred.end is not None:
+        conds.append(memories.c.occurred_at < flt.occurred.end)
+    if flt.created.start is not None:
+        conds.append(memories.c.created_at >= flt.created.start)
+    if flt.created.end is not None:
+        conds.append(memories.c.created_at < flt.created.end)
+    if flt.subject_key is not None:
+        conds.append(memories.c.subject_key == flt.subject_key)
+    return conds
+
+
+def servable_condition() -> ColumnElement[bool]:
+    """Active and not past its expiry, judged now (the index may lag behind both)."""
+    return and_(
+        memories.c.status == Status.ACTIVE.value,
+        or_(memories.c.expires_at.is_(None), memories.c.expires_at > func.now()),
+    )
+
+
+def hydrate(conn: Connection, ids: Sequence[str], flt: MemoryFilter) -> dict[str, MemoryRecord]:
+    """Load search hits and re-check them: servable, inside the filter. Missing ids are simply absent."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        select(memories).where(memories.c.id.in_(list(ids)), servable_condition(), *filter_conditions(flt))
+    ).all()
+    return {str(r._mapping["id"]): to_record(r) for r in rows}
+
+
+def list_page(
+    conn: Connection,
+    flt: MemoryFilter,
+    statuses: Sequence[Status],
+    limit: int,
+    after: tuple[datetime, str] | None,
+) -> list[MemoryRecord]:
+    """Newest first, keyset-paged on (created_at, id) so pages stay stable while memories are added."""
+    conds = filter_conditions(flt)
+    if statuses == (Status.ACTIVE,):
+        conds.append(servable_condition())
+    else:
+        conds.append(memories.c.status.in_([s.value for s in statuses]))
+    if after is not None:
+        created, last_id = after
+        conds.append(
+            or_(memories.c.created_at < created, and_(memories.c.created_at == created, memories.c.id < last_id))
+        )
+    rows = conn.execute(
+        select(memories).where(*conds).order_by(memories.c.created_at.desc(), memories.c.id.desc()).limit(limit)
+    ).all()
+    return [to_record(r) for r in rows]
+
+
+def forget(conn: Connection, ids: Sequence[str], caller: Caller, reason: str) -> list[str]:
+    """Turn active or superseded memories into tombstones: content erased, who/when/why kept.
+
+    Already forgotten ids are skipped (forgetting twice is not an error).
+    """
+    if not ids:
+        return []
+    rows = conn.execute(
+        update(memories)
+        .where(memories.c.id.in_(list(ids)), memories.c.status != Status.FORGOTTEN.value)
+        .values(
+            status=Status.FORGOTTEN.value,
+            content="",
+            entities=[],
+            forgotten_at=func.now(),
+            forgotten_by=caller.agent_id,
+            forget_reason=reason,
+            updated_at=func.now(),
+        )
+        .returning(memories.c.id)
+    ).all()
+    forgotten = [str(r[0]) for r in rows]
+    enqueue_index(conn, forgotten)
+    return forgotten
+
+
+def select_ids_for_forget(conn: Connection, flt: MemoryFilter, limit: int) -> list[str]:
+    """Ids of the active memories a forget-by-filter covers, locked against concurrent writers."""
+    rows = conn.execute(
+        select(memories.c.id)
+        .where(memories.c.status == Status.ACTIVE.value, *filter_conditions(flt))
+        .order_by(memories.c.id)
+        .limit(limit)
+        .with_for_update()
+    ).all()
+    return [str(r[0]) for r in rows]
+
+
+def existing_ids(conn: Connection, ids: Sequence[str]) -> dict[str, str]:
+    """id -> namespace for the ids that exist (any status)."""
+    rows = conn.execute(select(memories.c.id, memories.c.namespace).where(memories.c.id.in_(list(ids)))).all()
+    return {str(r[0]): r[1] for r in rows}
+
+
+def record_recalls(conn: Connection, counts: dict[str, int]) -> None:
+    """Add recall counts (batched by the caller so search does not write on its hot path)."""
+    for mid, n in counts.items():
+        conn.execute(
+            update(memories)
+            .where(memories.c.id == mid)
+            .values(recall_count=memories.c.recall_count + n, last_recalled_at=func.now())
+        )

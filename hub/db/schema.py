@@ -1,0 +1,115 @@
+"""Table definitions (SQLAlchemy Core). Migrations in hub/db/migrations must match.
+
+Why Core and not the ORM: every query here is a handful of columns in a hot
+path; explicit SQL keeps locks (FOR UPDATE SKIP LOCKED, FOR SHARE) and
+conflict handling (ON CONFLICT) visible.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+
+    MetaData,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REAL, UUID
+
+metadata = MetaData()
+
+memories = Table(
+    "memories",
+    metadata,
+    Column("id", UUID(as_uuid=False), primary_key=True),
+    Column("namespace", String(255), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("type", String(16), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("tags", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("entities", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("importance", SmallInteger, nullable=False),
+    Column("confidence", REAL, nullable=False),
+    Column("occurred_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("valid_from", DateTime(timezone=True)),
+    Column("valid_to", DateTime(timezone=True)),
+    Column("expires_at", DateTime(timezone=True)),
+    Column("source_agent", String(255), nullable=False),
+    Column("source_session", String(128), nullable=False, server_default=""),
+    Column("source_trace", String(32), nullable=False, server_default=""),
+    Column("status", String(16), nullable=False),
+    Column("subject_key", String(128)),
+    Column("supersedes", ARRAY(UUID(as_uuid=False)), nullable=False, server_default="{}"),
+    Column("derived_from", ARRAY(UUID(as_uuid=False)), nullable=False, server_default="{}"),
+    Column("superseded_by", UUID(as_uuid=False)),
+    Column("recall_count", BigInteger, nullable=False, server_default="0"),
+    Column("last_recalled_at", DateTime(timezone=True)),
+    Column("embedding_model", String(128), nullable=False),
+    Column("forgotten_at", DateTime(timezone=True)),
+    Column("forgotten_by", String(255)),
+    Column("forget_reason", Text),
+    # Newest-first listing within a namespace, keyset-paged on (created_at, id).
+    Index("ix_memories_ns_created", "namespace", text("created_at DESC"), text("id DESC")),
+    # One active copy of a content per namespace: the database enforces dedup, so two
+    # concurrent writers of the same text cannot both win.
+    Index(
+        "ux_memories_active_hash",
+        "namespace",
+        "content_hash",
+        unique=True,
+        postgresql_where=text("status = 'active'"),
+    ),
+    # At most one active semantic memory per subject key in a namespace.
+    Index(
+        "ux_memories_active_subject",
+        "namespace",
+        "subject_key",
+        unique=True,
+        postgresql_where=text("status = 'active' AND subject_key IS NOT NULL"),
+    ),
+    Index("ix_memories_tags", "tags", postgresql_using="gin"),
+    Index("ix_memories_expiry", "expires_at", postgresql_where=text("status = 'active' AND expires_at IS NOT NULL")),
+)
+
+namespaces = Table(
+    "namespaces",
+    metadata,
+    Column("name", String(255), primary_key=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("memory_id", UUID(as_uuid=False), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("available_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("last_error", Text),
+    Index("ix_outbox_available", "available_at", "id"),
+    Index("ix_outbox_memory", "memory_id"),
+)
+
+idempotency = Table(
+    "idempotency_keys",
+    metadata,
+    Column("agent_id", String(255), primary_key=True),
+    Column("request_id", String(128), primary_key=True),
+    Column("operation", String(32), nullable=False),
+    # sha256 of the request as received, so a reused id with a different body is refused.
+    Column("request_hash", String(64), nullable=False),
+    Column("response", JSONB, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)

@@ -1,0 +1,50 @@
+"""Text embeddings for memhub: a local offline model or an OpenAI-compatible
+endpoint, behind one interface, with cross-request batching."""
+
+from __future__ import annotations
+
+from .base import Embedder, EmbeddingError
+from .batcher import BatchingEmbedder
+from .config import EmbeddingConfig
+from .onnx_minilm import OnnxMiniLMEmbedder
+from .openai_http import OpenAICompatibleEmbedder
+
+__all__ = [
+    "Embedder",
+    "EmbeddingError",
+    "EmbeddingConfig",
+    "OnnxMiniLMEmbedder",
+    "OpenAICompatibleEmbedder",
+    "BatchingEmbedder",
+    "build_embedder",
+]
+
+
+def build_embedder(config: EmbeddingConfig) -> Embedder:
+    """Validate ``config`` and return its provider wrapped in a BatchingEmbedder.
+
+    Raises ValueError for invalid settings and EmbeddingError when the local
+    model files are missing or fail their sha256 check. The caller owns the
+    result and must close() it (which also closes the provider).
+    """
+    config.validate()
+    inner: Embedder
+    if config.provider == "local":
+        inner = OnnxMiniLMEmbedder(
+            onnx_model_path=config.onnx_model_path,
+            tokenizer_path=config.tokenizer_path,
+            intra_op_num_threads=config.intra_op_threads,
+        )
+    else:
+        assert config.base_url and config.model  # guaranteed by validate()
+        inner = OpenAICompatibleEmbedder(
+            base_url=config.base_url,
+            model=config.model,
+            dimension=config.dimension,
+            api_key_env=config.api_key_env,
+            timeout_s=config.timeout_s,
+            # One coalesced batch = one HTTP request, so servers with an input
+            # limit (TEI: 32 by default) are respected by lowering batch_max.
+            max_batch=config.batch_max,
+        )
+    return BatchingEmbedder(inner, max_batch=config.batch_max, max_wait_ms=config.batch_wait_ms)

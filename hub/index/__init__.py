@@ -1,0 +1,18 @@
+"""The retrieval index: memories in Milvus (dense vectors + BM25), rebuildable from Postgres.
+
+``MilvusIndex`` is the whole public surface; the other modules hold its
+parts (schema, filter building, row validation, error mapping).
+"""
+
+from hub.index.errors import IndexBackendError, IndexModelMismatch, IndexUnavailable
+from hub.index.milvus_index import MilvusIndex
+from hub.index.records import IndexedMemory, IndexFilter
+
+__all__ = [
+    "IndexBackendError",
+    "IndexFilter",
+    "IndexModelMismatch",
+    "IndexUnavailable",
+    "IndexedMemory",
+    "MilvusIndex",
+]

@@ -1,0 +1,348 @@
+import datetime
+
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class MemoryKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MEMORY_KIND_UNSPECIFIED: _ClassVar[MemoryKind]
+    MEMORY_KIND_EPISODIC: _ClassVar[MemoryKind]
+    MEMORY_KIND_SEMANTIC: _ClassVar[MemoryKind]
+    MEMORY_KIND_PROCEDURAL: _ClassVar[MemoryKind]
+
+class MemoryType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MEMORY_TYPE_UNSPECIFIED: _ClassVar[MemoryType]
+    MEMORY_TYPE_EVENT: _ClassVar[MemoryType]
+    MEMORY_TYPE_FACT: _ClassVar[MemoryType]
+    MEMORY_TYPE_PREFERENCE: _ClassVar[MemoryType]
+    MEMORY_TYPE_CORRECTION: _ClassVar[MemoryType]
+    MEMORY_TYPE_RULE: _ClassVar[MemoryType]
+    MEMORY_TYPE_LESSON: _ClassVar[MemoryType]
+    MEMORY_TYPE_OUTCOME: _ClassVar[MemoryType]
+    MEMORY_TYPE_NOTE: _ClassVar[MemoryType]
+
+class MemoryStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MEMORY_STATUS_UNSPECIFIED: _ClassVar[MemoryStatus]
+    MEMORY_STATUS_ACTIVE: _ClassVar[MemoryStatus]
+    MEMORY_STATUS_SUPERSEDED: _ClassVar[MemoryStatus]
+    MEMORY_STATUS_FORGOTTEN: _ClassVar[MemoryStatus]
+    MEMORY_STATUS_EXPIRED: _ClassVar[MemoryStatus]
+
+class RetrievalChannel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RETRIEVAL_CHANNEL_UNSPECIFIED: _ClassVar[RetrievalChannel]
+    RETRIEVAL_CHANNEL_DENSE: _ClassVar[RetrievalChannel]
+    RETRIEVAL_CHANNEL_KEYWORD: _ClassVar[RetrievalChannel]
+MEMORY_KIND_UNSPECIFIED: MemoryKind
+MEMORY_KIND_EPISODIC: MemoryKind
+MEMORY_KIND_SEMANTIC: MemoryKind
+MEMORY_KIND_PROCEDURAL: MemoryKind
+MEMORY_TYPE_UNSPECIFIED: MemoryType
+MEMORY_TYPE_EVENT: MemoryType
+MEMORY_TYPE_FACT: MemoryType
+MEMORY_TYPE_PREFERENCE: MemoryType
+MEMORY_TYPE_CORRECTION: MemoryType
+MEMORY_TYPE_RULE: MemoryType
+MEMORY_TYPE_LESSON: MemoryType
+MEMORY_TYPE_OUTCOME: MemoryType
+MEMORY_TYPE_NOTE: MemoryType
+MEMORY_STATUS_UNSPECIFIED: MemoryStatus
+MEMORY_STATUS_ACTIVE: MemoryStatus
+MEMORY_STATUS_SUPERSEDED: MemoryStatus
+MEMORY_STATUS_FORGOTTEN: MemoryStatus
+MEMORY_STATUS_EXPIRED: MemoryStatus
+RETRIEVAL_CHANNEL_UNSPECIFIED: RetrievalChannel
+RETRIEVAL_CHANNEL_DENSE: RetrievalChannel
+RETRIEVAL_CHANNEL_KEYWORD: RetrievalChannel
+
+class TimeRange(_message.Message):
+    __slots__ = ("start", "end")
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    start: _timestamp_pb2.Timestamp
+    end: _timestamp_pb2.Timestamp
+    def __init__(self, start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Source(_message.Message):
+    __slots__ = ("agent_id", "session_id", "trace_id")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    session_id: str
+    trace_id: str
+    def __init__(self, agent_id: _Optional[str] = ..., session_id: _Optional[str] = ..., trace_id: _Optional[str] = ...) -> None: ...
+
+class MemoryLinks(_message.Message):
+    __slots__ = ("supersedes", "derived_from", "superseded_by")
+    SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
+    DERIVED_FROM_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
+    supersedes: _containers.RepeatedScalarFieldContainer[str]
+    derived_from: _containers.RepeatedScalarFieldContainer[str]
+    superseded_by: str
+    def __init__(self, supersedes: _Optional[_Iterable[str]] = ..., derived_from: _Optional[_Iterable[str]] = ..., superseded_by: _Optional[str] = ...) -> None: ...
+
+class RecallStats(_message.Message):
+    __slots__ = ("recall_count", "last_recalled_at")
+    RECALL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    LAST_RECALLED_AT_FIELD_NUMBER: _ClassVar[int]
+    recall_count: int
+    last_recalled_at: _timestamp_pb2.Timestamp
+    def __init__(self, recall_count: _Optional[int] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Tombstone(_message.Message):
+    __slots__ = ("forgotten_at", "forgotten_by", "reason")
+    FORGOTTEN_AT_FIELD_NUMBER: _ClassVar[int]
+    FORGOTTEN_BY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    forgotten_at: _timestamp_pb2.Timestamp
+    forgotten_by: str
+    reason: str
+    def __init__(self, forgotten_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., forgotten_by: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class Memory(_message.Message):
+    __slots__ = ("id", "namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "created_at", "valid_from", "valid_to", "expires_at", "source", "content_hash", "status", "links", "subject_key", "recall", "embedding_model", "tombstone", "updated_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    OCCURRED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    VALID_FROM_FIELD_NUMBER: _ClassVar[int]
+    VALID_TO_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_KEY_FIELD_NUMBER: _ClassVar[int]
+    RECALL_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    TOMBSTONE_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    namespace: str
+    kind: MemoryKind
+    type: MemoryType
+    content: str
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    entities: _containers.RepeatedScalarFieldContainer[str]
+    importance: int
+    confidence: float
+    occurred_at: _timestamp_pb2.Timestamp
+    created_at: _timestamp_pb2.Timestamp
+    valid_from: _timestamp_pb2.Timestamp
+    valid_to: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    source: Source
+    content_hash: str
+    status: MemoryStatus
+    links: MemoryLinks
+    subject_key: str
+    recall: RecallStats
+    embedding_model: str
+    tombstone: Tombstone
+    updated_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., content_hash: _Optional[str] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., links: _Optional[_Union[MemoryLinks, _Mapping]] = ..., subject_key: _Optional[str] = ..., recall: _Optional[_Union[RecallStats, _Mapping]] = ..., embedding_model: _Optional[str] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class MemoryInput(_message.Message):
+    __slots__ = ("namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "valid_from", "valid_to", "expires_at", "ttl", "subject_key", "derived_from")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    OCCURRED_AT_FIELD_NUMBER: _ClassVar[int]
+    VALID_FROM_FIELD_NUMBER: _ClassVar[int]
+    VALID_TO_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_KEY_FIELD_NUMBER: _ClassVar[int]
+    DERIVED_FROM_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    kind: MemoryKind
+    type: MemoryType
+    content: str
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    entities: _containers.RepeatedScalarFieldContainer[str]
+    importance: int
+    confidence: float
+    occurred_at: _timestamp_pb2.Timestamp
+    valid_from: _timestamp_pb2.Timestamp
+    valid_to: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    ttl: _duration_pb2.Duration
+    subject_key: str
+    derived_from: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., subject_key: _Optional[str] = ..., derived_from: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class WriteMemoriesRequest(_message.Message):
+    __slots__ = ("memories", "request_id", "session_id", "wait_indexed")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    WAIT_INDEXED_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[MemoryInput]
+    request_id: str
+    session_id: str
+    wait_indexed: bool
+    def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., wait_indexed: _Optional[bool] = ...) -> None: ...
+
+class WriteResult(_message.Message):
+    __slots__ = ("memory", "deduplicated")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    deduplicated: bool
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ...) -> None: ...
+
+class WriteMemoriesResponse(_message.Message):
+    __slots__ = ("results", "indexed", "replayed")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    INDEXED_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[WriteResult]
+    indexed: bool
+    replayed: bool
+    def __init__(self, results: _Optional[_Iterable[_Union[WriteResult, _Mapping]]] = ..., indexed: _Optional[bool] = ..., replayed: _Optional[bool] = ...) -> None: ...
+
+class SearchMemoriesRequest(_message.Message):
+    __slots__ = ("query", "namespaces", "kinds", "types", "tags", "occurred", "top_k", "channels", "explain", "max_tokens")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    OCCURRED_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    kinds: _containers.RepeatedScalarFieldContainer[MemoryKind]
+    types: _containers.RepeatedScalarFieldContainer[MemoryType]
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    occurred: TimeRange
+    top_k: int
+    channels: _containers.RepeatedScalarFieldContainer[RetrievalChannel]
+    explain: bool
+    max_tokens: int
+    def __init__(self, query: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., top_k: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[RetrievalChannel, str]]] = ..., explain: _Optional[bool] = ..., max_tokens: _Optional[int] = ...) -> None: ...
+
+class ChannelRank(_message.Message):
+    __slots__ = ("channel", "rank", "score")
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    channel: RetrievalChannel
+    rank: int
+    score: float
+    def __init__(self, channel: _Optional[_Union[RetrievalChannel, str]] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ...) -> None: ...
+
+class SearchHit(_message.Message):
+    __slots__ = ("memory", "score", "channel_ranks")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_RANKS_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    score: float
+    channel_ranks: _containers.RepeatedCompositeFieldContainer[ChannelRank]
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., channel_ranks: _Optional[_Iterable[_Union[ChannelRank, _Mapping]]] = ...) -> None: ...
+
+class SearchMemoriesResponse(_message.Message):
+    __slots__ = ("hits",)
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ...) -> None: ...
+
+class GetMemoryRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class ListMemoriesRequest(_message.Message):
+    __slots__ = ("namespaces", "kinds", "types", "tags", "statuses", "created", "page_size", "page_token", "subject_key")
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    STATUSES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_KEY_FIELD_NUMBER: _ClassVar[int]
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    kinds: _containers.RepeatedScalarFieldContainer[MemoryKind]
+    types: _containers.RepeatedScalarFieldContainer[MemoryType]
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    statuses: _containers.RepeatedScalarFieldContainer[MemoryStatus]
+    created: TimeRange
+    page_size: int
+    page_token: str
+    subject_key: str
+    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[MemoryStatus, str]]] = ..., created: _Optional[_Union[TimeRange, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., subject_key: _Optional[str] = ...) -> None: ...
+
+class ListMemoriesResponse(_message.Message):
+    __slots__ = ("memories", "next_page_token")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[Memory]
+    next_page_token: str
+    def __init__(self, memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ForgetFilter(_message.Message):
+    __slots__ = ("namespace", "kinds", "types", "tags", "occurred", "subject_key")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    OCCURRED_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_KEY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    kinds: _containers.RepeatedScalarFieldContainer[MemoryKind]
+    types: _containers.RepeatedScalarFieldContainer[MemoryType]
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    occurred: TimeRange
+    subject_key: str
+    def __init__(self, namespace: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., subject_key: _Optional[str] = ...) -> None: ...
+
+class ForgetMemoriesRequest(_message.Message):
+    __slots__ = ("ids", "filter", "reason", "request_id")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    filter: ForgetFilter
+    reason: str
+    request_id: str
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., filter: _Optional[_Union[ForgetFilter, _Mapping]] = ..., reason: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class ForgetMemoriesResponse(_message.Message):
+    __slots__ = ("forgotten_ids", "replayed")
+    FORGOTTEN_IDS_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
+    forgotten_ids: _containers.RepeatedScalarFieldContainer[str]
+    replayed: bool
+    def __init__(self, forgotten_ids: _Optional[_Iterable[str]] = ..., replayed: _Optional[bool] = ...) -> None: ...

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# One command: set up (idempotent) and run the whole test suite.
+# Extra arguments go to pytest. Exits non-zero on any failure, and when no
+# test was collected (pytest's exit code 5).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh || exit 1
+.venv/bin/python -m pytest "$@"
+rc=$?
+if [ "$rc" -eq 5 ]; then
+  echo "memhub tests: no tests were collected; treating that as a failure" >&2
+  exit 1
+fi
+exit "$rc"

@@ -1,0 +1,133 @@
+"""The `memhub` command as a user runs it: a real process for `serve`, client subcommands against a real hub."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+from conftest import Stack
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+MEMHUB = [sys.executable, "-m", "hub.cli.main"]
+
+
+def memhub(*args: str, stack: Stack | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    extra = ["--hub", stack.address] if stack is not None else []
+    return subprocess.run([*MEMHUB, *args, *extra], capture_output=True, text=True, timeout=timeout)
+
+
+def test_serve_starts_on_embedded_defaults_and_stops_on_sigterm(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
+    proc = subprocess.Popen(
+        [*MEMHUB, "serve", "--data-dir", str(tmp_path / "data"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        lines = []
+        port = None
+        for line in proc.stdout:  # blocks until serve prints its address
+            lines.append(line)
+            match = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+            if match:
+                port = int(match.group(1))
+                break
+        assert port, f"serve printed no address: {lines} / {proc.stderr.read() if proc.poll() is not None else ''}"
+        more = [proc.stdout.readline() for _ in range(3)]
+        printed = "".join(lines + more)
+        assert str(tmp_path / "data") in printed  # says where data lives
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="memhub.v1.MemoryService"), timeout=10)
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        reflect = reflection_pb2_grpc.ServerReflectionStub(channel)
+        reply = next(reflect.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10))
+        services = {s.name for s in reply.list_services_response.service}
+        assert {"memhub.v1.MemoryService", "grpc.health.v1.Health"} <= services
+        channel.close()
+        assert (tmp_path / "data" / "postgres").is_dir() and (tmp_path / "data" / "milvus.db").exists()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "shutting down" in out
+
+
+def test_client_subcommands_round_trip(stack: Stack, ns: str) -> None:
+    wrote = memhub("write", ns, "Grace deploys on Tuesdays", "--kind", "semantic", "--type", "fact", "--tag", "deploy", "--json", stack=stack)
+    assert wrote.returncode == 0, wrote.stderr
+    memory_id = json.loads(wrote.stdout)["results"][0]["memory"]["id"]
+
+    found = memhub("search", "when does Grace deploy?", "--ns", ns, "--explain", stack=stack)
+    assert found.returncode == 0 and memory_id in found.stdout and "Grace deploys on Tuesdays" in found.stdout
+    assert "dense #1" in found.stdout
+
+    shown = memhub("get", memory_id, "--json", stack=stack)
+    assert json.loads(shown.stdout)["content"] == "Grace deploys on Tuesdays"
+
+    listed = memhub("list", "--ns", ns, stack=stack)
+    assert memory_id in listed.stdout
+
+    forgot = memhub("forget", memory_id, "--reason", "test", stack=stack)
+    assert forgot.returncode == 0 and "forgot 1 memories" in forgot.stdout
+    assert memhub("search", "Grace", "--ns", ns, stack=stack).stdout.strip() == "no memories found"
+
+
+def test_client_errors_are_readable(stack: Stack) -> None:
+    bad = memhub("write", "Bad/NS", "x", stack=stack)
+    assert bad.returncode == 1
+    assert "INVALID_ARGUMENT" in bad.stderr and "memories[0].namespace" in bad.stderr
+    bad_kind = memhub("write", "ok", "x", "--kind", "dream", stack=stack)
+    assert bad_kind.returncode == 2 and "unknown kind 'dream'" in bad_kind.stderr
+    down = memhub("search", "q", "--ns", "x", "--hub", "127.0.0.1:1")
+    assert down.returncode == 1 and "is the hub running" in down.stderr
+
+
+def test_import_jsonl_with_progress_and_idempotent_rerun(stack: Stack, ns: str, tmp_path: Path) -> None:
+    path = tmp_path / "memories.jsonl"
+    rows = [{"namespace": ns, "content": f"imported fact number {i}", "kind": "semantic", "type": "fact", "tags": ["bulk"]} for i in range(250)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    first = memhub("import", str(path), stack=stack)
+    assert first.returncode == 0, first.stderr
+    assert "imported 250 memories (0 already stored)" in first.stdout
+    assert "250/250" in first.stderr  # the progress bar
+    again = memhub("import", str(path), stack=stack)
+    assert again.returncode == 0 and "imported 250 memories" in again.stdout
+    listed = stack.client.list([ns], page_size=500).memories
+    assert len(listed) == 250
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"namespace": "a", "content": "ok"}\n{"namespace": "a"\n', "line 2: not valid JSON"),
+        ('{"namespace": "a", "content": "ok", "colour": "red"}\n', "line 1: unknown field(s) colour"),
+        ('{"content": "no namespace"}\n', "line 1: 'namespace' is required"),
+        ('{"namespace": "a", "content": "x", "kind": "dream"}\n', "line 1: unknown kind 'dream'"),
+    ],
+)
+def test_import_refuses_a_bad_file_before_sending_anything(stack: Stack, tmp_path: Path, content: str, expected: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    result = memhub("import", str(path), stack=stack)
+    assert result.returncode == 2 and expected in result.stderr
+    assert stack.client.list(["a"]).memories == []
+
+
+def test_import_maps_hub_errors_to_file_lines(stack: Stack, ns: str, tmp_path: Path) -> None:
+    path = tmp_path / "late-error.jsonl"
+    lines = [json.dumps({"namespace": ns, "content": f"row {i}"}) for i in range(5)]
+    lines.insert(3, json.dumps({"namespace": "Bad/NS", "content": "bad row"}))
+    path.write_text("\n".join(lines))
+    result = memhub("import", str(path), "--batch-size", "100", stack=stack)
+    assert result.returncode == 1
+    assert "line 4.namespace" in result.stderr

@@ -1,0 +1,122 @@
+"""The outbox indexer: exactly-once work across concurrent indexers, retries with back-off, expiry sweeps."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import create_scratch_database, drop_database, hub_config
+from sqlalchemy import select, text
+
+from hub.api.convert import write_request
+from hub.app import Hub
+from hub.client import memory_input
+from hub.core.indexer import Indexer
+from hub.core.model import Caller
+from hub.db.schema import outbox
+from hub.index.milvus_index import IndexedMemory, MilvusIndex
+from memhub.v1 import memory_pb2 as pb
+
+
+class RecordingIndex:
+    """The real index, plus a log of what was upserted (to count work, not to replace Milvus)."""
+
+    def __init__(self, inner: MilvusIndex) -> None:
+        self.inner = inner
+        self.upserted: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def upsert(self, rows: Sequence[IndexedMemory]) -> None:
+        self.inner.upsert(rows)
+        with self._lock:
+            self.upserted.update(r.id for r in rows)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.inner.delete(ids)
+
+
+class BrokenEmbedder:
+    model_id = "broken"
+    dimension = 384
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise RuntimeError("embedding service is down")
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class Quiet:
+    """A hub whose background indexer never runs, so tests drive indexing by hand."""
+
+    hub: Hub
+    url: str
+
+
+@pytest.fixture
+def quiet(tmp_path: Path, external_pg_admin_url: str) -> Iterator[Quiet]:
+    url = create_scratch_database(external_pg_admin_url)
+    hub = Hub.open(hub_config(tmp_path, url, "quiet"))
+    try:
+        yield Quiet(hub, url)
+    finally:
+        hub.close()
+        drop_database(external_pg_admin_url, url)
+
+
+def _write(hub: Hub, ns: str, n: int) -> list[str]:
+    ids = []
+    for start in range(0, n, 100):
+        req = pb.WriteMemoriesRequest(memories=[memory_input(ns, f"memory {i}") for i in range(start, min(n, start + 100))])
+        ids += [o.memory.id for o in hub.service.write(Caller("t"), write_request(req)).results]
+    return ids
+
+
+def test_two_indexers_share_a_backlog_without_double_work(quiet: Quiet) -> None:
+    ids = _write(quiet.hub, "idx/race", 300)
+    recording = RecordingIndex(quiet.hub.index)
+    workers = [Indexer(quiet.hub.engine, recording, quiet.hub.embedder, batch_size=16) for _ in range(2)]
+    threads = [threading.Thread(target=w.drain, kwargs={"timeout_s": 120}) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert quiet.hub.indexer.backlog() == 0
+    assert set(recording.upserted) == set(ids)
+    assert max(recording.upserted.values()) == 1, "a memory was indexed twice"
+    assert quiet.hub.index.count() == 300
+
+
+def test_a_failing_batch_backs_off_records_the_error_and_recovers(quiet: Quiet) -> None:
+    ids = _write(quiet.hub, "idx/retry", 3)
+    broken = Indexer(quiet.hub.engine, quiet.hub.index, BrokenEmbedder())
+    with pytest.raises(RuntimeError):
+        broken.run_once()
+    with quiet.hub.engine.connect() as conn:
+        rows = conn.execute(
+            select(outbox.c.attempts, outbox.c.last_error, outbox.c.available_at > text("now()"))
+        ).all()
+    assert len(rows) == 3
+    assert all(r[0] == 1 and "embedding service is down" in r[1] and r[2] for r in rows)
+    # Rows in back-off are not claimed yet...
+    assert quiet.hub.indexer.run_once() == 0
+    # ...and are applied once the back-off passes.
+    assert quiet.hub.indexer.drain(timeout_s=30)
+    assert quiet.hub.indexer.pending(ids) == 0
+    assert quiet.hub.index.count() == 3
+
+
+def test_forgotten_memories_leave_the_index(quiet: Quiet) -> None:
+    ids = _write(quiet.hub, "idx/forget", 4)
+    quiet.hub.indexer.drain(timeout_s=60)
+    from hub.core.model import ForgetRequest
+
+    quiet.hub.service.forget(Caller("t"), ForgetRequest(ids=tuple(ids[:2]), filter=None, reason="test"))
+    quiet.hub.indexer.drain(timeout_s=60)
+    assert quiet.hub.index.count() == 2

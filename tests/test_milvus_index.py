@@ -1,0 +1,475 @@
+"""MilvusIndex against real Milvus Lite: model record, search channels, every filter, writes, failures.
+
+One milvus-lite data directory serves the module (startup is the slow part);
+tests that mutate data use their own collection. Filter tests compare the
+returned id set with the rows a plain-Python predicate selects, and each
+case is built so that the unfiltered search returns more.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from hub.index import IndexedMemory, IndexFilter, IndexModelMismatch, IndexUnavailable, MilvusIndex
+from hub.index.filters import build_filter, encode_tag, quote, tag_keys
+
+DIM = 8
+MODEL = "test-model-v1"
+NOW = 1_750_000_000_000
+DAY = 86_400_000
+
+
+def unit(seed: int) -> list[float]:
+    """A deterministic random unit vector."""
+    rng = random.Random(seed)
+    v = [rng.gauss(0, 1) for _ in range(DIM)]
+    n = math.sqrt(sum(x * x for x in v))
+    return [x / n for x in v]
+
+
+def mem(
+    content: str,
+    *,
+    namespace: str = "t/a",
+    kind: str = "semantic",
+    type: str = "fact",
+    tags: tuple[str, ...] = (),
+    occurred: int = NOW,
+    expires: int = 0,
+    vector: list[float] | None = None,
+    id: str | None = None,
+) -> IndexedMemory:
+    mid = id or str(uuid.uuid4())
+    return IndexedMemory(
+        id=mid,
+        namespace=namespace,
+        kind=kind,
+        type=type,
+        content=content,
+        tags=tags,
+        occurred_at_ms=occurred,
+        created_at_ms=occurred,
+        expires_at_ms=expires,
+        vector=vector or unit(hash(mid) & 0xFFFF),
+    )
+
+
+# A fixed corpus for the filter tests: namespaces (one with a quote and a
+# backslash), kinds, types, awkward tags, times and expiries.
+CORPUS = [
+    mem("alpha fact", namespace="t/a", kind="semantic", type="fact", tags=("urgent",), occurred=NOW - 10 * DAY),
+    mem("alpha event", namespace="t/a", kind="episodic", type="event", tags=("billing", "urgent"), occurred=NOW - 5 * DAY),
+    mem("alpha rule", namespace="t/a", kind="procedural", type="rule", tags=("50%_off",), occurred=NOW - 1 * DAY),
+    mem("beta fact", namespace="t/b", kind="semantic", type="fact", tags=("50a_off",), occurred=NOW - 3 * DAY),
+    mem("beta pref", namespace="t/b", kind="semantic", type="preference", tags=("a", "b"), occurred=NOW),
+    mem("beta lesson", namespace="t/b", kind="episodic", type="lesson", tags=("a|b",), occurred=NOW + 1 * DAY),
+    mem("gamma quoted", namespace='t/q"uote\\x', kind="semantic", type="fact", tags=('say "hi"',), occurred=NOW),
+    mem("gamma unicode", namespace="t/c", kind="semantic", type="fact", tags=("日本", "o'brien"), occurred=NOW),
+    mem("expired", namespace="t/c", kind="semantic", type="fact", expires=NOW - DAY, occurred=NOW),
+    mem("expires exactly now", namespace="t/c", kind="semantic", type="fact", expires=NOW, occurred=NOW),
+    mem("expires later", namespace="t/c", kind="semantic", type="fact", expires=NOW + DAY, occurred=NOW),
+]
+ALL_NS = tuple(sorted({m.namespace for m in CORPUS}))
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("milvus")
+
+
+@pytest.fixture(scope="module")
+def lite_uri(data_dir: Path) -> str:
+    return str(data_dir / "index.db")
+
+
+@pytest.fixture(scope="module")
+def corpus_index(lite_uri: str) -> Iterator[MilvusIndex]:
+    index = MilvusIndex(lite_uri, collection="corpus", model_id=MODEL, dimension=DIM)
+    index.ensure_collection()
+    index.upsert(CORPUS)
+    yield index
+    index.close()
+
+
+@pytest.fixture
+def fresh_index(lite_uri: str) -> Iterator[MilvusIndex]:
+    """An empty collection of its own, for tests that write."""
+    index = MilvusIndex(lite_uri, collection=f"c_{uuid.uuid4().hex[:12]}", model_id=MODEL, dimension=DIM)
+    index.ensure_collection()
+    yield index
+    index.close()
+
+
+def ids_where(pred: Callable[[IndexedMemory], bool]) -> set[str]:
+    return {m.id for m in CORPUS if pred(m)}
+
+
+def dense_ids(index: MilvusIndex, flt: IndexFilter) -> set[str]:
+    return {i for i, _ in index.search_dense(unit(1), flt, 100)}
+
+
+# -- model record -----------------------------------------------------------------
+
+
+def test_create_records_model_and_reopen_with_same_model(lite_uri: str) -> None:
+    name = f"m_{uuid.uuid4().hex[:8]}"
+    first = MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM)
+    assert first.recorded_model() is None
+    first.ensure_collection()
+    assert first.recorded_model() == (MODEL, DIM)
+    first.close()
+
+    again = MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM)
+    again.ensure_collection()  # no error
+    assert again.recorded_model() == (MODEL, DIM)
+    again.close()
+
+
+@pytest.mark.parametrize(("model", "dim"), [("other-model", DIM), (MODEL, 16)])
+def test_reopen_with_other_model_or_dimension_is_refused(lite_uri: str, model: str, dim: int) -> None:
+    name = f"m_{uuid.uuid4().hex[:8]}"
+    MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM).ensure_collection()
+    other = MilvusIndex(lite_uri, collection=name, model_id=model, dimension=dim)
+    with pytest.raises(IndexModelMismatch) as caught:
+        other.ensure_collection()
+    msg = str(caught.value)
+    assert "memhub reindex" in msg
+    assert MODEL in msg and model in msg and str(dim) in msg
+    assert caught.value.recorded == (MODEL, DIM)
+    assert caught.value.expected == (model, dim)
+
+
+def test_other_analyzer_is_refused(lite_uri: str) -> None:
+    name = f"m_{uuid.uuid4().hex[:8]}"
+    MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM).ensure_collection()
+    other = MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM, analyzer={"tokenizer": "standard"})
+    with pytest.raises(IndexModelMismatch, match="memhub reindex"):
+        other.ensure_collection()
+
+
+def test_record_survives_a_new_process(tmp_path: Path) -> None:
+    """What one process records, another reads back; close() frees the directory for it."""
+    uri = str(tmp_path / "proc.db")
+    first = MilvusIndex(uri, model_id=MODEL, dimension=DIM)
+    first.ensure_collection()
+    first.upsert([mem("written by the parent")])
+    first.close()  # must release milvus-lite's directory lock, or the child cannot open it
+    script = (
+        "from hub.index import MilvusIndex\n"
+        f"i = MilvusIndex({uri!r}, model_id={MODEL!r}, dimension={DIM})\n"
+        "i.ensure_collection()\n"
+        "print(i.recorded_model(), i.count())\n"
+        "i.close()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True,
+        cwd=Path(__file__).parent.parent, timeout=120,
+    )
+    assert out.stdout.strip() == f"('{MODEL}', {DIM}) 1"
+    with pytest.raises(IndexModelMismatch, match="memhub reindex"):
+        other = MilvusIndex(uri, model_id="another", dimension=DIM)
+        try:
+            other.ensure_collection()
+        finally:
+            other.close()
+
+
+def test_half_created_collection_gets_its_indexes(lite_uri: str) -> None:
+    """A create interrupted after the collection but before its indexes is finished on the next start."""
+    from hub.index import schema
+
+    name = f"m_{uuid.uuid4().hex[:8]}"
+    index = MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM)
+    analyzer = schema.DEFAULT_ANALYZER
+    index._client.create_collection(  # noqa: SLF001 - simulating the interrupted create
+        name,
+        schema=schema.build_schema(MODEL, DIM, analyzer),
+        properties=schema.properties(MODEL, DIM, analyzer),
+    )
+    index.ensure_collection()
+    # milvus-lite would search without indexes (brute force); a real server refuses to load.
+    assert set(index._client.list_indexes(name)) == {schema.DENSE, schema.SPARSE}  # noqa: SLF001
+    row = mem("repaired collection works")
+    index.upsert([row])
+    assert index.search_keyword("repaired", IndexFilter(namespaces=("t/a",)), 5)[0][0] == row.id
+    assert index.search_dense(row.vector, IndexFilter(namespaces=("t/a",)), 5)[0][0] == row.id
+    index.close()
+
+
+# -- search channels --------------------------------------------------------------
+
+
+def test_dense_returns_the_nearest_neighbour(fresh_index: MilvusIndex) -> None:
+    rows = [mem(f"row {i}", vector=unit(100 + i)) for i in range(20)]
+    fresh_index.upsert(rows)
+    target = rows[7]
+    near = [x + 0.05 * y for x, y in zip(target.vector, unit(999), strict=True)]
+    hits = fresh_index.search_dense(near, IndexFilter(namespaces=("t/a",)), 5)
+    assert hits[0][0] == target.id
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert 0.9 < hits[0][1] <= 1.0 + 1e-6  # cosine similarity
+
+
+def test_bm25_finds_exact_tokens_that_dense_misses(fresh_index: MilvusIndex) -> None:
+    query_vec = unit(5)
+    far = [-x for x in query_vec]  # the rows BM25 must find point away from the query
+    err = mem("deploy failed with ERR-4312 on node seven", vector=far)
+    ver = mem("upgraded the gateway to v2.7.1 last night", vector=far)
+    distractors = [
+        mem("deploy failed with ERR-4313 on node eight", vector=query_vec),
+        mem("upgraded the gateway to v2.7.2 this morning", vector=query_vec),
+    ] + [mem(f"unrelated note number {i}", vector=unit(200 + i)) for i in range(10)]
+    fresh_index.upsert([err, ver, *distractors])
+    flt = IndexFilter(namespaces=("t/a",))
+
+    dense = [i for i, _ in fresh_index.search_dense(query_vec, flt, 3)]
+    assert err.id not in dense and ver.id not in dense
+
+    hits = fresh_index.search_keyword("ERR-4312", flt, 3)
+    assert hits[0][0] == err.id
+    assert hits[0][1] > 0  # higher is better on both backends
+    assert fresh_index.search_keyword("v2.7.1", flt, 3)[0][0] == ver.id
+
+
+def test_keyword_search_ignores_blank_text(corpus_index: MilvusIndex) -> None:
+    assert corpus_index.search_keyword("   ", IndexFilter(namespaces=ALL_NS), 10) == []
+
+
+def test_english_stop_words_do_not_match(fresh_index: MilvusIndex) -> None:
+    fresh_index.upsert([mem("the cat sat on the mat")])
+    assert fresh_index.search_keyword("the", IndexFilter(namespaces=("t/a",)), 5) == []
+    assert len(fresh_index.search_keyword("cat", IndexFilter(namespaces=("t/a",)), 5)) == 1
+
+
+# -- filters ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flt", "pred"),
+    [
+        pytest.param(IndexFilter(namespaces=("t/a",)), lambda m: m.namespace == "t/a", id="one-namespace"),
+        pytest.param(IndexFilter(namespaces=("t/a", "t/b")), lambda m: m.namespace in ("t/a", "t/b"), id="namespace-set"),
+        pytest.param(IndexFilter(namespaces=('t/q"uote\\x',)), lambda m: m.namespace == 't/q"uote\\x', id="namespace-with-quote"),
+        pytest.param(IndexFilter(namespaces=ALL_NS, kinds=("episodic",)), lambda m: m.kind == "episodic", id="kinds"),
+        pytest.param(
+            IndexFilter(namespaces=ALL_NS, types=("fact", "rule")), lambda m: m.type in ("fact", "rule"), id="types"
+        ),
+        pytest.param(
+            IndexFilter(namespaces=ALL_NS, tags_any=("urgent", "日本")),
+            lambda m: bool({"urgent", "日本"} & set(m.tags)),
+            id="tags-any",
+        ),
+        pytest.param(IndexFilter(namespaces=ALL_NS, tags_any=("50%_off",)), lambda m: "50%_off" in m.tags, id="tag-wildcards-literal"),
+        pytest.param(IndexFilter(namespaces=ALL_NS, tags_any=("a|b",)), lambda m: "a|b" in m.tags, id="tag-with-separator"),
+        pytest.param(IndexFilter(namespaces=ALL_NS, tags_any=("a",)), lambda m: "a" in m.tags, id="tag-not-a-substring"),
+        pytest.param(IndexFilter(namespaces=ALL_NS, tags_any=('say "hi"', "o'brien")), lambda m: bool({'say "hi"', "o'brien"} & set(m.tags)), id="tags-with-quotes"),
+        pytest.param(
+            IndexFilter(namespaces=ALL_NS, occurred_from_ms=NOW - 5 * DAY, occurred_to_ms=NOW),
+            lambda m: NOW - 5 * DAY <= m.occurred_at_ms < NOW,
+            id="time-range-half-open",
+        ),
+        pytest.param(
+            IndexFilter(namespaces=ALL_NS, now_ms=NOW),
+            lambda m: m.expires_at_ms == 0 or m.expires_at_ms > NOW,
+            id="expiry",
+        ),
+        pytest.param(
+            IndexFilter(namespaces=("t/a", "t/b"), kinds=("semantic",), types=("fact", "preference"), tags_any=("a", "50a_off"), now_ms=NOW),
+            lambda m: m.namespace in ("t/a", "t/b") and m.kind == "semantic" and m.type in ("fact", "preference") and bool({"a", "50a_off"} & set(m.tags)),
+            id="combined",
+        ),
+    ],
+)
+def test_filter_excludes_what_it_should(
+    corpus_index: MilvusIndex, flt: IndexFilter, pred: Callable[[IndexedMemory], bool]
+) -> None:
+    expected = ids_where(pred)
+    everything = dense_ids(corpus_index, IndexFilter(namespaces=ALL_NS))
+    assert everything == {m.id for m in CORPUS}
+    assert expected and expected < everything, "the case must exclude something and keep something"
+    assert dense_ids(corpus_index, flt) == expected
+    # The keyword channel shares the filter: every corpus row has a distinct first word.
+    kw = {i for q in ("alpha", "beta", "gamma", "expired", "expires") for i, _ in corpus_index.search_keyword(q, flt, 100)}
+    assert kw == expected
+
+
+def test_injection_attempts_match_nothing(corpus_index: MilvusIndex) -> None:
+    for evil in ('t/a" or namespace != "', "t/a\\", 't/a") or (1 == 1', "t/a' or '1'=='1"):
+        assert dense_ids(corpus_index, IndexFilter(namespaces=(evil,))) == set()
+        assert dense_ids(corpus_index, IndexFilter(namespaces=ALL_NS, kinds=(evil,))) == set()
+        assert dense_ids(corpus_index, IndexFilter(namespaces=ALL_NS, tags_any=(evil,))) == set()
+
+
+def test_filter_validation() -> None:
+    with pytest.raises(ValueError):
+        build_filter(IndexFilter(namespaces=()))
+    with pytest.raises(ValueError):
+        build_filter(IndexFilter(namespaces=("t/a",), now_ms=True))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not a string"):
+        build_filter(IndexFilter(namespaces="t/a"))  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        quote("line\x00break")
+    assert quote('a"b\\c') == '"a\\"b\\\\c"'
+    assert encode_tag("50%_off") == "50~25~5Foff"
+    assert tag_keys(["b", "a", "a"]) == "|a|b|" and tag_keys([]) == "|"
+
+
+# -- writes -----------------------------------------------------------------------
+
+
+def test_delete_removes(fresh_index: MilvusIndex) -> None:
+    rows = [mem(f"keep or drop {i}") for i in range(4)]
+    fresh_index.upsert(rows)
+    fresh_index.delete([rows[0].id, rows[1].id, "no-such-id"])
+    flt = IndexFilter(namespaces=("t/a",))
+    assert dense_ids(fresh_index, flt) == {rows[2].id, rows[3].id}
+    assert {i for i, _ in fresh_index.search_keyword("drop", flt, 10)} == {rows[2].id, rows[3].id}
+    assert fresh_index.count() == 2
+
+
+def test_delete_with_a_quote_in_the_id_deletes_only_that_id(fresh_index: MilvusIndex) -> None:
+    rows = [mem(f"survivor {i}") for i in range(3)]
+    fresh_index.upsert(rows)
+    # With pymilvus's delete(ids=...), the first id would also delete rows[0].
+    fresh_index.delete([f"x', '{rows[0].id}", 'x" or id != "'])
+    assert fresh_index.count() == 3
+
+
+def test_upsert_replaces_an_existing_id(fresh_index: MilvusIndex) -> None:
+    old = mem("the original wording about kiwis", namespace="t/a", tags=("old",))
+    fresh_index.upsert([old, mem("something else entirely")])
+    new = mem("rewritten wording about mangoes", namespace="t/b", tags=("new",), id=old.id)
+    fresh_index.upsert([new])
+    assert fresh_index.count() == 2
+    both = IndexFilter(namespaces=("t/a", "t/b"))
+    assert fresh_index.search_keyword("kiwis", both, 5) == []
+    assert fresh_index.search_keyword("mangoes", both, 5)[0][0] == old.id
+    assert dense_ids(fresh_index, IndexFilter(namespaces=("t/a",), tags_any=("old",))) == set()
+    assert dense_ids(fresh_index, IndexFilter(namespaces=("t/b",), tags_any=("new",))) == {old.id}
+
+
+def test_last_write_wins_within_one_batch(fresh_index: MilvusIndex) -> None:
+    first = mem("first version apples")
+    second = mem("second version pears", id=first.id)
+    fresh_index.upsert([first, second])
+    assert fresh_index.count() == 1
+    assert fresh_index.search_keyword("pears", IndexFilter(namespaces=("t/a",)), 5)[0][0] == first.id
+
+
+def test_upsert_rejects_bad_rows(fresh_index: MilvusIndex) -> None:
+    with pytest.raises(ValueError, match="dimensions"):
+        fresh_index.upsert([mem("short", vector=[1.0, 0.0])])
+    with pytest.raises(ValueError, match="NaN"):
+        fresh_index.upsert([mem("nan", vector=[math.nan] * DIM)])
+    with pytest.raises(ValueError, match="expires_at_ms"):
+        fresh_index.upsert([mem("negative", expires=-1)])
+    assert fresh_index.count() == 0
+
+
+def test_long_multibyte_content_is_cut_to_the_varchar_limit(fresh_index: MilvusIndex) -> None:
+    fresh_index.upsert([mem("🦄" * 16384 + " tail")])  # 65541 UTF-8 bytes
+    assert fresh_index.count() == 1
+
+
+def test_recreate_empties(fresh_index: MilvusIndex) -> None:
+    fresh_index.upsert([mem(f"row {i}") for i in range(3)])
+    assert fresh_index.count() == 3
+    fresh_index.recreate()
+    assert fresh_index.count() == 0
+    assert fresh_index.recorded_model() == (MODEL, DIM)
+    assert fresh_index.search_dense(unit(1), IndexFilter(namespaces=("t/a",)), 5) == []
+
+
+def test_concurrent_searches_while_upserting(lite_uri: str) -> None:
+    # A low flush threshold makes flushes happen while searches run.
+    index = MilvusIndex(lite_uri, collection=f"c_{uuid.uuid4().hex[:12]}", model_id=MODEL, dimension=DIM, lite_flush_rows=20)
+    index.ensure_collection()
+    index.upsert([mem(f"seed row {i}", namespace=f"t/{i % 3}") for i in range(30)])
+    flt = IndexFilter(namespaces=("t/0", "t/1", "t/2"), now_ms=NOW)
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def searcher(seed: int) -> None:
+        try:
+            while not done.is_set():
+                assert len(index.search_dense(unit(seed), flt, 10)) == 10
+                index.search_keyword("row", flt, 10)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=searcher, args=(s,)) for s in range(6)]
+    for t in threads:
+        t.start()
+    try:
+        for batch in range(10):
+            index.upsert([mem(f"batch {batch} row {i}", namespace=f"t/{i % 3}") for i in range(15)])
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+    assert errors == []
+    assert index.count() == 30 + 150
+    index.close()
+
+
+# -- failures ---------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_server_is_unavailable() -> None:
+    port = free_port()
+    with pytest.raises(IndexUnavailable) as caught:
+        MilvusIndex(f"http://admin:s3cret@127.0.0.1:{port}", model_id=MODEL, dimension=DIM)
+    msg = str(caught.value)
+    assert f"127.0.0.1:{port}" in msg and "running" in msg
+    assert "s3cret" not in msg
+
+
+@pytest.mark.parametrize("uri", ["/no/such/dir/index.db", "ftp://example.org/milvus"])
+def test_bad_uri_is_unavailable(uri: str) -> None:
+    with pytest.raises(IndexUnavailable, match="check"):
+        MilvusIndex(uri, model_id=MODEL, dimension=DIM)
+
+
+def test_server_going_down_is_unavailable(tmp_path: Path) -> None:
+    port = free_port()
+    exe = Path(sys.executable).with_name("milvus-lite")
+    proc = subprocess.Popen(
+        [str(exe), "server", "--data-dir", str(tmp_path / "srv"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        index = None
+        deadline = time.monotonic() + 60
+        while index is None:
+            try:
+                index = MilvusIndex(f"http://127.0.0.1:{port}", model_id=MODEL, dimension=DIM)
+            except IndexUnavailable:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        index.ensure_collection()
+        index.upsert([mem("served over http")])
+        assert len(index.search_keyword("served", IndexFilter(namespaces=("t/a",)), 5)) == 1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    with pytest.raises(IndexUnavailable, match=f"127.0.0.1:{port}"):
+        index.search_dense(unit(1), IndexFilter(namespaces=("t/a",)), 5)
