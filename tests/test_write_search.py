@@ -201,3 +201,20 @@ def test_recall_statistics_count_search_hits(stack: Stack, ns: str) -> None:
     got = stack.client.get(m.id)
     assert got.recall.recall_count == 3
     assert got.recall.HasField("last_recalled_at")
+
+
+def test_content_at_the_size_limit_in_four_byte_characters_is_stored_and_indexed(stack: Stack, ns: str) -> None:
+    # 16,384 emoji are 65,536 UTF-8 bytes: one more than a Milvus VARCHAR holds.
+    content = "😀" * 16_384
+    reply = stack.client.write([memory_input(ns, content)], wait_indexed=True)
+    assert reply.indexed
+    assert stack.client.get(reply.results[0].memory.id).content == content
+    assert stack.client.search("😀", [ns], channels=["dense"]).hits[0].memory.id == reply.results[0].memory.id
+
+
+def test_duplicates_inside_one_batch_are_stored_once(stack: Stack, ns: str) -> None:
+    reply = stack.client.write([memory_input(ns, "same text"), memory_input(ns, "other text"), memory_input(ns, "same text")])
+    first, _, third = reply.results
+    assert not first.deduplicated and third.deduplicated
+    assert third.memory.id == first.memory.id
+    assert len(stack.client.list([ns]).memories) == 2

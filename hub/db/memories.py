@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, func, or_, select, text, update
+from sqlalchemy import Connection, and_, func, or_, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -80,17 +80,6 @@ def enqueue_index(conn: Connection, memory_ids: Iterable[str]) -> None:
         conn.execute(text("NOTIFY memhub_outbox"))
 
 
-def _find_active_by_hash(conn: Connection, namespace: str, digest: str) -> MemoryRecord | None:
-    row = conn.execute(
-        select(memories).where(
-            memories.c.namespace == namespace,
-            memories.c.content_hash == digest,
-            memories.c.status == Status.ACTIVE.value,
-        )
-    ).first()
-    return to_record(row) if row else None
-
-
 def _check_derived_from(conn: Connection, items: Sequence[NewMemory]) -> None:
     wanted = {mid for item in items for mid in item.derived_from}
     if not wanted:
@@ -105,68 +94,108 @@ def _check_derived_from(conn: Connection, items: Sequence[NewMemory]) -> None:
 def insert_memories(
     conn: Connection, caller: Caller, session_id: str, items: Sequence[NewMemory], embedding_model: str
 ) -> list[WriteOutcome]:
-    """Insert validated memories in order; dedup by content hash and supersede by subject key.
+    """Insert validated memories; dedup by content hash and supersede by subject key. Outcomes keep input order.
 
-    Must run inside a transaction. Raises Aborted when a concurrent writer
-    claimed the same subject key first (a retry then supersedes it).
+    Must run inside a transaction. Memories without a subject key go in one
+    multi-row INSERT (a batch of 100 is one round trip, not a hundred);
+    those with one are written one by one, since each may supersede another.
+    Raises Aborted when a concurrent writer won a race this call cannot
+    resolve by itself (a retry then succeeds).
     """
     _check_derived_from(conn, items)
     ns_rows = [{"name": ns} for ns in dict.fromkeys(item.namespace for item in items)]
     conn.execute(pg_insert(namespaces).on_conflict_do_nothing(), ns_rows)
-    outcomes: list[WriteOutcome] = []
+    outcomes: dict[int, WriteOutcome] = {}
     changed: list[str] = []
-    for item in items:
-        digest = content_hash(item.content)
-        existing = _find_active_by_hash(conn, item.namespace, digest)
-        if existing is not None:
-            outcomes.append(WriteOutcome(existing, deduplicated=True))
-            continue
-        new_id = str(uuid.uuid4())
-        with conn.begin_nested() as savepoint:
-            superseded = _supersede_subject(conn, item, new_id)
-            values = {
-                "id": new_id,
-                "namespace": item.namespace,
-                "kind": item.kind.value,
-                "type": item.type.value,
-                "content": item.content,
-                "content_hash": digest,
-                "tags": list(item.tags),
-                "entities": list(item.entities),
-                "importance": item.importance,
-                "confidence": item.confidence,
-                "occurred_at": item.occurred_at if item.occurred_at is not None else func.now(),
-                "valid_from": item.valid_from,
-                "valid_to": item.valid_to,
-                "expires_at": item.expires_at,
-                "source_agent": caller.agent_id,
-                "source_session": session_id,
-                "source_trace": caller.trace_id,
-                "status": Status.ACTIVE.value,
-                "subject_key": item.subject_key,
-                "supersedes": superseded,
-                "derived_from": list(item.derived_from),
-                "embedding_model": embedding_model,
-            }
-            # No conflict target: either unique index (content hash or subject key) may
-            # be hit by a concurrent writer that committed first.
-            row = conn.execute(
-                pg_insert(memories).values(**values).on_conflict_do_nothing().returning(*memories.c)
-            ).first()
-            if row is None:
-                savepoint.rollback()
-        if row is None:
-            existing = _find_active_by_hash(conn, item.namespace, digest)
-            if existing is None:
-                raise Aborted(
-                    f"another write for subject key {item.subject_key!r} in {item.namespace!r} committed at the same time; retry"
-                )
-            outcomes.append(WriteOutcome(existing, deduplicated=True))
-            continue
-        changed.extend([new_id, *superseded])
-        outcomes.append(WriteOutcome(to_record(row), deduplicated=False))
+    plain = [i for i, item in enumerate(items) if item.subject_key is None]
+    if plain:
+        values = {i: _row_values(items[i], caller, session_id, embedding_model) for i in plain}
+        # Conflicts (an active copy of the same content) are skipped here and resolved below.
+        inserted = {
+            str(r._mapping["id"]): r
+            for r in conn.execute(
+                pg_insert(memories).values([values[i] for i in plain]).on_conflict_do_nothing().returning(*memories.c)
+            )
+        }
+        skipped = [i for i in plain if values[i]["id"] not in inserted]
+        existing = _active_by_hash(conn, [(items[i].namespace, values[i]["content_hash"]) for i in skipped])
+        for i in plain:
+            row = inserted.get(values[i]["id"])
+            if row is not None:
+                outcomes[i] = WriteOutcome(to_record(row), deduplicated=False)
+                changed.append(values[i]["id"])
+                continue
+            match = existing.get((items[i].namespace, values[i]["content_hash"]))
+            if match is None:  # the copy we collided with was forgotten in between
+                raise Aborted(f"memories[{i}]: a concurrent write changed the same content in {items[i].namespace!r}; retry")
+            outcomes[i] = WriteOutcome(match, deduplicated=True)
+    for i, item in enumerate(items):
+        if item.subject_key is not None:
+            outcomes[i] = _insert_with_subject(conn, item, _row_values(item, caller, session_id, embedding_model), changed)
     enqueue_index(conn, changed)
-    return outcomes
+    return [outcomes[i] for i in range(len(items))]
+
+
+def _row_values(item: NewMemory, caller: Caller, session_id: str, embedding_model: str) -> dict:
+    return {
+        "id": str(uuid.uuid4()),
+        "namespace": item.namespace,
+        "kind": item.kind.value,
+        "type": item.type.value,
+        "content": item.content,
+        "content_hash": content_hash(item.content),
+        "tags": list(item.tags),
+        "entities": list(item.entities),
+        "importance": item.importance,
+        "confidence": item.confidence,
+        "occurred_at": item.occurred_at if item.occurred_at is not None else func.now(),
+        "valid_from": item.valid_from,
+        "valid_to": item.valid_to,
+        "expires_at": item.expires_at,
+        "source_agent": caller.agent_id,
+        "source_session": session_id,
+        "source_trace": caller.trace_id,
+        "status": Status.ACTIVE.value,
+        "subject_key": item.subject_key,
+        "supersedes": [],
+        "derived_from": list(item.derived_from),
+        "embedding_model": embedding_model,
+    }
+
+
+def _active_by_hash(conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], MemoryRecord]:
+    if not keys:
+        return {}
+    rows = conn.execute(
+        select(memories).where(
+            tuple_(memories.c.namespace, memories.c.content_hash).in_(list(set(keys))),
+            memories.c.status == Status.ACTIVE.value,
+        )
+    ).all()
+    return {(r._mapping["namespace"], r._mapping["content_hash"]): to_record(r) for r in rows}
+
+
+def _insert_with_subject(conn: Connection, item: NewMemory, values: dict, changed: list[str]) -> WriteOutcome:
+    key = (item.namespace, values["content_hash"])
+    existing = _active_by_hash(conn, [key]).get(key)
+    if existing is not None:
+        return WriteOutcome(existing, deduplicated=True)
+    with conn.begin_nested() as savepoint:
+        values["supersedes"] = superseded = _supersede_subject(conn, item, values["id"])
+        # No conflict target: either unique index (content hash or subject key) may
+        # be hit by a concurrent writer that committed first.
+        row = conn.execute(pg_insert(memories).values(**values).on_conflict_do_nothing().returning(*memories.c)).first()
+        if row is None:
+            savepoint.rollback()  # un-supersede
+    if row is None:
+        existing = _active_by_hash(conn, [key]).get(key)
+        if existing is None:
+            raise Aborted(
+                f"another write for subject key {item.subject_key!r} in {item.namespace!r} committed at the same time; retry"
+            )
+        return WriteOutcome(existing, deduplicated=True)
+    changed.extend([values["id"], *superseded])
+    return WriteOutcome(to_record(row), deduplicated=False)
 
 
 def _supersede_subject(conn: Connection, item: NewMemory, new_id: str) -> list[str]:
