@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hubproc import running_hub  # noqa: E402
+from hubproc import RunningHub, running_hub  # noqa: E402
 from locomo import CATEGORIES, DEFAULT_PATH, load  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
@@ -106,18 +106,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH)
     parser.add_argument("--conversations", type=int, default=10, help="use the first N conversations (1 to 10)")
-    parser.add_argument("--hub", help="use a running hub at this address instead of starting one")
     args = parser.parse_args()
     conversations = load(args.data)[: args.conversations]
-    if args.hub:
-        run(args.hub, conversations)
-    else:
-        with running_hub() as address:
-            run(address, conversations)
+    with running_hub() as hub:
+        run(hub, conversations)
 
 
-def run(address: str, conversations: list) -> None:
-    with MemhubClient(address, agent="locomo-bench", timeout_s=120) as client:
+def run(hub: RunningHub, conversations: list) -> None:
+    with MemhubClient(hub.address, token=hub.token, timeout_s=120) as client:
         mapping = load_conversations(client, conversations)
         wait_indexed(client, list(mapping))
         report(evaluate(client, conversations, mapping), conversations)

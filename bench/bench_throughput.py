@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hubproc import running_hub  # noqa: E402
+from hubproc import RunningHub, running_hub  # noqa: E402
 from locomo import DEFAULT_PATH, load  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
@@ -50,9 +50,15 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))] * 1000
 
 
-def batched_writes(address: str, items: list[tuple[str, str]]) -> tuple[float, float]:
+def wait_until_indexed(client: MemhubClient) -> None:
+    """The outbox is FIFO: once a write made now is searchable, everything before it is too."""
+    while not client.write([memory_input("bench/barrier", f"barrier {time.time()}")], wait_indexed=True).indexed:
+        pass
+
+
+def batched_writes(hub: RunningHub, items: list[tuple[str, str]]) -> tuple[float, float]:
     batches = [items[i : i + 100] for i in range(0, len(items), 100)]
-    clients = [MemhubClient(address, agent=f"writer-{i}", timeout_s=120) for i in range(4)]
+    clients = [MemhubClient(hub.address, token=hub.token, timeout_s=120) for i in range(4)]
     t0 = time.perf_counter()
     with tqdm(total=len(items), desc="batched writes", unit="mem", file=sys.stderr) as bar, ThreadPoolExecutor(4) as pool:
 
@@ -62,19 +68,17 @@ def batched_writes(address: str, items: list[tuple[str, str]]) -> tuple[float, f
 
         list(pool.map(send, range(len(batches))))
     acked = time.perf_counter() - t0
-    barrier = clients[0].write([memory_input("bench/barrier", "barrier")], wait_indexed=True)
-    while not barrier.indexed:
-        barrier = clients[0].write([memory_input("bench/barrier", f"barrier {time.time()}")], wait_indexed=True)
+    wait_until_indexed(clients[0])
     indexed = time.perf_counter() - t0
     for c in clients:
         c.close()
     return len(items) / acked, len(items) / indexed
 
 
-def single_writes(address: str, n: int, concurrency: int = 16) -> tuple[float, list[float]]:
+def single_writes(hub: RunningHub, n: int, concurrency: int = 16) -> tuple[float, list[float]]:
     latencies: list[float] = []
     lock = threading.Lock()
-    clients = [MemhubClient(address, agent=f"single-{i}") for i in range(concurrency)]
+    clients = [MemhubClient(hub.address, token=hub.token) for i in range(concurrency)]
 
     def worker(i: int) -> None:
         for j in range(n // concurrency):
@@ -90,15 +94,16 @@ def single_writes(address: str, n: int, concurrency: int = 16) -> tuple[float, l
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - t0
+    wait_until_indexed(clients[0])  # searches below should not compete with indexing
     for c in clients:
         c.close()
     return len(latencies) / elapsed, latencies
 
 
-def searches(address: str, queries: list[str], concurrency: int) -> tuple[float, list[float]]:
+def searches(hub: RunningHub, queries: list[str], concurrency: int) -> tuple[float, list[float]]:
     latencies: list[float] = []
     lock = threading.Lock()
-    clients = [MemhubClient(address, agent=f"reader-{i}") for i in range(concurrency)]
+    clients = [MemhubClient(hub.address, token=hub.token) for i in range(concurrency)]
     for c in clients:  # warm the channels (connection set-up is not search latency)
         c.search("warm up", ["bench"], top_k=10)
 
@@ -130,11 +135,11 @@ def main() -> None:
     args = parser.parse_args()
     items, questions = corpus(args.memories, args.data)
     queries = (questions * (1 + args.queries // len(questions)))[: args.queries]
-    with running_hub() as address:
-        ack_rate, indexed_rate = batched_writes(address, items)
-        single_rate, single_lat = single_writes(address, args.single_writes)
-        qps1, lat1 = searches(address, queries, 1)
-        qps16, lat16 = searches(address, queries, 16)
+    with running_hub() as hub:
+        ack_rate, indexed_rate = batched_writes(hub, items)
+        single_rate, single_lat = single_writes(hub, args.single_writes)
+        qps1, lat1 = searches(hub, queries, 1)
+        qps16, lat16 = searches(hub, queries, 16)
     print(f"\nmemhub over gRPC on embedded defaults, {args.memories} memories (+{args.single_writes} single writes)")
     print(f"batched writes (100/call, 4 writers): {ack_rate:,.0f} memories/s acknowledged; {indexed_rate:,.0f} memories/s until searchable")
     print(f"single writes (16 clients):           {single_rate:,.0f} memories/s; latency p50 {pct(single_lat, .5):.1f} ms, p99 {pct(single_lat, .99):.1f} ms")

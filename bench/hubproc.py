@@ -1,4 +1,8 @@
-"""Run a real `memhub serve` process for a benchmark, on its embedded defaults in a scratch data directory."""
+"""Run a real `memhub serve` process for a benchmark, on its embedded defaults in a scratch data directory.
+
+The hub gets a policy set that lets group "bench" do everything (the schema
+is the shipped one), and the benchmark a token for agent "bench" in it.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,40 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
+
+from hub.auth import issue_token, load_secret
+from hub.auth.config import LOCAL_SECRET_NAME
+
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH_POLICY = '@id("bench-everything")\npermit(principal in Group::"bench", action, resource);\n'
+
+
+@dataclass(frozen=True)
+class RunningHub:
+    address: str
+    token: str
+    data_dir: Path
+
+
+def bench_policy_dir(root: Path, policy: str = BENCH_POLICY) -> Path:
+    folder = root / "policies"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "policies" / "schema.cedarschema", folder / "schema.cedarschema")
+    (folder / "bench.cedar").write_text(policy)
+    return folder
 
 
 @contextlib.contextmanager
-def running_hub(data_dir: Path | None = None, extra_env: dict[str, str] | None = None) -> Iterator[str]:
-    """Start a hub, yield its address, stop it (and delete a scratch data directory) afterwards."""
+def running_hub(data_dir: Path | None = None, extra_env: dict[str, str] | None = None) -> Iterator[RunningHub]:
+    """Start a hub, yield its address and a token, stop it (and delete a scratch data directory) afterwards."""
     scratch = data_dir is None
     data = Path(tempfile.mkdtemp(prefix="memhub-bench-")) if scratch else data_dir
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | (extra_env or {})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
+    env |= {"MEMHUB_POLICY_DIR": str(bench_policy_dir(data))} | (extra_env or {})
     proc = subprocess.Popen(
         [sys.executable, "-m", "hub.cli.main", "serve", "--data-dir", str(data), "--port", "0", "--log-level", "warning"],
         stdout=subprocess.PIPE,
@@ -35,7 +64,9 @@ def running_hub(data_dir: Path | None = None, extra_env: dict[str, str] | None =
                 break
         if address is None:
             raise SystemExit(f"the hub did not start (exit code {proc.wait()}); see its log above")
-        yield address
+        secret = load_secret(data / LOCAL_SECRET_NAME)
+        token = issue_token(secret, agent_id="bench", groups=["bench"], ttl=timedelta(days=1)).token
+        yield RunningHub(address, token, data)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

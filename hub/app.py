@@ -7,14 +7,20 @@ of failing its first requests.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from hub.audit.writer import AuditWriter
+from hub.auth import KeyRing, RevocationList, TokenVerifier
+from hub.auth.config import LOCAL_SECRET_NAME
 from hub.config import HubConfig
-from hub.core.access import AllowAll, Authorizer
+from hub.core.access import Authorizer
+from hub.core.admin import AdminService
+from hub.core.policy_authorizer import PolicyAuthorizer
 from hub.core.indexer import Indexer
 from hub.core.recall_stats import RecallRecorder
 from hub.core.service import MemoryService
@@ -23,6 +29,7 @@ from hub.db import migrate
 from hub.embedding import Embedder, EmbeddingError, build_embedder
 from hub.errors import StartupError
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
+from hub.policy import PolicyError, PolicyStore
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +75,26 @@ def open_index(config: HubConfig, embedder: Embedder, *, check_model: bool = Tru
     return index
 
 
+def open_policies(config: HubConfig) -> PolicyStore:
+    try:
+        return PolicyStore(config.policy.dir, files=config.policy.files, poll_interval_s=config.policy.poll_interval_s)
+    except (PolicyError, OSError) as exc:
+        raise StartupError(f"cannot load the policies in {config.policy.dir}: {exc}. Fix them (memhub policy validate) or set MEMHUB_POLICY_DIR") from None
+
+
+def resolve_auth(config: HubConfig) -> HubConfig:
+    """With no key configured, use the local HS256 secret in the data directory: the hub never runs open."""
+    auth = config.auth
+    if auth.hs256_secret_file is None and not auth.public_keys and auth.jwks_file is None:
+        auth = dataclasses.replace(auth, hs256_secret_file=config.store.data_dir / LOCAL_SECRET_NAME, local_secret=True)
+    return dataclasses.replace(config, auth=auth)
+
+
+def open_verifier(config: HubConfig, revocations: RevocationList) -> TokenVerifier:
+    # KeyRing.from_config creates the local secret (mode 0600) on first start.
+    return TokenVerifier(config.auth, KeyRing.from_config(config.auth), revocations.is_revoked)
+
+
 @dataclass
 class Hub:
     """The parts of a running hub, closed in reverse order by close()."""
@@ -79,11 +106,21 @@ class Hub:
     index: MilvusIndex
     indexer: Indexer
     recorder: RecallRecorder
+    revocations: RevocationList
+    verifier: TokenVerifier
+    policies: PolicyStore
+    audit: AuditWriter
     service: MemoryService
+    admin: AdminService
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
+        """Open every store and check every setting; `authorizer` replaces the policies (benchmarks only)."""
+        config = resolve_auth(config)
+        policies = open_policies(config)  # cheap checks first: a policy typo should not wait for the stores
         engine, url = open_database(config)
+        revocations = RevocationList(engine)
+        verifier = open_verifier(config, revocations)
         embedder = open_embedder(config)
         index = open_index(config, embedder)
         indexer = Indexer(
@@ -95,18 +132,24 @@ class Hub:
             listen_url=_psycopg_url(url),
         )
         recorder = RecallRecorder(engine)
+        audit = AuditWriter(engine, retention_days=config.audit.retention_days)
+        authorizer = authorizer or PolicyAuthorizer(policies, audit)
         service = MemoryService(
             engine,
             index,
             embedder,
             indexer,
-            authorizer or AllowAll(),
+            authorizer,
             recorder,
             wait_indexed_timeout_s=config.indexer.wait_indexed_timeout_s,
         )
-        return cls(config, engine, url, embedder, index, indexer, recorder, service)
+        admin = AdminService(engine, authorizer, policies, revocations)
+        return cls(config, engine, url, embedder, index, indexer, recorder, revocations, verifier, policies, audit, service, admin)
 
     def start_background(self) -> None:
+        self.revocations.start()  # loads the list before returning: never serve with an unknown list
+        self.policies.start()
+        self.audit.start()
         if self.config.indexer.enabled:
             self.indexer.start()
         self.recorder.start()
@@ -114,6 +157,9 @@ class Hub:
     def close(self) -> None:
         self.indexer.stop()
         self.recorder.stop()
+        self.audit.stop()
+        self.policies.stop()
+        self.revocations.stop()
         self.service.close()
         self.index.close()
         self.embedder.close()

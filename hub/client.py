@@ -1,6 +1,6 @@
 """A small synchronous Python client for the hub's gRPC API.
 
-    with MemhubClient("127.0.0.1:50051") as hub:
+    with MemhubClient("127.0.0.1:50051", token=os.environ["MEMHUB_TOKEN"]) as hub:
         hub.write([memory_input("team/notes", "Deploys freeze on Fridays", kind="semantic", type="rule")])
         for hit in hub.search("when can we deploy?", ["team"]).hits:
             print(hit.score, hit.memory.content)
@@ -17,6 +17,7 @@ import grpc
 from google.protobuf.duration_pb2 import Duration
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from memhub.v1 import admin_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 
@@ -81,14 +82,15 @@ def memory_input(
 
 
 class MemhubClient:
-    """One channel to one hub. Thread-safe (gRPC channels are)."""
+    """One channel to one hub, acting as the agent its token names. Thread-safe (gRPC channels are)."""
 
-    def __init__(self, address: str = DEFAULT_ADDRESS, *, agent: str | None = None, timeout_s: float = 30.0) -> None:
+    def __init__(self, address: str = DEFAULT_ADDRESS, *, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.address = address
         self._channel = grpc.insecure_channel(address)
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
-        self._metadata = (("x-memhub-agent", agent),) if agent else ()
+        self.metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._timeout = timeout_s
 
     def __enter__(self) -> MemhubClient:
@@ -101,7 +103,11 @@ class MemhubClient:
         self._channel.close()
 
     def _call(self, method, request):  # noqa: ANN001, ANN202
-        return method(request, timeout=self._timeout, metadata=self._metadata)
+        return method(request, timeout=self._timeout, metadata=self.metadata)
+
+    def call_admin(self, name: str, request):  # noqa: ANN001, ANN201
+        """Call an AdminService method by name, e.g. call_admin("GetPolicyInfo", admin_pb2.GetPolicyInfoRequest())."""
+        return self._call(getattr(self.admin, name), request)
 
     def healthy(self, timeout_s: float = 5.0) -> bool:
         """True when the hub answers SERVING within timeout_s."""

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hub.auth import AuthConfig
 from hub.embedding import EmbeddingConfig
 from hub.errors import StartupError
 
@@ -72,12 +73,39 @@ class IndexerConfig:
     """Longest a write with wait_indexed waits before answering indexed=false."""
 
 
+def default_policy_dir() -> Path:
+    """The policies/ folder shipped beside the hub package."""
+    return Path(__file__).resolve().parent.parent / "policies"
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    dir: Path = field(default_factory=default_policy_dir)
+    """Folder with schema.cedarschema and the *.cedar policies (MEMHUB_POLICY_DIR)."""
+
+    files: tuple[str, ...] | None = None
+    """Policy files to load, relative to dir (MEMHUB_POLICY_FILES, comma-separated); None: every *.cedar directly in dir."""
+
+    poll_interval_s: float = 2.0
+    """How often the files are checked for changes (a change is loaded without restart)."""
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    retention_days: float | None = 90.0
+    """Audit entries older than this are deleted (MEMHUB_AUDIT_RETENTION_DAYS; 0 keeps them forever)."""
+
+
 @dataclass(frozen=True)
 class HubConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     indexer: IndexerConfig = field(default_factory=IndexerConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    """Token verification. With no key configured, the hub uses (and on first start creates) data_dir/jwt-secret."""
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> HubConfig:
@@ -104,7 +132,22 @@ class HubConfig:
             embedding.validate()
         except ValueError as exc:
             raise StartupError(f"embedding configuration: {exc}") from None
-        return HubConfig(store=store, server=server, indexer=indexer, embedding=embedding)
+        auth = AuthConfig.from_env(env, store.data_dir)
+        files = env.get("MEMHUB_POLICY_FILES")
+        policy = PolicyConfig(
+            dir=Path(env["MEMHUB_POLICY_DIR"]).expanduser() if env.get("MEMHUB_POLICY_DIR") else default_policy_dir(),
+            files=tuple(f.strip() for f in files.split(",") if f.strip()) if files else None,
+        )
+        retention = _int(env, "MEMHUB_AUDIT_RETENTION_DAYS", 90, 0, 36_500)
+        return HubConfig(
+            store=store,
+            server=server,
+            indexer=indexer,
+            embedding=embedding,
+            auth=auth,
+            policy=policy,
+            audit=AuditConfig(retention_days=retention or None),
+        )
 
 
 def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:

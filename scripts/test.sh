@@ -5,6 +5,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
+
+# The shipped policies must validate and pass their decision tables.
+m=.venv/bin/memhub
+$m policy validate --dir policies --files default.cedar,examples/fleet.cedar || exit 1
+$m policy test policies/tests/default.csv --dir policies --files default.cedar || exit 1
+$m policy test policies/tests/fleet.csv --dir policies --files default.cedar,examples/fleet.cedar || exit 1
+
 .venv/bin/python -m pytest "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then

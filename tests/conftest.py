@@ -9,10 +9,13 @@ used.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import grpc
@@ -21,9 +24,17 @@ import pytest
 
 from hub.api.server import build_server
 from hub.app import Hub
+from hub.auth import AuthConfig, issue_token, load_secret
 from hub.client import MemhubClient
-from hub.config import HubConfig, IndexerConfig, ServerConfig, StoreConfig
+from hub.config import HubConfig, IndexerConfig, PolicyConfig, ServerConfig, StoreConfig
+from hub.core.model import Caller
 from hub.db import engine as db_engine
+
+REPO = Path(__file__).resolve().parent.parent
+# The policy most hub tests run under: group "testers" may do everything. The
+# access-control tests use the shipped policies instead (test_access_*.py).
+OPEN_POLICY = '@id("tests-open")\npermit(principal in Group::"testers", action, resource);\n'
+TESTER = Caller("tester", groups=("testers",))
 
 EXTERNAL_PG = os.environ.get("MEMHUB_TEST_EXTERNAL_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -67,6 +78,15 @@ def embedded_pg_url(data_root: Path) -> str:
     return db_engine.start_embedded(data_root)
 
 
+def write_policy_dir(folder: Path, *policies: str) -> Path:
+    """A policy folder with the shipped schema and the given policy texts."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "schema.cedarschema").write_text((REPO / "policies" / "schema.cedarschema").read_text())
+    for i, text in enumerate(policies):
+        (folder / f"p{i}.cedar").write_text(text)
+    return folder
+
+
 @dataclass
 class Stack:
     """A running hub: its parts for white-box checks, its address and a client for black-box ones."""
@@ -76,15 +96,22 @@ class Stack:
     address: str
     client: MemhubClient
 
-    def client_as(self, agent: str) -> MemhubClient:
-        return MemhubClient(self.address, agent=agent)
+    def token(self, agent: str, groups: tuple[str, ...] = ("testers",), ttl: timedelta = timedelta(hours=1)) -> str:
+        secret = load_secret(self.hub.config.auth.hs256_secret_file)
+        return issue_token(secret, agent_id=agent, groups=list(groups), ttl=ttl).token
+
+    def client_as(self, agent: str, groups: tuple[str, ...] = ("testers",)) -> MemhubClient:
+        return MemhubClient(self.address, token=self.token(agent, groups))
 
 
-def hub_config(data_dir: Path, database_url: str | None, collection: str) -> HubConfig:
+def hub_config(data_dir: Path, database_url: str | None, collection: str, policy_dir: Path | None = None) -> HubConfig:
+    """Embedded-style settings: local HS256 secret in data_dir, the open test policy unless told otherwise."""
     return HubConfig(
         store=StoreConfig(data_dir=data_dir, database_url=database_url, milvus_collection=collection),
         server=ServerConfig(port=0),
         indexer=IndexerConfig(poll_interval_s=0.2),
+        auth=AuthConfig(hs256_secret_file=data_dir / "jwt-secret", local_secret=True),
+        policy=PolicyConfig(dir=policy_dir or write_policy_dir(data_dir / "policies", OPEN_POLICY), poll_interval_s=0.2),
     )
 
 
@@ -100,13 +127,14 @@ def stack(request: pytest.FixtureRequest, data_root: Path, tmp_path_factory: pyt
     # Milvus Lite: one directory per stack (one process may open a directory once).
     config = hub_config(tmp_path_factory.mktemp(f"milvus-{backend}"), database_url, "memhub_test")
     hub = Hub.open(config)
-    server, port, _ = build_server(hub.service, config.server)
+    server, port, _ = build_server(hub)
     server.start()
     hub.start_background()
     address = f"127.0.0.1:{port}"
-    client = MemhubClient(address, agent="tester")
+    stack = Stack(backend, hub, address, None)  # type: ignore[arg-type]
+    stack.client = client = stack.client_as("tester")
     try:
-        yield Stack(backend, hub, address, client)
+        yield stack
     finally:
         client.close()
         server.stop(grace=None)
@@ -119,6 +147,61 @@ def stack(request: pytest.FixtureRequest, data_root: Path, tmp_path_factory: pyt
 def ns(request: pytest.FixtureRequest) -> str:
     """A namespace no other test uses."""
     return f"t{uuid.uuid4().hex[:12]}"
+
+
+# -- the fleet: shipped policies (default + examples/fleet), used by the access-control tests --
+
+GROUPS = {
+    "alice": ("support",),
+    "bob": ("support",),
+    "dave": ("support", "support-leads"),
+    "carol": ("auditors",),
+    "root": ("admins",),
+    "eve": (),
+}
+
+
+@dataclasses.dataclass
+class Fleet:
+    hub: Hub
+    address: str
+    policy_dir: Path
+
+    @property
+    def secret(self) -> bytes:
+        return load_secret(self.hub.config.auth.hs256_secret_file)
+
+    def token(self, agent: str, **kw) -> str:  # noqa: ANN003
+        return issue_token(self.secret, agent_id=agent, groups=list(GROUPS.get(agent, ())), ttl=kw.pop("ttl", timedelta(hours=1)), **kw).token
+
+    def client(self, agent: str) -> MemhubClient:
+        return MemhubClient(self.address, token=self.token(agent))
+
+    def raw(self, token: str | None) -> MemhubClient:
+        return MemhubClient(self.address, token=token)
+
+
+@pytest.fixture(scope="session")
+def fleet(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url: str) -> Iterator[Fleet]:
+    root = tmp_path_factory.mktemp("fleet")
+    policy_dir = root / "policies"
+    shutil.copytree(REPO / "policies", policy_dir)
+    url = create_scratch_database(external_pg_admin_url)
+    config = hub_config(root, url, "fleet")
+    config = dataclasses.replace(
+        config, policy=PolicyConfig(dir=policy_dir, files=("default.cedar", "examples/fleet.cedar"), poll_interval_s=0.2)
+    )
+    hub = Hub.open(config)
+    server, port, _ = build_server(hub)
+    server.start()
+    hub.start_background()
+    try:
+        yield Fleet(hub, f"127.0.0.1:{port}", policy_dir)
+    finally:
+        server.stop(grace=None)
+        hub.close()
+        drop_database(external_pg_admin_url, url)
+
 
 
 def rpc_error(excinfo: pytest.ExceptionInfo) -> tuple[grpc.StatusCode, str]:

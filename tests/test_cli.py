@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import grpc
@@ -16,12 +17,19 @@ from conftest import Stack
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from hub.auth import issue_token, load_secret
+
 MEMHUB = [sys.executable, "-m", "hub.cli.main"]
 
 
-def memhub(*args: str, stack: Stack | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    extra = ["--hub", stack.address] if stack is not None else []
-    return subprocess.run([*MEMHUB, *args, *extra], capture_output=True, text=True, timeout=timeout)
+def memhub(*args: str, stack: Stack | None = None, timeout: float = 120, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would: the hub address as a flag, the token in MEMHUB_TOKEN."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
+    extra = []
+    if stack is not None:
+        extra = ["--hub", stack.address]
+        env["MEMHUB_TOKEN"] = token or stack.token("tester")
+    return subprocess.run([*MEMHUB, *args, *extra], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def test_serve_starts_on_embedded_defaults_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -43,16 +51,26 @@ def test_serve_starts_on_embedded_defaults_and_stops_on_sigterm(tmp_path: Path) 
                 port = int(match.group(1))
                 break
         assert port, f"serve printed no address: {lines} / {proc.stderr.read() if proc.poll() is not None else ''}"
-        more = [proc.stdout.readline() for _ in range(3)]
+        more = [proc.stdout.readline() for _ in range(7)]
         printed = "".join(lines + more)
         assert str(tmp_path / "data") in printed  # says where data lives
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="memhub.v1.MemoryService"), timeout=10)
         assert health.status == health_pb2.HealthCheckResponse.SERVING
+        # Everything but health needs a token, reflection included; the secret was made on first start, mode 0600.
+        secret_file = tmp_path / "data" / "jwt-secret"
+        assert secret_file.stat().st_mode & 0o777 == 0o600
+        assert f"memhub token issue --agent me --data-dir {tmp_path / 'data'}" in printed
         reflect = reflection_pb2_grpc.ServerReflectionStub(channel)
-        reply = next(reflect.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10))
+        request = iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+        with pytest.raises(grpc.RpcError) as refused:
+            next(reflect.ServerReflectionInfo(request, timeout=10))
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        token = issue_token(load_secret(secret_file), agent_id="me", ttl=timedelta(minutes=5)).token
+        request = iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+        reply = next(reflect.ServerReflectionInfo(request, timeout=10, metadata=(("authorization", f"Bearer {token}"),)))
         services = {s.name for s in reply.list_services_response.service}
-        assert {"memhub.v1.MemoryService", "grpc.health.v1.Health"} <= services
+        assert {"memhub.v1.MemoryService", "memhub.v1.AdminService", "grpc.health.v1.Health"} <= services
         channel.close()
         assert (tmp_path / "data" / "postgres").is_dir() and (tmp_path / "data" / "milvus.db").exists()
     finally:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import create_scratch_database, drop_database, hub_config
+from conftest import TESTER, create_scratch_database, drop_database, hub_config
 from sqlalchemy import select, text
 
 from hub.api.convert import write_request
@@ -74,7 +74,7 @@ def _write(hub: Hub, ns: str, n: int) -> list[str]:
     ids = []
     for start in range(0, n, 100):
         req = pb.WriteMemoriesRequest(memories=[memory_input(ns, f"memory {i}") for i in range(start, min(n, start + 100))])
-        ids += [o.memory.id for o in hub.service.write(Caller("t"), write_request(req)).results]
+        ids += [o.memory.id for o in hub.service.write(TESTER, write_request(req)).results]
     return ids
 
 
@@ -117,6 +117,6 @@ def test_forgotten_memories_leave_the_index(quiet: Quiet) -> None:
     quiet.hub.indexer.drain(timeout_s=60)
     from hub.core.model import ForgetRequest
 
-    quiet.hub.service.forget(Caller("t"), ForgetRequest(ids=tuple(ids[:2]), filter=None, reason="test"))
+    quiet.hub.service.forget(TESTER, ForgetRequest(ids=tuple(ids[:2]), filter=None, reason="test"))
     quiet.hub.indexer.drain(timeout_s=60)
     assert quiet.hub.index.count() == 2

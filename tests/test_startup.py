@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import create_scratch_database, drop_database, hub_config
+from conftest import TESTER, create_scratch_database, drop_database, hub_config
 
 from hub.app import Hub
 from hub.client import memory_input
@@ -64,7 +64,7 @@ def test_an_index_built_with_another_model_is_refused_until_reindexed(tmp_path: 
         from memhub.v1 import memory_pb2 as pb
 
         items = write_request(pb.WriteMemoriesRequest(memories=[memory_input(ns, f"note {i} about rotating keys") for i in range(5)]))
-        hub.service.write(Caller("t"), items)
+        hub.service.write(TESTER, items)
         hub.indexer.drain(timeout_s=60)
         hub.close()
 
@@ -91,7 +91,7 @@ def test_an_index_built_with_another_model_is_refused_until_reindexed(tmp_path: 
             from hub.core.model import Channel, MemoryFilter, SearchQuery
 
             hits = hub.service.search(
-                Caller("t"), SearchQuery("rotating keys", MemoryFilter((ns,)), 10, tuple(Channel), False, 0)
+                TESTER, SearchQuery("rotating keys", MemoryFilter((ns,)), 10, tuple(Channel), False, 0)
             )
             assert len(hits) == 5
         finally:

@@ -28,7 +28,7 @@ def test_write_then_search_finds_the_memory_with_provenance(stack: Stack, ns: st
                 session_id="sess-1",
                 wait_indexed=True,
             ),
-            metadata=(("x-memhub-agent", "planner"), ("traceparent", f"00-{trace_id}-00f067aa0ba902b7-01")),
+            metadata=(*planner.metadata, ("traceparent", f"00-{trace_id}-00f067aa0ba902b7-01")),
         )
     memory = reply.results[0].memory
     assert reply.indexed and not reply.results[0].deduplicated

@@ -103,8 +103,7 @@ def _window(msg: Message, name: str, field: str) -> TimeWindow:
 
 
 def _namespaces(values: Sequence[str], field: str) -> tuple[str, ...]:
-    if not values:
-        raise InvalidArgument(field, "name at least one namespace")
+    """Namespace roots to search or list; empty means every namespace the caller may read."""
     if len(values) > 64:
         raise InvalidArgument(field, f"has {len(values)} namespaces; the limit is 64")
     return tuple(validate_namespace(ns, f"{field}[{i}]") for i, ns in enumerate(values))

@@ -1,33 +1,82 @@
-"""Who is calling, as far as the transport can tell.
+"""Authentication of every RPC: a server interceptor that verifies the bearer JWT.
 
-Until token verification arrives (JWT, the access-control issue), the agent
-id is read from the `x-memhub-agent` metadata key (default "local") and the
-trace id from a W3C `traceparent` header. This is the only place the service
-learns about the caller, so swapping in verified tokens changes nothing else.
+The interceptor runs the check in the worker thread that then runs the
+handler, and hands the verified caller over in a context variable; servicers
+read it with `current_caller()`. Health checks are the only unauthenticated
+calls (load balancers and probes carry no tokens).
 """
 
 from __future__ import annotations
 
+import contextvars
 import re
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 
+from hub.auth import TokenVerifier, bearer_token
 from hub.core.model import Caller
-from hub.errors import InvalidArgument
+from hub.errors import Unauthenticated
 
-AGENT_METADATA_KEY = "x-memhub-agent"
-DEFAULT_AGENT = "local"
-_AGENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}")
+_PUBLIC_PREFIXES = ("/grpc.health.v1.Health/",)
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
 
+_current: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("memhub_caller", default=None)
 
-def caller_from(context: grpc.ServicerContext) -> Caller:
-    metadata = dict(context.invocation_metadata() or ())
-    agent = metadata.get(AGENT_METADATA_KEY, DEFAULT_AGENT)
-    if not isinstance(agent, str) or _AGENT.fullmatch(agent) is None:
-        raise InvalidArgument(f"metadata {AGENT_METADATA_KEY}", "must be 1 to 128 characters of letters, digits and . _ @ : -")
-    trace_id = ""
+
+def current_caller() -> Caller:
+    caller = _current.get()
+    if caller is None:  # a servicer reached without the interceptor: refuse rather than run open
+        raise Unauthenticated("no verified caller for this call")
+    return caller
+
+
+def trace_id_from(metadata: dict[str, Any]) -> str:
     match = _TRACEPARENT.fullmatch(str(metadata.get("traceparent", "")))
-    if match and match.group(1) != "0" * 32:
-        trace_id = match.group(1)
-    return Caller(agent_id=agent, trace_id=trace_id)
+    return match.group(1) if match and match.group(1) != "0" * 32 else ""
+
+
+class AuthInterceptor(grpc.ServerInterceptor):
+    def __init__(self, verifier: TokenVerifier) -> None:
+        self._verifier = verifier
+
+    def intercept_service(self, continuation, handler_call_details):  # noqa: ANN001, ANN201 - grpc's signature
+        handler = continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or method.startswith(_PUBLIC_PREFIXES):
+            return handler
+        return _wrap(handler, lambda behavior: self._authenticated(behavior, method))
+
+    def _authenticated(self, behavior: Callable, method: str) -> Callable:
+        def run(request_or_iterator, context: grpc.ServicerContext):  # noqa: ANN001, ANN202
+            metadata = dict(context.invocation_metadata() or ())
+            try:
+                identity = self._verifier.verify(bearer_token(metadata.get("authorization")))
+            except Unauthenticated as exc:
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
+            caller = Caller(
+                agent_id=identity.agent_id,
+                groups=identity.groups,
+                trace_id=trace_id_from(metadata),
+                rpc=method.lstrip("/"),
+            )
+            token = _current.set(caller)
+            try:
+                return behavior(request_or_iterator, context)
+            finally:
+                _current.reset(token)
+
+        return run
+
+
+def _wrap(handler: grpc.RpcMethodHandler, wrap: Callable[[Callable], Callable]) -> grpc.RpcMethodHandler:
+    """Rebuild a method handler with its behavior wrapped, whatever its streaming shape."""
+    kwargs = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+    if handler.unary_unary:
+        return grpc.unary_unary_rpc_method_handler(wrap(handler.unary_unary), **kwargs)
+    if handler.unary_stream:
+        return grpc.unary_stream_rpc_method_handler(wrap(handler.unary_stream), **kwargs)
+    if handler.stream_unary:
+        return grpc.stream_unary_rpc_method_handler(wrap(handler.stream_unary), **kwargs)
+    return grpc.stream_stream_rpc_method_handler(wrap(handler.stream_stream), **kwargs)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import grpc
 
 from hub.api import convert
-from hub.api.identity import caller_from
+from hub.api.identity import current_caller
 from hub.api.status import translate_errors
 from hub.core import validation as v
 from hub.core.service import MemoryService
@@ -19,13 +21,14 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @translate_errors
     def WriteMemories(self, request: pb.WriteMemoriesRequest, context: grpc.ServicerContext) -> pb.WriteMemoriesResponse:
-        caller = caller_from(context)
+        request_id = v.request_id(request.request_id, "request_id")
+        caller = dataclasses.replace(current_caller(), request_id=request_id or "")
         items = convert.write_request(request)
         result = self._service.write(
             caller,
             items,
             session_id=v.session_id(request.session_id, "session_id"),
-            request_id=v.request_id(request.request_id, "request_id"),
+            request_id=request_id,
             request_hash=convert.request_hash(request),
             wait_indexed=request.wait_indexed,
         )
@@ -37,27 +40,28 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @translate_errors
     def SearchMemories(self, request: pb.SearchMemoriesRequest, context: grpc.ServicerContext) -> pb.SearchMemoriesResponse:
-        caller = caller_from(context)
+        caller = current_caller()
         hits = self._service.search(caller, convert.search_query(request))
         return pb.SearchMemoriesResponse(hits=[convert.search_hit(h) for h in hits])
 
     @translate_errors
     def GetMemory(self, request: pb.GetMemoryRequest, context: grpc.ServicerContext) -> pb.Memory:
-        caller = caller_from(context)
+        caller = current_caller()
         return convert.memory(self._service.get(caller, v.memory_id(request.id, "id")))
 
     @translate_errors
     def ListMemories(self, request: pb.ListMemoriesRequest, context: grpc.ServicerContext) -> pb.ListMemoriesResponse:
-        caller = caller_from(context)
+        caller = current_caller()
         return convert.list_page(self._service.list(caller, convert.list_query(request)))
 
     @translate_errors
     def ForgetMemories(self, request: pb.ForgetMemoriesRequest, context: grpc.ServicerContext) -> pb.ForgetMemoriesResponse:
-        caller = caller_from(context)
+        request_id = v.request_id(request.request_id, "request_id")
+        caller = dataclasses.replace(current_caller(), request_id=request_id or "")
         forgotten, replayed = self._service.forget(
             caller,
             convert.forget_request(request),
-            request_id=v.request_id(request.request_id, "request_id"),
+            request_id=request_id,
             request_hash=convert.request_hash(request),
         )
         return pb.ForgetMemoriesResponse(forgotten_ids=forgotten, replayed=replayed)

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Iterable
 from datetime import timedelta
+from pathlib import Path
 
 from google.protobuf.json_format import MessageToDict
 
@@ -17,8 +18,23 @@ from memhub.v1 import memory_pb2 as pb
 
 def add_connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hub", default=os.environ.get("MEMHUB_ADDRESS", DEFAULT_ADDRESS), help="hub address HOST:PORT (MEMHUB_ADDRESS)")
-    p.add_argument("--agent", default=os.environ.get("MEMHUB_AGENT"), help="agent id to act as (MEMHUB_AGENT)")
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        default=os.environ.get("MEMHUB_TOKEN_FILE"),
+        help="file holding the agent's JWT (MEMHUB_TOKEN_FILE); or put the token itself in MEMHUB_TOKEN",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def read_token(args: argparse.Namespace) -> str | None:
+    """The caller's JWT: --token-file / MEMHUB_TOKEN_FILE, else MEMHUB_TOKEN. Never an argv value (ps shows argv)."""
+    if args.token_file:
+        try:
+            return Path(args.token_file).read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"cannot read the token file {args.token_file}: {exc.strerror}") from None
+    return os.environ.get("MEMHUB_TOKEN") or None
 
 
 def parse_duration(text: str) -> timedelta:
@@ -88,11 +104,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_forget)
 
 
-def _client(args: argparse.Namespace) -> MemhubClient:
-    return MemhubClient(args.hub, agent=args.agent)
+def client_from(args: argparse.Namespace) -> MemhubClient:
+    return MemhubClient(args.hub, token=read_token(args))
 
 
-def _print_json(message) -> None:  # noqa: ANN001
+def print_json(message) -> None:  # noqa: ANN001
     print(json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False, indent=2))
 
 
@@ -123,10 +139,10 @@ def cmd_write(args: argparse.Namespace) -> int:
         ttl=args.ttl,
         subject_key=args.subject,
     )
-    with _client(args) as client:
+    with client_from(args) as client:
         reply = client.write([item], request_id=args.request_id, wait_indexed=not args.no_wait)
     if args.json:
-        _print_json(reply)
+        print_json(reply)
         return 0
     for r in reply.results:
         note = " (already stored: deduplicated)" if r.deduplicated else ""
@@ -137,7 +153,7 @@ def cmd_write(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with client_from(args) as client:
         reply = client.search(
             args.query,
             args.namespaces,
@@ -149,7 +165,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             explain=args.explain,
         )
     if args.json:
-        _print_json(reply)
+        print_json(reply)
         return 0
     if not reply.hits:
         print("no memories found")
@@ -164,10 +180,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with client_from(args) as client:
         memory = client.get(args.id)
     if args.json:
-        _print_json(memory)
+        print_json(memory)
     else:
         print(format_memory(memory))
     return 0
@@ -192,10 +208,10 @@ def _pages(args: argparse.Namespace, client: MemhubClient) -> Iterable[pb.ListMe
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with client_from(args) as client:
         for page in _pages(args, client):
             if args.json:
-                _print_json(page)
+                print_json(page)
                 continue
             for m in page.memories:
                 print(format_memory(m))
@@ -214,10 +230,10 @@ def cmd_forget(args: argparse.Namespace) -> int:
             tags=args.tags,
             subject_key=args.subject,
         )
-    with _client(args) as client:
+    with client_from(args) as client:
         reply = client.forget(ids=args.ids, filter=flt, reason=args.reason)
     if args.json:
-        _print_json(reply)
+        print_json(reply)
     else:
         print(f"forgot {len(reply.forgotten_ids)} memories")
         for mid in reply.forgotten_ids:

@@ -21,8 +21,8 @@ from pathlib import Path
 import grpc
 from tqdm import tqdm
 
-from hub.cli.client_cmds import add_connection_args
-from hub.client import MemhubClient, memory_input
+from hub.cli.client_cmds import add_connection_args, client_from
+from hub.client import memory_input
 from memhub.v1 import memory_pb2 as pb
 
 FIELDS = {"namespace", "content", "kind", "type", "tags", "entities", "importance", "confidence", "occurred_at", "subject_key"}
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"memhub import: {args.file}: {exc}", file=sys.stderr)
         return 2
     written = deduplicated = 0
-    with MemhubClient(args.hub, agent=args.agent) as client, tqdm(total=len(items), unit="mem", file=sys.stderr) as bar:
+    with client_from(args) as client, tqdm(total=len(items), unit="mem", file=sys.stderr) as bar:
         for start in range(0, len(items), args.batch_size):
             batch = items[start : start + args.batch_size]
             try:

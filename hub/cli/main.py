@@ -7,7 +7,8 @@ import sys
 
 import grpc
 
-from hub.cli import client_cmds, import_jsonl, reindex, serve
+from hub.cli import admin_cmds, client_cmds, import_jsonl, reindex, serve, token_cmds
+from hub.policy import cli as policy_cli
 from hub.errors import HubError
 
 
@@ -18,6 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
     client_cmds.add_parsers(sub)
     import_jsonl.add_parser(sub)
     reindex.add_parser(sub)
+    token_cmds.add_parser(sub)
+    admin_cmds.add_parsers(sub)
+    policy_cli.add_parsers(sub)
     return parser
 
 
@@ -33,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         hint = ""
         if code == grpc.StatusCode.UNAVAILABLE:
             hint = f" (is the hub running at {getattr(args, 'hub', '?')}? start it with `memhub serve`)"
+        elif code == grpc.StatusCode.UNAUTHENTICATED:
+            hint = " (set MEMHUB_TOKEN or --token-file; `memhub token issue --agent NAME` makes one)"
         print(f"memhub {args.command}: {code.name}: {exc.details()}{hint}", file=sys.stderr)
         return 1
     except ValueError as exc:  # bad enum names and similar argument mistakes

@@ -13,6 +13,7 @@ from grpc_health.v1 import health_pb2
 from hub import logs
 from hub.api.server import build_server
 from hub.app import Hub
+from hub.auth.config import LOCAL_SECRET_NAME
 from hub.config import HubConfig
 
 
@@ -44,7 +45,10 @@ def config_from_args(args: argparse.Namespace) -> HubConfig:
     if args.port is not None:
         server = dataclasses.replace(server, port=args.port)
     indexer = dataclasses.replace(config.indexer, enabled=config.indexer.enabled and not args.no_indexer)
-    return dataclasses.replace(config, store=store, server=server, indexer=indexer)
+    auth = config.auth
+    if auth.local_secret:  # the local secret lives in the data directory, wherever --data-dir moved it
+        auth = dataclasses.replace(auth, hs256_secret_file=store.data_dir / LOCAL_SECRET_NAME)
+    return dataclasses.replace(config, store=store, server=server, indexer=indexer, auth=auth)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,18 +56,25 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     print(f"memhub: starting (data directory {config.store.data_dir})", flush=True)
     hub = Hub.open(config)
-    server, port, health = build_server(hub.service, config.server)
+    server, port, health = build_server(hub)
     server.start()
     hub.start_background()
     pg = "external" if config.store.database_url else f"embedded, {config.store.data_dir / 'postgres'}"
-    print(
-        f"memhub: listening on {config.server.host}:{port} (gRPC)\n"
-        f"  postgres:  {pg}\n"
-        f"  milvus:    {config.store.resolved_milvus_uri()}\n"
-        f"  embedding: {hub.embedder.model_id} ({hub.embedder.dimension}-d)\n"
-        f"  try:       memhub write demo/notes 'hello' && memhub search hello --ns demo",
-        flush=True,
-    )
+    policy = hub.policies.current()
+    lines = [
+        f"memhub: listening on {config.server.host}:{port} (gRPC)",
+        f"  postgres:  {pg}",
+        f"  milvus:    {config.store.resolved_milvus_uri()}",
+        f"  embedding: {hub.embedder.model_id} ({hub.embedder.dimension}-d)",
+        f"  policies:  {config.policy.dir} (version {policy.version[:12]}, {len(policy.policy_ids)} policies)",
+    ]
+    if config.auth.local_secret:
+        lines += [
+            f"  tokens:    HS256 secret {config.auth.hs256_secret_file} (keep it private)",
+            f"  try:       export MEMHUB_TOKEN=$(memhub token issue --agent me --data-dir {config.store.data_dir})",
+            "             memhub write agents/me/notes 'hello' && memhub search hello",
+        ]
+    print("\n".join(lines), flush=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -1,16 +1,19 @@
 """The seam where access control plugs in.
 
-The service asks an Authorizer before it does any work on a namespace. The
-hub issue ships `AllowAll` (no identities yet); the policy issue replaces it
-with Cedar decisions without touching the service.
+The service asks an Authorizer before it does any work on a namespace. Two
+implementations: `PolicyAuthorizer` (hub/core/policy_authorizer.py: Cedar
+policies, every decision audited), used by every hub; `AllowAll`, only for
+benchmarks that measure the cost of policies by switching them off.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Protocol
 
 from hub.core.model import Caller
+from hub.errors import PermissionDenied
 
 
 class Action(str, enum.Enum):
@@ -23,12 +26,29 @@ class Action(str, enum.Enum):
 
 
 class Authorizer(Protocol):
-    def check(self, caller: Caller, action: Action, namespace: str) -> None:
-        """Return if allowed; raise hub.errors.PermissionDenied naming the action and namespace otherwise."""
+    def allowed(self, caller: Caller, action: Action, namespace: str | None) -> bool:
+        """Decide (and audit) one action on one namespace; None means the whole hub (admin)."""
+
+    def allowed_many(self, caller: Caller, action: Action, namespaces: Sequence[str]) -> list[bool]:
+        """Decide (and audit) one action on each namespace, in order."""
+
+
+def denied(caller: Caller, action: Action, namespace: str | None) -> PermissionDenied:
+    where = f"namespace {namespace!r}" if namespace is not None else "this hub"
+    return PermissionDenied(f"permission denied: agent {caller.agent_id!r} may not {action.value} in {where}")
+
+
+def require(authorizer: Authorizer, caller: Caller, action: Action, namespace: str | None) -> None:
+    """Raise PermissionDenied naming the action and namespace unless allowed."""
+    if not authorizer.allowed(caller, action, namespace):
+        raise denied(caller, action, namespace)
 
 
 class AllowAll:
-    """Every caller may do everything: only for a hub without identities (local development)."""
+    """Every caller may do everything. Never used by `memhub serve`."""
 
-    def check(self, caller: Caller, action: Action, namespace: str) -> None:
-        return None
+    def allowed(self, caller: Caller, action: Action, namespace: str | None) -> bool:
+        return True
+
+    def allowed_many(self, caller: Caller, action: Action, namespaces: Sequence[str]) -> list[bool]:
+        return [True] * len(namespaces)

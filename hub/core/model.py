@@ -38,13 +38,15 @@ class Channel(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling. Until token verification lands this comes from the
-    transport (see hub/api/identity.py); the service never reads it from a
-    request field, so provenance cannot be forged through the payload."""
+    """Who is calling, from the verified token (hub/api/auth_interceptor.py),
+    never from a request field, so provenance cannot be forged through the
+    payload; plus what the audit log records about the call."""
 
     agent_id: str
     groups: tuple[str, ...] = ()
     trace_id: str = ""
+    rpc: str = ""
+    request_id: str = ""
 
 
 @dataclass(frozen=True)

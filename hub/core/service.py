@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from sqlalchemy import Engine
 
 from hub.core import fusion, paging
-from hub.core.access import Action, Authorizer
+from hub.core.access import Action, Authorizer, denied, require
 from hub.core.indexer import Indexer
 from hub.core.model import (
     Caller,
@@ -39,7 +39,7 @@ from hub.core.recall_stats import RecallRecorder
 from hub.db import idempotency
 from hub.db import memories as memories_db
 from hub.embedding import Embedder
-from hub.errors import FailedPrecondition, NotFound, PermissionDenied
+from hub.errors import FailedPrecondition, InvalidArgument, NotFound
 from hub.index.milvus_index import IndexFilter, MilvusIndex
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,8 @@ class MemoryService:
         wait_indexed: bool = False,
     ) -> WriteResponse:
         for ns in dict.fromkeys(item.namespace for item in items):
-            self._authorizer.check(caller, Action.WRITE, ns)
+            require(self._authorizer, caller, Action.WRITE, ns)
+        self._check_sources_readable(caller, items)
         try:
             with self._engine.begin() as conn:
                 if request_id is not None:
@@ -148,16 +149,12 @@ class MemoryService:
     # -- search -----------------------------------------------------------------
 
     def search(self, caller: Caller, query: SearchQuery) -> list[SearchHit]:
-        roots = minimal_roots(list(query.filter.namespaces))
-        for root in roots:
-            self._authorizer.check(caller, Action.READ, root)
-        flt = dataclasses.replace(query.filter, namespaces=tuple(roots))
-        with self._engine.connect() as conn:
-            concrete = memories_db.resolve_namespaces(conn, roots)
-        if not concrete:
+        readable = self._readable_namespaces(caller, query.filter.namespaces)
+        if not readable:
             return []
+        flt = query.filter
         index_filter = IndexFilter(
-            namespaces=tuple(concrete),
+            namespaces=tuple(readable),
             kinds=tuple(k.value for k in flt.kinds),
             types=tuple(t.value for t in flt.types),
             tags_any=flt.tags_any,
@@ -174,7 +171,7 @@ class MemoryService:
             futures[Channel.KEYWORD] = self._pool.submit(self._index.search_keyword, query.text, index_filter, depth)
         fused = fusion.rrf({ch: f.result() for ch, f in futures.items()})
         with self._engine.connect() as conn:
-            records = memories_db.hydrate(conn, [f.id for f in fused], flt)
+            records = memories_db.hydrate(conn, [f.id for f in fused], flt, readable)
         hits = [
             SearchHit(records[f.id], f.score, f.channels if query.explain else ())
             for f in fused
@@ -183,6 +180,35 @@ class MemoryService:
         hits = hits[: fusion.fit_budget([h.memory.content for h in hits], query.max_tokens)]
         self._recorder.record(h.memory.id for h in hits)
         return hits
+
+    def _readable_namespaces(self, caller: Caller, roots: Sequence[str]) -> list[str]:
+        """The existing namespaces under `roots` (all, when empty) that the caller may read.
+
+        Permission is decided per namespace *before* any search, so results
+        and their count can only come from readable namespaces, and a denied
+        namespace looks exactly like an empty or missing one.
+        """
+        with self._engine.connect() as conn:
+            candidates = (
+                memories_db.resolve_namespaces(conn, minimal_roots(list(roots)))
+                if roots
+                else memories_db.all_namespaces(conn)
+            )
+        verdicts = self._authorizer.allowed_many(caller, Action.READ, candidates)
+        return [ns for ns, ok in zip(candidates, verdicts, strict=True) if ok]
+
+    def _check_sources_readable(self, caller: Caller, items: Sequence[NewMemory]) -> None:
+        """derived_from may only name memories the caller can read (else they look missing)."""
+        wanted = list(dict.fromkeys(mid for item in items for mid in item.derived_from))
+        if not wanted:
+            return
+        with self._engine.connect() as conn:
+            found = memories_db.existing_ids(conn, wanted)
+        for i, item in enumerate(items):
+            for j, mid in enumerate(item.derived_from):
+                ns = found.get(mid)
+                if ns is None or not self._authorizer.allowed(caller, Action.READ, ns):
+                    raise InvalidArgument(f"memories[{i}].derived_from[{j}]", f"no memory has id {mid}")
 
     def _dense(self, text: str, flt: IndexFilter, limit: int) -> list[tuple[str, float]]:
         vector = self._embedder.embed([text])[0]
@@ -193,25 +219,21 @@ class MemoryService:
     def get(self, caller: Caller, memory_id: str) -> MemoryRecord:
         with self._engine.connect() as conn:
             record = memories_db.get(conn, memory_id)
-        missing = NotFound(f"memory {memory_id} not found")
-        if record is None:
-            raise missing
-        try:
-            self._authorizer.check(caller, Action.READ, record.namespace)
-        except PermissionDenied:
-            raise missing from None  # a foreign memory and a missing one look the same
+        # A memory in a namespace the caller cannot read and a missing one look the same.
+        if record is None or not self._authorizer.allowed(caller, Action.READ, record.namespace):
+            raise NotFound(f"memory {memory_id} not found")
         return _with_effective_status(record)
 
     def list(self, caller: Caller, query: ListQuery) -> ListPage:
-        roots = minimal_roots(list(query.filter.namespaces))
-        for root in roots:
-            self._authorizer.check(caller, Action.READ, root)
-        flt = dataclasses.replace(query.filter, namespaces=tuple(roots))
+        flt = dataclasses.replace(query.filter, namespaces=tuple(minimal_roots(list(query.filter.namespaces))))
         statuses = query.statuses or (Status.ACTIVE,)
         fp = paging.fingerprint(flt, statuses)
         after = paging.decode(query.page_token, fp)
+        readable = self._readable_namespaces(caller, flt.namespaces)
+        if not readable:
+            return ListPage((), "")
         with self._engine.connect() as conn:
-            rows = memories_db.list_page(conn, flt, statuses, query.page_size + 1, after)
+            rows = memories_db.list_page(conn, flt, readable, statuses, query.page_size + 1, after)
         page = rows[: query.page_size]
         token = paging.encode(page[-1].created_at, page[-1].id, fp) if len(rows) > query.page_size else ""
         return ListPage(tuple(_with_effective_status(r) for r in page), token)
@@ -222,14 +244,13 @@ class MemoryService:
         self, caller: Caller, request: ForgetRequest, *, request_id: str | None = None, request_hash: str = ""
     ) -> tuple[list[str], bool]:
         """Forget by ids or by filter; returns (ids forgotten now, replayed)."""
-        if request.filter is not None:
-            self._authorizer.check(caller, Action.FORGET, request.filter.namespaces[0])
+        scope = self._forgettable_namespaces(caller, request.filter.namespaces) if request.filter is not None else []
         try:
             with self._engine.begin() as conn:
                 if request_id is not None and idempotency.lookup(conn, caller.agent_id, request_id) is not None:
                     raise _ConcurrentRetry()
                 if request.filter is not None:
-                    ids = memories_db.select_ids_for_forget(conn, request.filter, limit=100_000)
+                    ids = memories_db.select_ids_for_forget(conn, request.filter, scope, limit=100_000)
                 else:
                     ids = self._forgettable_ids(conn, caller, request.ids)
                 forgotten = memories_db.forget(conn, ids, caller, request.reason)
@@ -250,11 +271,26 @@ class MemoryService:
         found = memories_db.existing_ids(conn, ids)
         for i, mid in enumerate(ids):
             namespace = found.get(mid)
-            if namespace is None:
+            if namespace is None or not self._authorizer.allowed(caller, Action.FORGET, namespace):
+                if namespace is not None and self._authorizer.allowed(caller, Action.READ, namespace):
+                    raise denied(caller, Action.FORGET, namespace)  # it can see the memory: say why
                 raise NotFound(f"ids[{i}]: memory {mid} not found; nothing was forgotten")
-            try:
-                self._authorizer.check(caller, Action.FORGET, namespace)
-            except PermissionDenied:
-                raise NotFound(f"ids[{i}]: memory {mid} not found; nothing was forgotten") from None
         return list(ids)
+
+    def _forgettable_namespaces(self, caller: Caller, roots: Sequence[str]) -> list[str]:
+        """Namespaces under the filter's root that a forget-by-filter may touch.
+
+        Readable but not forgettable ones make the whole request fail with
+        PERMISSION_DENIED (the caller sees those memories, so it learns
+        nothing new); unreadable ones are left out silently.
+        """
+        with self._engine.connect() as conn:
+            candidates = memories_db.resolve_namespaces(conn, list(roots))
+        scope = []
+        for ns in candidates:
+            if self._authorizer.allowed(caller, Action.FORGET, ns):
+                scope.append(ns)
+            elif self._authorizer.allowed(caller, Action.READ, ns):
+                raise denied(caller, Action.FORGET, ns)
+        return scope
 

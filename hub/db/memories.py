@@ -27,7 +27,7 @@ from hub.core.model import (
     WriteOutcome,
 )
 from hub.db.schema import memories, namespaces, outbox
-from hub.errors import Aborted, InvalidArgument
+from hub.errors import Aborted
 
 
 def content_hash(content: str) -> str:
@@ -80,17 +80,6 @@ def enqueue_index(conn: Connection, memory_ids: Iterable[str]) -> None:
         conn.execute(text("NOTIFY memhub_outbox"))
 
 
-def _check_derived_from(conn: Connection, items: Sequence[NewMemory]) -> None:
-    wanted = {mid for item in items for mid in item.derived_from}
-    if not wanted:
-        return
-    found = {str(r[0]) for r in conn.execute(select(memories.c.id).where(memories.c.id.in_(wanted)))}
-    for i, item in enumerate(items):
-        for j, mid in enumerate(item.derived_from):
-            if mid not in found:
-                raise InvalidArgument(f"memories[{i}].derived_from[{j}]", f"no memory has id {mid}")
-
-
 def insert_memories(
     conn: Connection, caller: Caller, session_id: str, items: Sequence[NewMemory], embedding_model: str
 ) -> list[WriteOutcome]:
@@ -102,7 +91,6 @@ def insert_memories(
     Raises Aborted when a concurrent writer won a race this call cannot
     resolve by itself (a retry then succeeds).
     """
-    _check_derived_from(conn, items)
     ns_rows = [{"name": ns} for ns in dict.fromkeys(item.namespace for item in items)]
     conn.execute(pg_insert(namespaces).on_conflict_do_nothing(), ns_rows)
     outcomes: dict[int, WriteOutcome] = {}
@@ -239,9 +227,17 @@ def resolve_namespaces(conn: Connection, roots: Sequence[str]) -> list[str]:
     return [r[0] for r in conn.execute(query)]
 
 
-def filter_conditions(flt: MemoryFilter) -> list[ColumnElement[bool]]:
-    """SQL conditions for the shared filter fields (not status)."""
-    conds: list[ColumnElement[bool]] = [subtree_condition(memories.c.namespace, flt.namespaces)]
+def all_namespaces(conn: Connection) -> list[str]:
+    return [r[0] for r in conn.execute(select(namespaces.c.name).order_by(namespaces.c.name))]
+
+
+def filter_conditions(flt: MemoryFilter, allowed: Sequence[str]) -> list[ColumnElement[bool]]:
+    """SQL conditions for the shared filter fields (not status).
+
+    `allowed` is the exact list of namespaces the caller may touch (already
+    resolved below the filter's roots and checked against policy).
+    """
+    conds: list[ColumnElement[bool]] = [memories.c.namespace.in_(list(allowed))]
     if flt.kinds:
         conds.append(memories.c.kind.in_([k.value for k in flt.kinds]))
     if flt.types:
@@ -269,12 +265,12 @@ def servable_condition() -> ColumnElement[bool]:
     )
 
 
-def hydrate(conn: Connection, ids: Sequence[str], flt: MemoryFilter) -> dict[str, MemoryRecord]:
+def hydrate(conn: Connection, ids: Sequence[str], flt: MemoryFilter, allowed: Sequence[str]) -> dict[str, MemoryRecord]:
     """Load search hits and re-check them: servable, inside the filter. Missing ids are simply absent."""
     if not ids:
         return {}
     rows = conn.execute(
-        select(memories).where(memories.c.id.in_(list(ids)), servable_condition(), *filter_conditions(flt))
+        select(memories).where(memories.c.id.in_(list(ids)), servable_condition(), *filter_conditions(flt, allowed))
     ).all()
     return {str(r._mapping["id"]): to_record(r) for r in rows}
 
@@ -282,12 +278,13 @@ def hydrate(conn: Connection, ids: Sequence[str], flt: MemoryFilter) -> dict[str
 def list_page(
     conn: Connection,
     flt: MemoryFilter,
+    allowed: Sequence[str],
     statuses: Sequence[Status],
     limit: int,
     after: tuple[datetime, str] | None,
 ) -> list[MemoryRecord]:
     """Newest first, keyset-paged on (created_at, id) so pages stay stable while memories are added."""
-    conds = filter_conditions(flt)
+    conds = filter_conditions(flt, allowed)
     if statuses == (Status.ACTIVE,):
         conds.append(servable_condition())
     else:
@@ -329,11 +326,11 @@ def forget(conn: Connection, ids: Sequence[str], caller: Caller, reason: str) ->
     return forgotten
 
 
-def select_ids_for_forget(conn: Connection, flt: MemoryFilter, limit: int) -> list[str]:
+def select_ids_for_forget(conn: Connection, flt: MemoryFilter, allowed: Sequence[str], limit: int) -> list[str]:
     """Ids of the active memories a forget-by-filter covers, locked against concurrent writers."""
     rows = conn.execute(
         select(memories.c.id)
-        .where(memories.c.status == Status.ACTIVE.value, *filter_conditions(flt))
+        .where(memories.c.status == Status.ACTIVE.value, *filter_conditions(flt, allowed))
         .order_by(memories.c.id)
         .limit(limit)
         .with_for_update()

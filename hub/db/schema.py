@@ -113,3 +113,40 @@ idempotency = Table(
     Column("response", JSONB, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
+
+# Revoked token ids. Every replica keeps the unexpired ones in memory and
+# refreshes them every few seconds (and on NOTIFY memhub_revocations).
+revoked_tokens = Table(
+    "revoked_tokens",
+    metadata,
+    Column("jti", String(128), primary_key=True),
+    Column("agent_id", String(255), nullable=False, server_default=""),
+    # After the token's own expiry the row is no longer needed (the token is refused anyway).
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("revoked_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("revoked_by", String(255), nullable=False),
+    Column("reason", Text, nullable=False, server_default=""),
+    Index("ix_revoked_tokens_expires", "expires_at"),
+)
+
+# Every access decision, allowed and denied.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("agent_id", String(255), nullable=False),
+    Column("groups", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("action", String(32), nullable=False),
+    # A namespace path, or "" for hub-wide actions (admin).
+    Column("namespace", String(255), nullable=False),
+    Column("decision", String(8), nullable=False),
+    Column("policy_ids", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("policy_version", String(64), nullable=False, server_default=""),
+    Column("rpc", String(64), nullable=False, server_default=""),
+    Column("request_id", String(128), nullable=False, server_default=""),
+    Column("trace_id", String(32), nullable=False, server_default=""),
+    Index("ix_audit_log_at", "at"),
+    Index("ix_audit_log_agent_at", "agent_id", "at"),
+    Index("ix_audit_log_namespace_at", "namespace", "at"),
+)

@@ -26,8 +26,10 @@ if _version_not_supported:
 
 
 class MemoryServiceStub:
-    """Stores and recalls memories. Every call is made by one caller identity (the
-    hub takes it from the call's credentials, never from request fields).
+    """Stores and recalls memories. Every call carries `authorization: Bearer
+    <JWT>`; the caller's agent id and groups come from the verified token,
+    never from request fields, and Cedar policies decide per namespace what it
+    may read, write and forget.
     """
 
     def __init__(self, channel):
@@ -64,8 +66,10 @@ class MemoryServiceStub:
 
 
 class MemoryServiceServicer:
-    """Stores and recalls memories. Every call is made by one caller identity (the
-    hub takes it from the call's credentials, never from request fields).
+    """Stores and recalls memories. Every call carries `authorization: Bearer
+    <JWT>`; the caller's agent id and groups come from the verified token,
+    never from request fields, and Cedar policies decide per namespace what it
+    may read, write and forget.
     """
 
     def WriteMemories(self, request, context):
@@ -145,8 +149,10 @@ def add_MemoryServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class MemoryService:
-    """Stores and recalls memories. Every call is made by one caller identity (the
-    hub takes it from the call's credentials, never from request fields).
+    """Stores and recalls memories. Every call carries `authorization: Bearer
+    <JWT>`; the caller's agent id and groups come from the verified token,
+    never from request fields, and Cedar policies decide per namespace what it
+    may read, write and forget.
     """
 
     @staticmethod

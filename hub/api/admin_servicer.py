@@ -1,0 +1,100 @@
+"""AdminService over gRPC: thin methods that convert, delegate and convert back."""
+
+from __future__ import annotations
+
+from datetime import timezone
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from hub.api.identity import current_caller
+from hub.api.status import translate_errors
+from hub.core import validation as v
+from hub.core.admin import AdminService, PolicyInfo
+from hub.core.namespaces import validate_namespace
+from hub.db.audit_queries import AuditQuery
+from hub.errors import InvalidArgument
+from memhub.v1 import admin_pb2 as pb
+from memhub.v1 import admin_pb2_grpc as pb_grpc
+
+MAX_ADMIN_PAGE = 1000
+_DECISIONS = {pb.DECISION_ALLOW: "allow", pb.DECISION_DENY: "deny"}
+_DECISION_TO_PB = {v_: k for k, v_ in _DECISIONS.items()}
+
+
+def _page_size(value: int) -> int:
+    if value == 0:
+        return 100
+    if not 1 <= value <= MAX_ADMIN_PAGE:
+        raise InvalidArgument("page_size", f"is {value}; use 1 to {MAX_ADMIN_PAGE} (0 means 100)")
+    return value
+
+
+def _ts(value) -> Timestamp:  # noqa: ANN001 - datetime
+    ts = Timestamp()
+    ts.FromDatetime(value)
+    return ts
+
+
+def _policy_info(info: PolicyInfo) -> pb.PolicyInfo:
+    return pb.PolicyInfo(version=info.version, policy_ids=info.policy_ids, files=info.files, loaded_at=_ts(info.loaded_at))
+
+
+class AdminServicer(pb_grpc.AdminServiceServicer):
+    def __init__(self, admin: AdminService) -> None:
+        self._admin = admin
+
+    @translate_errors
+    def ListNamespaces(self, request: pb.ListNamespacesRequest, context: grpc.ServicerContext) -> pb.ListNamespacesResponse:
+        under = validate_namespace(request.under, "under") if request.under else None
+        names, token = self._admin.list_namespaces(current_caller(), under, _page_size(request.page_size), request.page_token)
+        return pb.ListNamespacesResponse(namespaces=names, next_page_token=token)
+
+    @translate_errors
+    def GetPolicyInfo(self, request: pb.GetPolicyInfoRequest, context: grpc.ServicerContext) -> pb.PolicyInfo:
+        return _policy_info(self._admin.policy_info(current_caller()))
+
+    @translate_errors
+    def ReloadPolicies(self, request: pb.ReloadPoliciesRequest, context: grpc.ServicerContext) -> pb.ReloadPoliciesResponse:
+        changed, info = self._admin.reload_policies(current_caller())
+        return pb.ReloadPoliciesResponse(changed=changed, policy=_policy_info(info))
+
+    @translate_errors
+    def RevokeToken(self, request: pb.RevokeTokenRequest, context: grpc.ServicerContext) -> pb.RevokeTokenResponse:
+        reason = v.reason(request.reason, "reason")
+        expires = request.expires_at.ToDatetime(tzinfo=timezone.utc) if request.HasField("expires_at") else None
+        return pb.RevokeTokenResponse(revoked=self._admin.revoke_token(current_caller(), request.token_id, reason, expires))
+
+    @translate_errors
+    def QueryAuditLog(self, request: pb.QueryAuditLogRequest, context: grpc.ServicerContext) -> pb.QueryAuditLogResponse:
+        if request.decision not in (0, *_DECISIONS):
+            raise InvalidArgument("decision", f"unknown value {request.decision}; expected DECISION_ALLOW or DECISION_DENY")
+        query = AuditQuery(
+            agent_id=request.agent_id or None,
+            action=request.action or None,
+            namespace=validate_namespace(request.namespace, "namespace") if request.namespace else None,
+            decision=_DECISIONS.get(request.decision),
+            since=request.since.ToDatetime(tzinfo=timezone.utc) if request.HasField("since") else None,
+            until=request.until.ToDatetime(tzinfo=timezone.utc) if request.HasField("until") else None,
+        )
+        rows, token = self._admin.query_audit(current_caller(), query, _page_size(request.page_size), request.page_token)
+        entries = []
+        for row in rows:
+            m = row._mapping
+            entries.append(
+                pb.AuditEntry(
+                    id=m["id"],
+                    at=_ts(m["at"]),
+                    agent_id=m["agent_id"],
+                    groups=m["groups"],
+                    action=m["action"],
+                    namespace=m["namespace"],
+                    decision=_DECISION_TO_PB.get(m["decision"], pb.DECISION_UNSPECIFIED),
+                    policy_ids=m["policy_ids"],
+                    policy_version=m["policy_version"],
+                    rpc=m["rpc"],
+                    request_id=m["request_id"],
+                    trace_id=m["trace_id"],
+                )
+            )
+        return pb.QueryAuditLogResponse(entries=entries, next_page_token=token)

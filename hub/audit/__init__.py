@@ -1,0 +1,1 @@
+"""The audit log: every access decision, allowed and denied, in Postgres."""

@@ -1,0 +1,117 @@
+"""Batched, asynchronous audit writes.
+
+A search over many namespaces makes one decision per namespace; writing each
+as its own INSERT on the request path would cost more than the search. The
+writer queues entries and a background thread inserts them in multi-row
+batches. The queue is bounded: when Postgres falls behind, callers block
+(back-pressure) rather than entries being dropped, because an audit log with
+holes is worse than a slower hub.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+from sqlalchemy import Engine, delete, func, insert
+
+from hub.db.schema import audit_log
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    agent_id: str
+    groups: tuple[str, ...]
+    action: str
+    namespace: str  # "" for hub-wide actions
+    decision: str  # "allow" | "deny"
+    policy_ids: tuple[str, ...]
+    policy_version: str
+    rpc: str = ""
+    request_id: str = ""
+    trace_id: str = ""
+
+
+class AuditWriter:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        retention_days: float | None = 90.0,
+        max_queue: int = 50_000,
+        batch_size: int = 1_000,
+        flush_interval_s: float = 0.5,
+        purge_interval_s: float = 3600.0,
+    ) -> None:
+        self._engine = engine
+        self._retention_days = retention_days
+        self._purge_interval_s = purge_interval_s
+        self._queue: queue.Queue[AuditEntry] = queue.Queue(maxsize=max_queue)
+        self._batch_size = batch_size
+        self._interval = flush_interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._flush_lock = threading.Lock()
+
+    def record(self, entry: AuditEntry) -> None:
+        self._queue.put(entry)
+
+    def flush(self) -> int:
+        """Write everything queued so far; returns how many entries were written."""
+        written = 0
+        with self._flush_lock:
+            while True:
+                batch: list[AuditEntry] = []
+                while len(batch) < self._batch_size:
+                    try:
+                        batch.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                if not batch:
+                    return written
+                rows = [asdict(e) | {"groups": list(e.groups), "policy_ids": list(e.policy_ids)} for e in batch]
+                try:
+                    with self._engine.begin() as conn:
+                        conn.execute(insert(audit_log), rows)
+                except Exception:
+                    # Put them back for the next attempt; Postgres may be restarting.
+                    log.exception("could not write %d audit entries; will retry", len(batch))
+                    for e in batch:
+                        self._queue.put(e)
+                    return written
+                written += len(batch)
+
+    def purge_older_than(self, days: float) -> int:
+        """Retention: delete entries older than `days`."""
+        with self._engine.begin() as conn:
+            result = conn.execute(delete(audit_log).where(audit_log.c.at < func.now() - func.make_interval(0, 0, 0, 0, 0, 0, days * 86400)))
+        return result.rowcount or 0
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="memhub-audit", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        self.flush()
+
+    def _loop(self) -> None:
+        last_purge = 0.0
+        while not self._stop.wait(self._interval):
+            self.flush()
+            if self._retention_days is not None and time.monotonic() - last_purge > self._purge_interval_s:
+                last_purge = time.monotonic()
+                try:
+                    purged = self.purge_older_than(self._retention_days)
+                    if purged:
+                        log.info("audit retention: deleted %d entries older than %s days", purged, self._retention_days)
+                except Exception:
+                    log.exception("audit retention purge failed; will retry")

@@ -1,0 +1,91 @@
+"""`memhub audit` and `memhub admin ...`: the admin service from the shell (needs an admin token)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timezone
+
+from hub.cli.client_cmds import add_connection_args, client_from, parse_duration, print_json
+from memhub.v1 import admin_pb2
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("audit", help="read the audit log of access decisions, newest first")
+    p.add_argument("--agent", dest="agent_id", default="")
+    p.add_argument("--action", default="", help="read | write | forget | consolidate | subscribe | admin")
+    p.add_argument("--ns", dest="namespace", default="", help="this namespace and below")
+    p.add_argument("--decision", choices=["allow", "deny"])
+    p.add_argument("--since", type=parse_duration, help="only the last e.g. 15m, 24h, 7d")
+    p.add_argument("--limit", type=int, default=50, help="entries to show (1 to 1000)")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_audit)
+
+    admin = sub.add_parser("admin", help="namespaces and policies of a running hub")
+    asub = admin.add_subparsers(dest="admin_command", required=True, metavar="SUBCOMMAND")
+    p = asub.add_parser("namespaces", help="list namespaces")
+    p.add_argument("--under", default="")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_namespaces)
+    p = asub.add_parser("policy", help="show the active policy version (and reload with --reload)")
+    p.add_argument("--reload", action="store_true", help="re-read the policy files now")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_policy)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    request = admin_pb2.QueryAuditLogRequest(
+        agent_id=args.agent_id,
+        action=args.action,
+        namespace=args.namespace,
+        decision={"allow": admin_pb2.DECISION_ALLOW, "deny": admin_pb2.DECISION_DENY}.get(args.decision or "", 0),
+        page_size=args.limit,
+    )
+    if args.since is not None:
+        request.since.FromDatetime(datetime.now(timezone.utc) - args.since)
+    with client_from(args) as client:
+        reply = client.call_admin("QueryAuditLog", request)
+    if args.json:
+        print_json(reply)
+        return 0
+    for e in reply.entries:
+        decision = "ALLOW" if e.decision == admin_pb2.DECISION_ALLOW else "DENY "
+        ids = ",".join(e.policy_ids) or ("(default deny)" if e.decision != admin_pb2.DECISION_ALLOW else "")
+        print(
+            f"{e.at.ToDatetime().isoformat(timespec='seconds')}  {decision} {e.agent_id:<16} {e.action:<8} "
+            f"{e.namespace or '(hub)':<32} {ids}  {e.rpc.rsplit('/', 1)[-1]}"
+        )
+    if not reply.entries:
+        print("no audit entries match")
+    return 0
+
+
+def cmd_namespaces(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        token = ""
+        while True:
+            reply = client.call_admin("ListNamespaces", admin_pb2.ListNamespacesRequest(under=args.under, page_size=1000, page_token=token))
+            if args.json:
+                print_json(reply)
+            else:
+                for name in reply.namespaces:
+                    print(name)
+            token = reply.next_page_token
+            if not token:
+                return 0
+
+
+def cmd_policy(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        if args.reload:
+            reply = client.call_admin("ReloadPolicies", admin_pb2.ReloadPoliciesRequest())
+            info = reply.policy
+            print("reloaded: changed" if reply.changed else "reloaded: no change")
+        else:
+            info = client.call_admin("GetPolicyInfo", admin_pb2.GetPolicyInfoRequest())
+    if args.json:
+        print_json(info)
+    else:
+        print(f"version {info.version}\nloaded  {info.loaded_at.ToDatetime().isoformat(timespec='seconds')}Z")
+        print("files   " + ", ".join(info.files))
+        print("policies " + ", ".join(info.policy_ids))
+    return 0

@@ -1,0 +1,70 @@
+"""`memhub token issue|revoke`: local tokens for agents, and revocation through the admin API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from hub.auth import issue_token, load_secret
+from hub.auth.config import LOCAL_SECRET_NAME
+from hub.cli.client_cmds import add_connection_args, client_from, parse_duration
+from hub.config import default_data_dir
+from memhub.v1 import admin_pb2
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    token = sub.add_parser("token", help="issue or revoke agent tokens")
+    tsub = token.add_subparsers(dest="token_command", required=True, metavar="SUBCOMMAND")
+
+    p = tsub.add_parser("issue", help="print a new HS256 token signed with the hub's local secret")
+    p.add_argument("--agent", required=True, help="the agent id (the token's sub)")
+    p.add_argument("--groups", default="", help="comma-separated groups, e.g. support,auditors")
+    p.add_argument("--ttl", type=parse_duration, default=parse_duration("1h"), help="lifetime, e.g. 15m, 12h, 30d (default 1h)")
+    p.add_argument("--data-dir", type=Path, help="the hub's data directory, where jwt-secret lives (MEMHUB_DATA_DIR)")
+    p.add_argument("--secret-file", type=Path, default=os.environ.get("MEMHUB_JWT_SECRET_FILE"), help="the HS256 secret file (MEMHUB_JWT_SECRET_FILE)")
+    p.add_argument("--audience", default=os.environ.get("MEMHUB_JWT_AUDIENCE", "memhub"))
+    p.add_argument("--issuer", default=os.environ.get("MEMHUB_JWT_ISSUER", "memhub"))
+    p.add_argument("--json", action="store_true", help="print token, id and expiry as JSON")
+    p.set_defaults(func=cmd_issue)
+
+    p = tsub.add_parser("revoke", help="revoke a token by its id (jti); needs an admin token")
+    p.add_argument("token_id")
+    p.add_argument("--reason", required=True)
+    add_connection_args(p)
+    p.set_defaults(func=cmd_revoke)
+
+
+def _secret_path(args: argparse.Namespace) -> Path:
+    if args.secret_file:
+        return Path(args.secret_file)
+    data_dir = args.data_dir or (Path(os.environ["MEMHUB_DATA_DIR"]) if os.environ.get("MEMHUB_DATA_DIR") else default_data_dir())
+    return data_dir.expanduser() / LOCAL_SECRET_NAME
+
+
+def cmd_issue(args: argparse.Namespace) -> int:
+    path = _secret_path(args)
+    if not path.is_file():
+        print(
+            f"memhub token issue: no secret at {path}; start the hub once (it creates it) or pass --data-dir/--secret-file",
+            file=sys.stderr,
+        )
+        return 1
+    groups = [g.strip() for g in args.groups.split(",") if g.strip()]
+    issued = issue_token(load_secret(path), agent_id=args.agent, groups=groups, ttl=args.ttl, audience=args.audience, issuer=args.issuer)
+    if args.json:
+        print(json.dumps({"token": issued.token, "token_id": issued.jti, "expires_at": issued.expires_at.isoformat()}))
+    else:
+        # Only the token on stdout, so `export MEMHUB_TOKEN=$(memhub token issue ...)` works.
+        print(issued.token)
+        print(f"token id {issued.jti}, agent {args.agent}, groups [{', '.join(groups)}], expires {issued.expires_at.isoformat()}", file=sys.stderr)
+    return 0
+
+
+def cmd_revoke(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        reply = client.call_admin("RevokeToken", admin_pb2.RevokeTokenRequest(token_id=args.token_id, reason=args.reason))
+    print(f"revoked {args.token_id}" if reply.revoked else f"{args.token_id} was already revoked")
+    return 0

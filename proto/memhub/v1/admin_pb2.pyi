@@ -1,0 +1,138 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Decision(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DECISION_UNSPECIFIED: _ClassVar[Decision]
+    DECISION_ALLOW: _ClassVar[Decision]
+    DECISION_DENY: _ClassVar[Decision]
+DECISION_UNSPECIFIED: Decision
+DECISION_ALLOW: Decision
+DECISION_DENY: Decision
+
+class ListNamespacesRequest(_message.Message):
+    __slots__ = ("under", "page_size", "page_token")
+    UNDER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    under: str
+    page_size: int
+    page_token: str
+    def __init__(self, under: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListNamespacesResponse(_message.Message):
+    __slots__ = ("namespaces", "next_page_token")
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    next_page_token: str
+    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetPolicyInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PolicyInfo(_message.Message):
+    __slots__ = ("version", "policy_ids", "files", "loaded_at")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    POLICY_IDS_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    LOADED_AT_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    policy_ids: _containers.RepeatedScalarFieldContainer[str]
+    files: _containers.RepeatedScalarFieldContainer[str]
+    loaded_at: _timestamp_pb2.Timestamp
+    def __init__(self, version: _Optional[str] = ..., policy_ids: _Optional[_Iterable[str]] = ..., files: _Optional[_Iterable[str]] = ..., loaded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ReloadPoliciesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ReloadPoliciesResponse(_message.Message):
+    __slots__ = ("changed", "policy")
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    changed: bool
+    policy: PolicyInfo
+    def __init__(self, changed: _Optional[bool] = ..., policy: _Optional[_Union[PolicyInfo, _Mapping]] = ...) -> None: ...
+
+class RevokeTokenRequest(_message.Message):
+    __slots__ = ("token_id", "reason", "expires_at")
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    token_id: str
+    reason: str
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, token_id: _Optional[str] = ..., reason: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class RevokeTokenResponse(_message.Message):
+    __slots__ = ("revoked",)
+    REVOKED_FIELD_NUMBER: _ClassVar[int]
+    revoked: bool
+    def __init__(self, revoked: _Optional[bool] = ...) -> None: ...
+
+class AuditEntry(_message.Message):
+    __slots__ = ("id", "at", "agent_id", "groups", "action", "namespace", "decision", "policy_ids", "policy_version", "rpc", "request_id", "trace_id")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    POLICY_IDS_FIELD_NUMBER: _ClassVar[int]
+    POLICY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    RPC_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    at: _timestamp_pb2.Timestamp
+    agent_id: str
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    action: str
+    namespace: str
+    decision: Decision
+    policy_ids: _containers.RepeatedScalarFieldContainer[str]
+    policy_version: str
+    rpc: str
+    request_id: str
+    trace_id: str
+    def __init__(self, id: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., action: _Optional[str] = ..., namespace: _Optional[str] = ..., decision: _Optional[_Union[Decision, str]] = ..., policy_ids: _Optional[_Iterable[str]] = ..., policy_version: _Optional[str] = ..., rpc: _Optional[str] = ..., request_id: _Optional[str] = ..., trace_id: _Optional[str] = ...) -> None: ...
+
+class QueryAuditLogRequest(_message.Message):
+    __slots__ = ("agent_id", "action", "namespace", "decision", "since", "until", "page_size", "page_token")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    action: str
+    namespace: str
+    decision: Decision
+    since: _timestamp_pb2.Timestamp
+    until: _timestamp_pb2.Timestamp
+    page_size: int
+    page_token: str
+    def __init__(self, agent_id: _Optional[str] = ..., action: _Optional[str] = ..., namespace: _Optional[str] = ..., decision: _Optional[_Union[Decision, str]] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class QueryAuditLogResponse(_message.Message):
+    __slots__ = ("entries", "next_page_token")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[AuditEntry]
+    next_page_token: str
+    def __init__(self, entries: _Optional[_Iterable[_Union[AuditEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
