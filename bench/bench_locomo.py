@@ -78,8 +78,10 @@ def evaluate(client: MemhubClient, conversations: list, mapping: dict[str, dict[
 def report(result: dict, conversations: list) -> None:
     scores = result["scores"]
     dropped = sum(c.dropped_questions for c in conversations)
-    print(f"\nLoCoMo retrieval through memhub ({sum(len(c.turns) for c in conversations)} turns, "
-          f"{sum(len(c.questions) for c in conversations)} questions; {dropped} without usable evidence left out)")
+    print(
+        f"\nLoCoMo retrieval through memhub ({sum(len(c.turns) for c in conversations)} turns, "
+        f"{sum(len(c.questions) for c in conversations)} questions; {dropped} without usable evidence left out)"
+    )
     header = f"{'mode':<6} " + " ".join(f"{CATEGORIES[c][:11]:>15}" for c in sorted(CATEGORIES)) + f" {'headline(1-4)':>15}"
     print(header)
     print(f"{'':<6} " + " ".join(f"{'@5 / @10':>15}" for _ in range(len(CATEGORIES) + 1)))

@@ -60,8 +60,10 @@ def pct(samples: list[float], q: float) -> float:
 
 
 def line(name: str, samples: list[float], unit: str = "us/call") -> None:
-    print(f"  {name:<50} p50 {pct(samples, 0.50):8.1f}  p99 {pct(samples, 0.99):8.1f}  "
-          f"mean {statistics.fmean(samples) * 1e6:8.1f} {unit}  (n={len(samples)})")
+    print(
+        f"  {name:<50} p50 {pct(samples, 0.50):8.1f}  p99 {pct(samples, 0.99):8.1f}  "
+        f"mean {statistics.fmean(samples) * 1e6:8.1f} {unit}  (n={len(samples)})"
+    )
 
 
 def main() -> int:
@@ -74,8 +76,10 @@ def main() -> int:
     t0 = time.perf_counter()
     engine = PolicyEngine.from_dir(args.dir, files=FILES, cache_size=4 * args.calls)
     load_ms = (time.perf_counter() - t0) * 1e3
-    print(f"policies: {', '.join(engine.files)} ({len(engine.policies)} policies, version {engine.version[:12]}); "
-          f"cedarpy {metadata.version('cedarpy')}, Python {sys.version.split()[0]}")
+    print(
+        f"policies: {', '.join(engine.files)} ({len(engine.policies)} policies, version {engine.version[:12]}); "
+        f"cedarpy {metadata.version('cedarpy')}, Python {sys.version.split()[0]}"
+    )
     print(f"  load + validate: {load_ms:.1f} ms")
 
     requests = []
@@ -115,8 +119,11 @@ def main() -> int:
     for p, a, ns in requests[: min(len(requests), 2000)]:
         ents = json.loads(entities_json(p.agent_id, tuple(sorted(set(p.groups))), [ns]))
         ents.append({"uid": {"type": "Hub", "id": "memhub"}, "attrs": {}, "parents": []})
-        req = {"principal": {"type": "Agent", "id": p.agent_id}, "action": {"type": "Action", "id": a},
-               "resource": {"type": "Namespace", "id": ns}}
+        req = {
+            "principal": {"type": "Agent", "id": p.agent_id},
+            "action": {"type": "Action", "id": a},
+            "resource": {"type": "Namespace", "id": ns},
+        }
         t = time.perf_counter()
         cedarpy.is_authorized(req, text, json.dumps(ents))
         textual.append(time.perf_counter() - t)

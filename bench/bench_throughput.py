@@ -21,6 +21,7 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -75,15 +76,21 @@ def batched_writes(hub: RunningHub, items: list[tuple[str, str]]) -> tuple[float
     return len(items) / acked, len(items) / indexed
 
 
-def single_writes(hub: RunningHub, n: int, concurrency: int = 16) -> tuple[float, list[float]]:
+Call = Callable[[MemhubClient], object]
+
+
+def timed_clients(hub: RunningHub, concurrency: int, calls: Callable[[int], list[Call]]) -> tuple[float, list[float]]:
+    """Run calls(i) on client i, all clients at once; return (calls per second, per-call latencies)."""
     latencies: list[float] = []
     lock = threading.Lock()
-    clients = [MemhubClient(hub.address, token=hub.token) for i in range(concurrency)]
+    clients = [MemhubClient(hub.address, token=hub.token) for _ in range(concurrency)]
+    for c in clients:  # warm the channels: connection set-up is not what we measure
+        c.healthy()
 
     def worker(i: int) -> None:
-        for j in range(n // concurrency):
+        for call in calls(i):
             t0 = time.perf_counter()
-            clients[i].write([memory_input("bench/single", f"single write {i}-{j} at {time.time()}")])
+            call(clients[i])
             with lock:
                 latencies.append(time.perf_counter() - t0)
 
@@ -94,36 +101,27 @@ def single_writes(hub: RunningHub, n: int, concurrency: int = 16) -> tuple[float
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - t0
-    wait_until_indexed(clients[0])  # searches below should not compete with indexing
     for c in clients:
         c.close()
     return len(latencies) / elapsed, latencies
+
+
+def single_writes(hub: RunningHub, n: int, concurrency: int = 16) -> tuple[float, list[float]]:
+    def calls(i: int) -> list[Call]:
+        texts = [f"single write {i}-{j} {time.time()}" for j in range(n // concurrency)]
+        return [lambda c, t=t: c.write([memory_input("bench/single", t)]) for t in texts]
+
+    result = timed_clients(hub, concurrency, calls)
+    with MemhubClient(hub.address, token=hub.token) as client:
+        wait_until_indexed(client)  # the searches that follow should not compete with indexing
+    return result
 
 
 def searches(hub: RunningHub, queries: list[str], concurrency: int) -> tuple[float, list[float]]:
-    latencies: list[float] = []
-    lock = threading.Lock()
-    clients = [MemhubClient(hub.address, token=hub.token) for i in range(concurrency)]
-    for c in clients:  # warm the channels (connection set-up is not search latency)
-        c.search("warm up", ["bench"], top_k=10)
+    def calls(i: int) -> list[Call]:
+        return [lambda c, q=q: c.search(q, ["bench"], top_k=10) for q in queries[i::concurrency]]
 
-    def worker(i: int) -> None:
-        for q in queries[i::concurrency]:
-            t0 = time.perf_counter()
-            clients[i].search(q, ["bench"], top_k=10)
-            with lock:
-                latencies.append(time.perf_counter() - t0)
-
-    t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - t0
-    for c in clients:
-        c.close()
-    return len(latencies) / elapsed, latencies
+    return timed_clients(hub, concurrency, calls)
 
 
 def main() -> None:
@@ -141,10 +139,19 @@ def main() -> None:
         qps1, lat1 = searches(hub, queries, 1)
         qps16, lat16 = searches(hub, queries, 16)
     print(f"\nmemhub over gRPC on embedded defaults, {args.memories} memories (+{args.single_writes} single writes)")
-    print(f"batched writes (100/call, 4 writers): {ack_rate:,.0f} memories/s acknowledged; {indexed_rate:,.0f} memories/s until searchable")
-    print(f"single writes (16 clients):           {single_rate:,.0f} memories/s; latency p50 {pct(single_lat, .5):.1f} ms, p99 {pct(single_lat, .99):.1f} ms")
-    print(f"search, 1 client:   p50 {pct(lat1, .5):.1f} ms, p99 {pct(lat1, .99):.1f} ms, {qps1:.1f} searches/s (mean {1000 * statistics.mean(lat1):.1f} ms)")
-    print(f"search, 16 clients: p50 {pct(lat16, .5):.1f} ms, p99 {pct(lat16, .99):.1f} ms, {qps16:.1f} searches/s")
+    print(
+        f"batched writes (100/call, 4 writers): {ack_rate:,.0f} memories/s acknowledged; "
+        f"{indexed_rate:,.0f} memories/s until searchable"
+    )
+    print(
+        f"single writes (16 clients):           {single_rate:,.0f} memories/s; "
+        f"latency p50 {pct(single_lat, 0.5):.1f} ms, p99 {pct(single_lat, 0.99):.1f} ms"
+    )
+    print(
+        f"search, 1 client:   p50 {pct(lat1, 0.5):.1f} ms, p99 {pct(lat1, 0.99):.1f} ms, "
+        f"{qps1:.1f} searches/s (mean {1000 * statistics.mean(lat1):.1f} ms)"
+    )
+    print(f"search, 16 clients: p50 {pct(lat16, 0.5):.1f} ms, p99 {pct(lat16, 0.99):.1f} ms, {qps16:.1f} searches/s")
 
 
 if __name__ == "__main__":

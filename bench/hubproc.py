@@ -22,7 +22,6 @@ from pathlib import Path
 from hub.auth import issue_token, load_secret
 from hub.auth.config import LOCAL_SECRET_NAME
 
-
 REPO = Path(__file__).resolve().parent.parent
 BENCH_POLICY = '@id("bench-everything")\npermit(principal in Group::"bench", action, resource);\n'
 

@@ -20,8 +20,8 @@ from hub.auth.config import LOCAL_SECRET_NAME
 from hub.config import HubConfig
 from hub.core.access import Authorizer
 from hub.core.admin import AdminService
-from hub.core.policy_authorizer import PolicyAuthorizer
 from hub.core.indexer import Indexer
+from hub.core.policy_authorizer import PolicyAuthorizer
 from hub.core.recall_stats import RecallRecorder
 from hub.core.service import MemoryService
 from hub.db import engine as db_engine
@@ -79,7 +79,9 @@ def open_policies(config: HubConfig) -> PolicyStore:
     try:
         return PolicyStore(config.policy.dir, files=config.policy.files, poll_interval_s=config.policy.poll_interval_s)
     except (PolicyError, OSError) as exc:
-        raise StartupError(f"cannot load the policies in {config.policy.dir}: {exc}. Fix them (memhub policy validate) or set MEMHUB_POLICY_DIR") from None
+        raise StartupError(
+            f"cannot load the policies in {config.policy.dir}: {exc}. Fix them (memhub policy validate) or set MEMHUB_POLICY_DIR"
+        ) from None
 
 
 def resolve_auth(config: HubConfig) -> HubConfig:
@@ -144,7 +146,9 @@ class Hub:
             wait_indexed_timeout_s=config.indexer.wait_indexed_timeout_s,
         )
         admin = AdminService(engine, authorizer, policies, revocations)
-        return cls(config, engine, url, embedder, index, indexer, recorder, revocations, verifier, policies, audit, service, admin)
+        return cls(
+            config, engine, url, embedder, index, indexer, recorder, revocations, verifier, policies, audit, service, admin
+        )
 
     def start_background(self) -> None:
         self.revocations.start()  # loads the list before returning: never serve with an unknown list

@@ -16,7 +16,6 @@ from datetime import datetime, timedelta
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from memhub.v1 import admin_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc

@@ -6,6 +6,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
 
+# Lint and formatting (ruff settings in pyproject.toml).
+.venv/bin/ruff check hub tests bench scripts || exit 1
+.venv/bin/ruff format --check --quiet hub tests bench scripts || { echo "run: .venv/bin/ruff format hub tests bench scripts" >&2; exit 1; }
+
 # The shipped policies must validate and pass their decision tables.
 m=.venv/bin/memhub
 $m policy validate --dir policies --files default.cedar,examples/fleet.cedar || exit 1

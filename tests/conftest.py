@@ -172,7 +172,9 @@ class Fleet:
         return load_secret(self.hub.config.auth.hs256_secret_file)
 
     def token(self, agent: str, **kw) -> str:  # noqa: ANN003
-        return issue_token(self.secret, agent_id=agent, groups=list(GROUPS.get(agent, ())), ttl=kw.pop("ttl", timedelta(hours=1)), **kw).token
+        return issue_token(
+            self.secret, agent_id=agent, groups=list(GROUPS.get(agent, ())), ttl=kw.pop("ttl", timedelta(hours=1)), **kw
+        ).token
 
     def client(self, agent: str) -> MemhubClient:
         return MemhubClient(self.address, token=self.token(agent))
@@ -203,9 +205,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url: str) 
         drop_database(external_pg_admin_url, url)
 
 
-
 def rpc_error(excinfo: pytest.ExceptionInfo) -> tuple[grpc.StatusCode, str]:
     err = excinfo.value
     assert isinstance(err, grpc.RpcError), f"expected an RpcError, got {err!r}"
     return err.code(), err.details()
-

@@ -7,7 +7,6 @@ root (admin), eve (no groups).
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -18,11 +17,12 @@ import pytest
 from conftest import Fleet, rpc_error
 from cryptography.hazmat.primitives.asymmetric import rsa
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from memhub.v1 import admin_pb2
+from memhub.v1 import memory_pb2 as pb
 
 from hub.auth import issue_token
 from hub.client import MemhubClient, memory_input
-from memhub.v1 import admin_pb2
-from memhub.v1 import memory_pb2 as pb
+
 
 def _write(client: MemhubClient, ns: str, content: str) -> pb.Memory:
     return client.write([memory_input(ns, content)], wait_indexed=True).results[0].memory
@@ -75,7 +75,11 @@ def _bad_tokens(fleet: Fleet) -> dict[str, str]:
         "forged signature": jwt.encode(_claims(), b"x" * 64, algorithm="HS256"),
         "alg none": jwt.encode(_claims(), None, algorithm="none"),
         "RS256 signed by a stranger": jwt.encode(_claims(), stranger, algorithm="RS256"),
-        "expired": jwt.encode(_claims(exp=now - timedelta(minutes=10), iat=now - timedelta(hours=2), nbf=now - timedelta(hours=2)), fleet.secret, algorithm="HS256"),
+        "expired": jwt.encode(
+            _claims(exp=now - timedelta(minutes=10), iat=now - timedelta(hours=2), nbf=now - timedelta(hours=2)),
+            fleet.secret,
+            algorithm="HS256",
+        ),
         "not yet valid": jwt.encode(_claims(nbf=now + timedelta(hours=1)), fleet.secret, algorithm="HS256"),
         "wrong audience": jwt.encode(_claims(aud="another-service"), fleet.secret, algorithm="HS256"),
         "wrong issuer": jwt.encode(_claims(iss="someone-else"), fleet.secret, algorithm="HS256"),
@@ -164,7 +168,11 @@ def test_foreign_memories_are_invisible_through_every_read_path(fleet: Fleet) ->
         assert details.replace(secret.id, "ID") == details2.replace(missing, "ID")
         # derived_from cannot be used to probe ids either
         probe = pb.MemoryInput(
-            namespace="agents/eve/x", content="derived", kind=pb.MEMORY_KIND_EPISODIC, type=pb.MEMORY_TYPE_NOTE, derived_from=[secret.id]
+            namespace="agents/eve/x",
+            content="derived",
+            kind=pb.MEMORY_KIND_EPISODIC,
+            type=pb.MEMORY_TYPE_NOTE,
+            derived_from=[secret.id],
         )
         code, details = _code(lambda: eve.write([probe]))
         assert code == grpc.StatusCode.INVALID_ARGUMENT and "no memory has id" in details
@@ -224,7 +232,10 @@ def test_decisions_are_audited_with_policy_ids(fleet: Fleet) -> None:
 def test_policies_reload_without_restart(fleet: Fleet) -> None:
     fleet_file = fleet.policy_dir / "examples" / "fleet.cedar"
     original = fleet_file.read_text()
-    grant = '\n@id("test.eve-writes-support")\npermit(principal == Agent::"eve", action == Action::"write", resource in Namespace::"teams/support");\n'
+    grant = (
+        '\n@id("test.eve-writes-support")\n'
+        'permit(principal == Agent::"eve", action == Action::"write", resource in Namespace::"teams/support");\n'
+    )
     with fleet.client("eve") as eve, fleet.client("root") as root:
         code, _ = _code(lambda: eve.write([memory_input("teams/support/eve", "hello")]))
         assert code == grpc.StatusCode.PERMISSION_DENIED
@@ -243,7 +254,10 @@ def test_policies_reload_without_restart(fleet: Fleet) -> None:
 def test_an_edited_policy_file_is_picked_up_by_the_watcher(fleet: Fleet) -> None:
     fleet_file = fleet.policy_dir / "examples" / "fleet.cedar"
     original = fleet_file.read_text()
-    grant = '\n@id("test.eve-reads-support")\npermit(principal == Agent::"eve", action == Action::"read", resource in Namespace::"teams/support");\n'
+    grant = (
+        '\n@id("test.eve-reads-support")\n'
+        'permit(principal == Agent::"eve", action == Action::"read", resource in Namespace::"teams/support");\n'
+    )
     with fleet.client("dave") as dave, fleet.client("eve") as eve:
         m = _write(dave, "teams/support/watch", "the watcher reloads policies")
         assert eve.search("watcher reloads", ["teams/support"]).hits == []

@@ -12,6 +12,7 @@ import uuid
 import grpc
 import pytest
 from conftest import GROUPS, Fleet
+from memhub.v1 import memory_pb2 as pb
 
 from hub.api.convert import write_request
 from hub.client import MemhubClient, memory_input
@@ -20,7 +21,6 @@ from hub.core.model import Caller
 from hub.core.service import MemoryService
 from hub.db import memories as memories_db
 from hub.policy import Principal
-from memhub.v1 import memory_pb2 as pb
 
 NAMESPACES = ["agents/alice", "agents/bob", "agents/eve", "teams/support", "teams/support/secrets", "teams/other"]
 AGENTS = ["alice", "bob", "dave", "carol", "root", "eve"]
@@ -94,11 +94,18 @@ def test_every_rpc_enforces_the_table(fleet: Fleet, seeds: dict[str, dict[str, s
         hits = client.search(MARKER, [], top_k=100, channels=["keyword"]).hits
         found = {seed_ns[h.memory.id] for h in hits if h.memory.id in seed_ns}
         assert found == readable
-        assert all(any(under(h.memory.namespace, ns) for ns in readable) or h.memory.namespace.startswith(f"agents/{agent}") for h in hits)
+        assert all(
+            any(under(h.memory.namespace, ns) for ns in readable) or h.memory.namespace.startswith(f"agents/{agent}")
+            for h in hits
+        )
 
         for ns in NAMESPACES:
             expected = {n for n in readable if under(n, ns)}
-            got = {seed_ns[h.memory.id] for h in client.search(MARKER, [ns], top_k=100, channels=["keyword"]).hits if h.memory.id in seed_ns}
+            got = {
+                seed_ns[h.memory.id]
+                for h in client.search(MARKER, [ns], top_k=100, channels=["keyword"]).hits
+                if h.memory.id in seed_ns
+            }
             assert got == expected, ("search", agent, ns)
             listed = {seed_ns[m.id] for m in client.list([ns], page_size=500).memories if m.id in seed_ns}
             assert listed == expected, ("list", agent, ns)
@@ -114,7 +121,11 @@ def test_every_rpc_enforces_the_table(fleet: Fleet, seeds: dict[str, dict[str, s
                 assert code is None, ("forget", agent, ns)
             else:
                 # Seeing a memory you may not forget is explained; an unreadable one simply does not exist.
-                assert code == (grpc.StatusCode.PERMISSION_DENIED if can(agent, ns, "r") else grpc.StatusCode.NOT_FOUND), ("forget", agent, ns)
+                assert code == (grpc.StatusCode.PERMISSION_DENIED if can(agent, ns, "r") else grpc.StatusCode.NOT_FOUND), (
+                    "forget",
+                    agent,
+                    ns,
+                )
 
     # Refused forgets changed nothing; allowed ones left tombstones (read straight from Postgres).
     with fleet.hub.engine.connect() as conn:

@@ -217,8 +217,16 @@ def pem_ring(tmp_path: Path, data: bytes, alg: str | None, algorithms: tuple[str
 @pytest.mark.parametrize(
     ("make", "declared", "expected"),
     [
-        (lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048), "ES256", "an RSA 2048-bit key, which can only verify RS256, but it is declared ES256"),
-        (lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048), "EdDSA", "can only verify RS256, but it is declared EdDSA"),
+        (
+            lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048),
+            "ES256",
+            "an RSA 2048-bit key, which can only verify RS256, but it is declared ES256",
+        ),
+        (
+            lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048),
+            "EdDSA",
+            "can only verify RS256, but it is declared EdDSA",
+        ),
         (lambda: ec.generate_private_key(ec.SECP256R1()), "RS256", "an EC secp256r1 key, which can only verify ES256"),
         (lambda: ed25519.Ed25519PrivateKey.generate(), "ES256", "an Ed25519 key, which can only verify EdDSA"),
     ],
@@ -302,11 +310,20 @@ def rsa_jwk(key: rsa.RSAPrivateKey, **extra: Any) -> dict[str, Any]:
 
 
 def test_jwks_algorithms_come_from_alg_or_key_type(tmp_path: Path, rsa_key: rsa.RSAPrivateKey) -> None:
-    ring = jwks_ring(tmp_path, {"keys": [
-        rsa_jwk(rsa_key, kid="r"),
-        {**ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()).public_key(), as_dict=True), "kid": "e"},
-        {**OKPAlgorithm.to_jwk(ed25519.Ed25519PrivateKey.generate().public_key(), as_dict=True), "kid": "o", "alg": "EdDSA"},
-    ]})
+    ring = jwks_ring(
+        tmp_path,
+        {
+            "keys": [
+                rsa_jwk(rsa_key, kid="r"),
+                {**ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()).public_key(), as_dict=True), "kid": "e"},
+                {
+                    **OKPAlgorithm.to_jwk(ed25519.Ed25519PrivateKey.generate().public_key(), as_dict=True),
+                    "kid": "o",
+                    "alg": "EdDSA",
+                },
+            ]
+        },
+    )
     assert [(k.kid, k.alg) for k in ring.keys] == [("r", "RS256"), ("e", "ES256"), ("o", "EdDSA")]
 
 
@@ -347,12 +364,17 @@ def test_jwks_private_key_material_is_refused(tmp_path: Path, rsa_key: rsa.RSAPr
 
 
 def test_jwks_keys_memhub_cannot_use_are_skipped_not_fatal(tmp_path: Path, rsa_key: rsa.RSAPrivateKey) -> None:
-    ring = jwks_ring(tmp_path, {"keys": [
-        rsa_jwk(rsa_key, kid="ps", alg="PS256"),  # unsupported algorithm
-        rsa_jwk(rsa_key, kid="enc", use="enc"),  # not a signing key
-        {**ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP384R1()).public_key(), as_dict=True), "kid": "p384"},
-        rsa_jwk(rsa_key, kid="ok"),
-    ]})
+    ring = jwks_ring(
+        tmp_path,
+        {
+            "keys": [
+                rsa_jwk(rsa_key, kid="ps", alg="PS256"),  # unsupported algorithm
+                rsa_jwk(rsa_key, kid="enc", use="enc"),  # not a signing key
+                {**ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP384R1()).public_key(), as_dict=True), "kid": "p384"},
+                rsa_jwk(rsa_key, kid="ok"),
+            ]
+        },
+    )
     assert [k.kid for k in ring.keys] == ["ok"]
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import create_scratch_database, drop_database
 from sqlalchemy import Engine
 
 from hub.auth import AuthConfig, KeyRing, RevocationList, TokenVerifier, issue_token
 from hub.db import engine as db_engine
 from hub.db import migrate
 from hub.errors import Unauthenticated
-from conftest import create_scratch_database, drop_database
 
 pytestmark = pytest.mark.external_pg
 
@@ -184,7 +184,9 @@ def test_list_shows_newest_first_and_purge_drops_long_expired_rows(engines: tupl
 def test_recently_expired_revocations_stay_in_force_through_the_leeway(engines: tuple[Engine, Engine]) -> None:
     # The verifier accepts a token up to its leeway past exp; the revocation must outlive it.
     revocations = RevocationList(engines[0], listen=False)
-    just_expired = issue_token(SECRET, agent_id="w", ttl=timedelta(minutes=1), now=datetime.now(timezone.utc) - timedelta(seconds=70))
+    just_expired = issue_token(
+        SECRET, agent_id="w", ttl=timedelta(minutes=1), now=datetime.now(timezone.utc) - timedelta(seconds=70)
+    )
     revocations.revoke(just_expired.jti, agent_id="w", expires_at=just_expired.expires_at, revoked_by="admin")
     fresh = RevocationList(engines[1], listen=False)
     fresh.refresh()
@@ -221,8 +223,9 @@ def test_list_limit_is_bounded(engines: tuple[Engine, Engine]) -> None:
 def test_start_fails_when_the_database_is_unreachable() -> None:
     # Never serve with an unknown revocation list: start() refreshes synchronously and raises.
     from sqlalchemy import create_engine
+    from sqlalchemy.exc import OperationalError
 
     dead = create_engine("postgresql+psycopg://postgres@127.0.0.1:1/none", connect_args={"connect_timeout": 2})
-    with pytest.raises(Exception):
+    with pytest.raises(OperationalError):
         RevocationList(dead, listen=False).start()
     dead.dispose()

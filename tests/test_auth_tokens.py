@@ -65,9 +65,7 @@ def keys() -> Keys:
 
 
 def public_pem(private_key: Any) -> bytes:
-    return private_key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
+    return private_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
 def claims(**overrides: Any) -> dict[str, Any]:
@@ -419,7 +417,9 @@ def test_empty_audience_counts_as_missing(verifier: TokenVerifier, aud: Any) -> 
 
 @pytest.mark.parametrize("iss", ["someone-else", "Memhub", 42])
 def test_wrong_issuer_is_refused(verifier: TokenVerifier, iss: Any) -> None:
-    token = hand_made({"alg": "HS256", "typ": "JWT"}, claims(iss=iss), sign=lambda m: hmac.new(SECRET, m, hashlib.sha256).digest())
+    token = hand_made(
+        {"alg": "HS256", "typ": "JWT"}, claims(iss=iss), sign=lambda m: hmac.new(SECRET, m, hashlib.sha256).digest()
+    )
     assert refused(verifier, token) == "token issuer is wrong: this hub accepts tokens from 'memhub'"
 
 
@@ -529,8 +529,14 @@ def test_issued_token_verifies_and_carries_groups(key_files: dict[str, Path]) ->
 def test_issued_token_claims(key_files: dict[str, Path]) -> None:
     now = datetime(2030, 1, 2, 3, 4, 5, 600000, tzinfo=timezone.utc)
     issued = issue_token(SECRET, agent_id="a", groups=[], ttl=timedelta(minutes=5), audience="x", issuer="y", now=now)
-    payload = jwt.decode(issued.token, SECRET, algorithms=["HS256"], options={"verify_signature": True, "verify_exp": False,
-                         "verify_iat": False, "verify_nbf": False}, audience="x", issuer="y")
+    payload = jwt.decode(
+        issued.token,
+        SECRET,
+        algorithms=["HS256"],
+        options={"verify_signature": True, "verify_exp": False, "verify_iat": False, "verify_nbf": False},
+        audience="x",
+        issuer="y",
+    )
     assert payload["iat"] == payload["nbf"] == int(now.timestamp())
     assert payload["exp"] == int(now.timestamp()) + 300
     assert payload["groups"] == [] and payload["sub"] == "a" and payload["jti"] == issued.jti

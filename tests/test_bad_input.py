@@ -8,9 +8,9 @@ import grpc
 import pytest
 from conftest import Stack, rpc_error
 from google.protobuf.duration_pb2 import Duration
+from memhub.v1 import memory_pb2 as pb
 
 from hub.client import memory_input
-from memhub.v1 import memory_pb2 as pb
 
 
 @pytest.fixture
@@ -55,7 +55,10 @@ def _bad_write(ns: str) -> dict[str, tuple[Callable[[], pb.WriteMemoriesRequest]
         "too many": (req(*[_good(ns, content=f"m{i}") for i in range(101)]), "the limit is 100"),
         "empty content": (req(_good(ns, content="")), "memories[0].content: is required"),
         "blank content": (req(_good(ns, content="   \n")), "memories[0].content"),
-        "oversized content": (req(_good(ns), _good(ns, content="x" * 16_385)), "memories[1].content: is 16385 characters; the limit is 16384"),
+        "oversized content": (
+            req(_good(ns), _good(ns, content="x" * 16_385)),
+            "memories[1].content: is 16385 characters; the limit is 16384",
+        ),
         "NUL in content": (req(_good(ns, content="a\x00b")), "NUL"),
         "unknown kind": (req(_good(ns, kind=42)), "memories[0].kind: unknown value 42"),
         "missing kind": (req(_good(ns, kind=0)), "memories[0].kind: is required"),

@@ -18,11 +18,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from hub.auth import issue_token, load_secret
+from hub.client import memory_input
 
 MEMHUB = [sys.executable, "-m", "hub.cli.main"]
 
 
-def memhub(*args: str, stack: Stack | None = None, timeout: float = 120, token: str | None = None) -> subprocess.CompletedProcess[str]:
+def memhub(
+    *args: str, stack: Stack | None = None, timeout: float = 120, token: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the CLI as a user would: the hub address as a flag, the token in MEMHUB_TOKEN."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
     extra = []
@@ -55,7 +58,9 @@ def test_serve_starts_on_embedded_defaults_and_stops_on_sigterm(tmp_path: Path) 
         printed = "".join(lines + more)
         assert str(tmp_path / "data") in printed  # says where data lives
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="memhub.v1.MemoryService"), timeout=10)
+        health = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service="memhub.v1.MemoryService"), timeout=10
+        )
         assert health.status == health_pb2.HealthCheckResponse.SERVING
         # Everything but health needs a token, reflection included; the secret was made on first start, mode 0600.
         secret_file = tmp_path / "data" / "jwt-secret"
@@ -81,7 +86,9 @@ def test_serve_starts_on_embedded_defaults_and_stops_on_sigterm(tmp_path: Path) 
 
 
 def test_client_subcommands_round_trip(stack: Stack, ns: str) -> None:
-    wrote = memhub("write", ns, "Grace deploys on Tuesdays", "--kind", "semantic", "--type", "fact", "--tag", "deploy", "--json", stack=stack)
+    wrote = memhub(
+        "write", ns, "Grace deploys on Tuesdays", "--kind", "semantic", "--type", "fact", "--tag", "deploy", "--json", stack=stack
+    )
     assert wrote.returncode == 0, wrote.stderr
     memory_id = json.loads(wrote.stdout)["results"][0]["memory"]["id"]
 
@@ -112,7 +119,10 @@ def test_client_errors_are_readable(stack: Stack) -> None:
 
 def test_import_jsonl_with_progress_and_idempotent_rerun(stack: Stack, ns: str, tmp_path: Path) -> None:
     path = tmp_path / "memories.jsonl"
-    rows = [{"namespace": ns, "content": f"imported fact number {i}", "kind": "semantic", "type": "fact", "tags": ["bulk"]} for i in range(250)]
+    rows = [
+        {"namespace": ns, "content": f"imported fact number {i}", "kind": "semantic", "type": "fact", "tags": ["bulk"]}
+        for i in range(250)
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     first = memhub("import", str(path), stack=stack)
     assert first.returncode == 0, first.stderr
@@ -149,3 +159,39 @@ def test_import_maps_hub_errors_to_file_lines(stack: Stack, ns: str, tmp_path: P
     result = memhub("import", str(path), "--batch-size", "100", stack=stack)
     assert result.returncode == 1
     assert "line 4.namespace" in result.stderr
+
+
+def test_token_issue_prints_only_the_token_on_stdout(stack: Stack) -> None:
+    secret_file = stack.hub.config.auth.hs256_secret_file
+    issued = memhub(
+        "token", "issue", "--agent", "cli-agent", "--groups", "testers,ops", "--ttl", "10m", "--secret-file", str(secret_file)
+    )
+    assert issued.returncode == 0, issued.stderr
+    token = issued.stdout.strip()
+    assert "\n" not in token and "token id" in issued.stderr
+    identity = stack.hub.verifier.verify(token)
+    assert identity.agent_id == "cli-agent" and identity.groups == ("testers", "ops")
+    missing = memhub("token", "issue", "--agent", "x", "--secret-file", "/nonexistent/jwt-secret")
+    assert missing.returncode == 1 and "no secret at /nonexistent/jwt-secret" in missing.stderr
+
+
+def test_admin_commands(fleet) -> None:  # noqa: ANN001 - the fleet fixture (shipped policies)
+    env_token = fleet.token("root")
+    hub_args = ["--hub", fleet.address]
+
+    def run(*args: str, token: str = env_token) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": token}
+        return subprocess.run([*MEMHUB, *args, *hub_args], capture_output=True, text=True, timeout=120, env=env)
+
+    policy = run("admin", "policy")
+    assert policy.returncode == 0 and "fleet.auditors-never-modify" in policy.stdout
+    with fleet.client("carol") as carol, pytest.raises(grpc.RpcError):
+        carol.write([memory_input("teams/support/cli", "carol tries")])
+    fleet.hub.audit.flush()
+    audit = run("audit", "--agent", "carol", "--decision", "deny", "--since", "1h")
+    assert audit.returncode == 0 and "DENY" in audit.stdout and "teams/support/cli" in audit.stdout
+    assert "fleet.auditors-never-modify" in audit.stdout
+    denied = run("admin", "namespaces", token=fleet.token("carol"))
+    assert denied.returncode == 1 and "PERMISSION_DENIED" in denied.stderr
+    revoked = run("token", "revoke", "0123456789abcdef", "--reason", "test")
+    assert revoked.returncode == 0 and "revoked 0123456789abcdef" in revoked.stdout

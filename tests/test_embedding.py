@@ -6,9 +6,9 @@ import hashlib
 import json
 import shutil
 import threading
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import pytest

@@ -8,9 +8,9 @@ import uuid
 import grpc
 import pytest
 from conftest import Stack, rpc_error
+from memhub.v1 import memory_pb2 as pb
 
 from hub.client import memory_input
-from memhub.v1 import memory_pb2 as pb
 
 
 def _write(stack: Stack, ns: str, *contents: str, **kw) -> list[pb.Memory]:  # noqa: ANN003
@@ -134,7 +134,11 @@ def test_forget_with_request_id_replays(stack: Stack, ns: str) -> None:
 def test_expired_memories_stop_being_served(stack: Stack, ns: str) -> None:
     from datetime import timedelta
 
-    m = stack.client.write([memory_input(ns, "Door code 4411 valid briefly", ttl=timedelta(seconds=1))], wait_indexed=True).results[0].memory
+    m = (
+        stack.client.write([memory_input(ns, "Door code 4411 valid briefly", ttl=timedelta(seconds=1))], wait_indexed=True)
+        .results[0]
+        .memory
+    )
     assert stack.client.search("door code", [ns]).hits
     time.sleep(1.2)
     assert stack.client.search("door code", [ns]).hits == []

@@ -11,16 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import TESTER, create_scratch_database, drop_database, hub_config
+from memhub.v1 import memory_pb2 as pb
 from sqlalchemy import select, text
 
 from hub.api.convert import write_request
 from hub.app import Hub
 from hub.client import memory_input
 from hub.core.indexer import Indexer
-from hub.core.model import Caller
 from hub.db.schema import outbox
 from hub.index.milvus_index import IndexedMemory, MilvusIndex
-from memhub.v1 import memory_pb2 as pb
 
 
 class RecordingIndex:
@@ -99,9 +98,7 @@ def test_a_failing_batch_backs_off_records_the_error_and_recovers(quiet: Quiet) 
     with pytest.raises(RuntimeError):
         broken.run_once()
     with quiet.hub.engine.connect() as conn:
-        rows = conn.execute(
-            select(outbox.c.attempts, outbox.c.last_error, outbox.c.available_at > text("now()"))
-        ).all()
+        rows = conn.execute(select(outbox.c.attempts, outbox.c.last_error, outbox.c.available_at > text("now()"))).all()
     assert len(rows) == 3
     assert all(r[0] == 1 and "embedding service is down" in r[1] and r[2] for r in rows)
     # Rows in back-off are not claimed yet...

@@ -173,8 +173,12 @@ def test_record_survives_a_new_process(tmp_path: Path) -> None:
         "i.close()\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", script], check=True, capture_output=True, text=True,
-        cwd=Path(__file__).parent.parent, timeout=120,
+        [sys.executable, "-c", script],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+        timeout=120,
     )
     assert out.stdout.strip() == f"('{MODEL}', {DIM}) 1"
     with pytest.raises(IndexModelMismatch, match="memhub reindex"):
@@ -262,18 +266,22 @@ def test_english_stop_words_do_not_match(fresh_index: MilvusIndex) -> None:
         pytest.param(IndexFilter(namespaces=("t/a", "t/b")), lambda m: m.namespace in ("t/a", "t/b"), id="namespace-set"),
         pytest.param(IndexFilter(namespaces=('t/q"uote\\x',)), lambda m: m.namespace == 't/q"uote\\x', id="namespace-with-quote"),
         pytest.param(IndexFilter(namespaces=ALL_NS, kinds=("episodic",)), lambda m: m.kind == "episodic", id="kinds"),
-        pytest.param(
-            IndexFilter(namespaces=ALL_NS, types=("fact", "rule")), lambda m: m.type in ("fact", "rule"), id="types"
-        ),
+        pytest.param(IndexFilter(namespaces=ALL_NS, types=("fact", "rule")), lambda m: m.type in ("fact", "rule"), id="types"),
         pytest.param(
             IndexFilter(namespaces=ALL_NS, tags_any=("urgent", "日本")),
             lambda m: bool({"urgent", "日本"} & set(m.tags)),
             id="tags-any",
         ),
-        pytest.param(IndexFilter(namespaces=ALL_NS, tags_any=("50%_off",)), lambda m: "50%_off" in m.tags, id="tag-wildcards-literal"),
+        pytest.param(
+            IndexFilter(namespaces=ALL_NS, tags_any=("50%_off",)), lambda m: "50%_off" in m.tags, id="tag-wildcards-literal"
+        ),
         pytest.param(IndexFilter(namespaces=ALL_NS, tags_any=("a|b",)), lambda m: "a|b" in m.tags, id="tag-with-separator"),
         pytest.param(IndexFilter(namespaces=ALL_NS, tags_any=("a",)), lambda m: "a" in m.tags, id="tag-not-a-substring"),
-        pytest.param(IndexFilter(namespaces=ALL_NS, tags_any=('say "hi"', "o'brien")), lambda m: bool({'say "hi"', "o'brien"} & set(m.tags)), id="tags-with-quotes"),
+        pytest.param(
+            IndexFilter(namespaces=ALL_NS, tags_any=('say "hi"', "o'brien")),
+            lambda m: bool({'say "hi"', "o'brien"} & set(m.tags)),
+            id="tags-with-quotes",
+        ),
         pytest.param(
             IndexFilter(namespaces=ALL_NS, occurred_from_ms=NOW - 5 * DAY, occurred_to_ms=NOW),
             lambda m: NOW - 5 * DAY <= m.occurred_at_ms < NOW,
@@ -285,8 +293,19 @@ def test_english_stop_words_do_not_match(fresh_index: MilvusIndex) -> None:
             id="expiry",
         ),
         pytest.param(
-            IndexFilter(namespaces=("t/a", "t/b"), kinds=("semantic",), types=("fact", "preference"), tags_any=("a", "50a_off"), now_ms=NOW),
-            lambda m: m.namespace in ("t/a", "t/b") and m.kind == "semantic" and m.type in ("fact", "preference") and bool({"a", "50a_off"} & set(m.tags)),
+            IndexFilter(
+                namespaces=("t/a", "t/b"),
+                kinds=("semantic",),
+                types=("fact", "preference"),
+                tags_any=("a", "50a_off"),
+                now_ms=NOW,
+            ),
+            lambda m: (
+                m.namespace in ("t/a", "t/b")
+                and m.kind == "semantic"
+                and m.type in ("fact", "preference")
+                and bool({"a", "50a_off"} & set(m.tags))
+            ),
             id="combined",
         ),
     ],

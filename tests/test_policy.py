@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -87,8 +86,9 @@ def test_default_selection_is_the_dir_only() -> None:
 
 @pytest.mark.parametrize(("table", "files"), [("default.csv", ["default.cedar"]), ("fleet.csv", FLEET)])
 def test_shipped_tables_pass(capsys: pytest.CaptureFixture[str], table: str, files: list[str]) -> None:
-    code, out, err = policy_cli_run(capsys, "test", str(POLICIES / "tests" / table), "--dir", str(POLICIES),
-                                    "--files", ",".join(files))
+    code, out, err = policy_cli_run(
+        capsys, "test", str(POLICIES / "tests" / table), "--dir", str(POLICIES), "--files", ",".join(files)
+    )
     assert code == 0, out + err
     assert "FAIL" not in out
     assert " passed, 0 failed" in out
@@ -120,13 +120,35 @@ def test_memhub_entry_point_and_defaults(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_memhub_policy_runs_as_a_process() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
-    ok = subprocess.run([sys.executable, "-m", "hub.policy.cli", "policy", "test", "policies/tests/fleet.csv",
-                         "--files", "default.cedar", "--files", "examples/fleet.cedar"],
-                        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    ok = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hub.policy.cli",
+            "policy",
+            "test",
+            "policies/tests/fleet.csv",
+            "--files",
+            "default.cedar",
+            "--files",
+            "examples/fleet.cedar",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     env["MEMHUB_POLICY_FILES"] = "default.cedar"
-    bad = subprocess.run([sys.executable, "-m", "hub.policy.cli", "policy", "test", "policies/tests/fleet.csv"],
-                         cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "hub.policy.cli", "policy", "test", "policies/tests/fleet.csv"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 1, bad.stdout + bad.stderr
 
 
@@ -151,13 +173,21 @@ def test_descendants_inherit_grants_segment_wise(tmp_path: Path) -> None:
 
 
 def test_forbid_wins_and_decisions_report_ids(tmp_path: Path) -> None:
-    engine = PolicyEngine.from_dir(make_dir(tmp_path, {"p.cedar": GRANT_TEAM_A + """
+    engine = PolicyEngine.from_dir(
+        make_dir(
+            tmp_path,
+            {
+                "p.cedar": GRANT_TEAM_A
+                + """
 @id("everyone-reads-teams")
 permit (principal, action == Action::"read", resource in Namespace::"teams");
 
 @id("no-one-in-vault")
 forbid (principal, action, resource in Namespace::"teams/a/vault");
-"""}))
+"""
+            },
+        )
+    )
     member = Principal("ann", ("team-a",))
     d = engine.decide(member, "read", "teams/a/x")
     assert d.allowed and d.policy_ids == ("everyone-reads-teams", "team-a.members-read-write")
@@ -201,14 +231,19 @@ def test_decide_many_matches_decide() -> None:
 def test_request_entities() -> None:
     """The entities built per request: the agent, its groups, the namespace and its ancestors up to the Hub."""
     ents = {e["uid"]["id"]: e for e in json.loads(entities_json('a"b', ("g",), ["agents/ann/notes", "top", None]))}
-    assert ents['a"b'] == {"uid": {"type": "Agent", "id": 'a"b'}, "attrs": {"id": 'a"b'},
-                           "parents": [{"type": "Group", "id": "g"}]}
+    assert ents['a"b'] == {
+        "uid": {"type": "Agent", "id": 'a"b'},
+        "attrs": {"id": 'a"b'},
+        "parents": [{"type": "Group", "id": "g"}],
+    }
     assert ents["g"]["uid"] == {"type": "Group", "id": "g"}
     ns = {k: (v["attrs"], v["parents"]) for k, v in ents.items() if v["uid"]["type"] == "Namespace"}
     hub = [{"type": "Hub", "id": "memhub"}]
     assert ns == {
-        "agents/ann/notes": ({"path": "agents/ann/notes", "root": "agents", "owner": "ann"},
-                             [{"type": "Namespace", "id": "agents/ann"}]),
+        "agents/ann/notes": (
+            {"path": "agents/ann/notes", "root": "agents", "owner": "ann"},
+            [{"type": "Namespace", "id": "agents/ann"}],
+        ),
         "agents/ann": ({"path": "agents/ann", "root": "agents", "owner": "ann"}, [{"type": "Namespace", "id": "agents"}]),
         "agents": ({"path": "agents", "root": "agents", "owner": ""}, hub),
         "top": ({"path": "top", "root": "top", "owner": ""}, hub),
@@ -250,11 +285,19 @@ def test_requests_the_schema_cannot_express_are_errors_not_denials() -> None:
 
 def test_evaluation_errors_deny(tmp_path: Path) -> None:
     """A forbid that fails to evaluate (Long overflow) must not let a permit through, although Cedar would."""
-    engine = PolicyEngine.from_dir(make_dir(tmp_path, {"p.cedar": GRANT_TEAM_A + """
+    engine = PolicyEngine.from_dir(
+        make_dir(
+            tmp_path,
+            {
+                "p.cedar": GRANT_TEAM_A
+                + """
 @id("broken-forbid")
 forbid (principal, action, resource in Namespace::"teams/a/x")
 when { 9223372036854775807 + 1 > 0 };
-"""}))
+"""
+            },
+        )
+    )
     d = engine.decide(Principal("ann", ("team-a",)), "read", "teams/a/x")
     assert not d.allowed and d.errors
     assert engine.decide(Principal("ann", ("team-a",)), "read", "teams/a/y").allowed
@@ -284,24 +327,32 @@ def test_duplicate_ids_are_refused_within_and_across_files(tmp_path: Path) -> No
     assert err.startswith("a.cedar: policy 'team-a.members-read-write' (line 5): duplicate @id") and "a.cedar (line 2)" in err
 
 
-@pytest.mark.parametrize(("policy", "problem"), [
-    ('permit (principal, action == Action::"delete", resource);', 'unrecognized action `Action::"delete"`'),
-    ("permit (principal is User, action, resource);", "unrecognized entity type `User`"),
-    ('permit (principal, action == Action::"read", resource) when { resource.tenant == "x" };', "attribute `tenant`"),
-    ('permit (principal, action == Action::"admin", resource in Namespace::"teams");', "unable to find an applicable action"),
-])
+@pytest.mark.parametrize(
+    ("policy", "problem"),
+    [
+        ('permit (principal, action == Action::"delete", resource);', 'unrecognized action `Action::"delete"`'),
+        ("permit (principal is User, action, resource);", "unrecognized entity type `User`"),
+        ('permit (principal, action == Action::"read", resource) when { resource.tenant == "x" };', "attribute `tenant`"),
+        ('permit (principal, action == Action::"admin", resource in Namespace::"teams");', "unable to find an applicable action"),
+    ],
+)
 def test_schema_validation_refuses_unknown_names(tmp_path: Path, policy: str, problem: str) -> None:
     d = make_dir(tmp_path, {"ok.cedar": GRANT_TEAM_A, "bad.cedar": f'// a comment\n\n@id("the-bad-one")\n{policy}\n'})
     with pytest.raises(PolicyError) as exc:
         PolicyEngine.from_dir(d)
-    assert any(e.startswith("bad.cedar: policy 'the-bad-one' (line 3): ") and problem in e for e in exc.value.errors), exc.value.errors
+    assert any(e.startswith("bad.cedar: policy 'the-bad-one' (line 3): ") and problem in e for e in exc.value.errors), (
+        exc.value.errors
+    )
 
 
 def test_parse_errors_name_file_and_line_and_all_errors_are_listed(tmp_path: Path) -> None:
-    d = make_dir(tmp_path, {
-        "a.cedar": GRANT_TEAM_A + '\n@id("x")\npermit (principal, action, resource) when { resource.path == "a; b" }\n',
-        "b.cedar": '@id("y")\npermit (principal, acton, resource);\n',
-    })
+    d = make_dir(
+        tmp_path,
+        {
+            "a.cedar": GRANT_TEAM_A + '\n@id("x")\npermit (principal, action, resource) when { resource.path == "a; b" }\n',
+            "b.cedar": '@id("y")\npermit (principal, acton, resource);\n',
+        },
+    )
     with pytest.raises(PolicyError) as exc:
         PolicyEngine.from_dir(d)
     errors = exc.value.errors
@@ -312,12 +363,17 @@ def test_parse_errors_name_file_and_line_and_all_errors_are_listed(tmp_path: Pat
 
 
 def test_templates_and_bad_ids_are_refused(tmp_path: Path) -> None:
-    d = make_dir(tmp_path, {"p.cedar": """
+    d = make_dir(
+        tmp_path,
+        {
+            "p.cedar": """
 @id("tmpl")
 permit (principal == ?principal, action == Action::"read", resource);
 @id("has space")
 permit (principal, action == Action::"read", resource);
-"""})
+"""
+        },
+    )
     with pytest.raises(PolicyError) as exc:
         PolicyEngine.from_dir(d)
     text = str(exc.value)
@@ -402,8 +458,9 @@ def test_cache_is_keyed_by_version_and_reload_changes_decisions(tmp_path: Path) 
     assert old.cache_info["hits"] == 1
 
     assert store.reload() == type(store.reload())(changed=False, version=old.version, previous_version=old.version)
-    (d / "p.cedar").write_text(GRANT_TEAM_A.replace('[Action::"read", Action::"write"]',
-                                                    '[Action::"read", Action::"write", Action::"forget"]'))
+    (d / "p.cedar").write_text(
+        GRANT_TEAM_A.replace('[Action::"read", Action::"write"]', '[Action::"read", Action::"write", Action::"forget"]')
+    )
     result = store.reload()
     assert result.changed and result.version != old.version and result.previous_version == old.version
     new = store.current()
@@ -478,29 +535,37 @@ HEADER = "agent,groups,action,namespace,expected,note\n"
 def test_a_failing_row_exits_1_and_shows_decision_and_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = make_dir(tmp_path, {"p.cedar": GRANT_TEAM_A})
     table = tmp_path / "t.csv"
-    table.write_text(HEADER + "ann,team-a,read,teams/a/x,allow,ok\n"
-                     "ann,team-a,write,teams/a,deny,wrong on purpose\n"
-                     "bob,,read,teams/a,allow,also wrong\n")
+    table.write_text(
+        HEADER + "ann,team-a,read,teams/a/x,allow,ok\n"
+        "ann,team-a,write,teams/a,deny,wrong on purpose\n"
+        "bob,,read,teams/a,allow,also wrong\n"
+    )
     code, out, _ = policy_cli_run(capsys, "test", str(table), "--dir", str(d))
     assert code == 1
-    assert f"FAIL {table}:3: agent=ann groups=team-a write teams/a: expected deny, got allow " \
-           "(permitted by team-a.members-read-write)  # wrong on purpose" in out
+    assert (
+        f"FAIL {table}:3: agent=ann groups=team-a write teams/a: expected deny, got allow "
+        "(permitted by team-a.members-read-write)  # wrong on purpose" in out
+    )
     assert f"FAIL {table}:4: agent=bob groups=- read teams/a: expected allow, got deny (default deny" in out
     assert "1 passed, 2 failed" in out
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    ("ann,,delete,agents/ann,allow,\n", ":2: column 'action': unknown action 'delete'"),
-    ("ann,,read,agents/ann,maybe,\n", ":2: column 'expected': 'maybe' is not allow or deny"),
-    ("ann,admins,admin,agents/ann,allow,\n", ":2: column 'namespace': must be empty"),
-    ("ann,,read,,allow,\n", ":2: column 'namespace': is empty"),
-    ("ann,,read,Agents/Ann,deny,\n", ":2: column 'namespace': segment 'Agents' has upper-case"),
-    (",,read,agents/ann,deny,\n", ":2: column 'agent': is empty"),
-    ("ann,a||b,read,agents/ann,deny,\n", ":2: column 'groups'"),
-    ("ann,,read,agents/ann,deny\n", ":2: has 5 fields; the header has 6"),
-])
-def test_malformed_tables_exit_2_naming_row_and_column(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                       body: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("ann,,delete,agents/ann,allow,\n", ":2: column 'action': unknown action 'delete'"),
+        ("ann,,read,agents/ann,maybe,\n", ":2: column 'expected': 'maybe' is not allow or deny"),
+        ("ann,admins,admin,agents/ann,allow,\n", ":2: column 'namespace': must be empty"),
+        ("ann,,read,,allow,\n", ":2: column 'namespace': is empty"),
+        ("ann,,read,Agents/Ann,deny,\n", ":2: column 'namespace': segment 'Agents' has upper-case"),
+        (",,read,agents/ann,deny,\n", ":2: column 'agent': is empty"),
+        ("ann,a||b,read,agents/ann,deny,\n", ":2: column 'groups'"),
+        ("ann,,read,agents/ann,deny\n", ":2: has 5 fields; the header has 6"),
+    ],
+)
+def test_malformed_tables_exit_2_naming_row_and_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, expected: str
+) -> None:
     table = tmp_path / "t.csv"
     table.write_text(HEADER + body + "# a comment\nann,,read,agents/ann,deny,fine\n")
     code, out, err = policy_cli_run(capsys, "test", str(table), "--dir", str(POLICIES))
@@ -519,8 +584,13 @@ def test_bad_header_and_missing_table_exit_2(tmp_path: Path, capsys: pytest.Capt
 
 
 def test_validate_exits_1_listing_every_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    d = make_dir(tmp_path, {"a.cedar": "permit (principal, action, resource);",
-                            "b.cedar": '@id("b")\npermit (principal is Robot, action, resource);'})
+    d = make_dir(
+        tmp_path,
+        {
+            "a.cedar": "permit (principal, action, resource);",
+            "b.cedar": '@id("b")\npermit (principal is Robot, action, resource);',
+        },
+    )
     code, out, err = policy_cli_run(capsys, "validate", "--dir", str(d))
     assert code == 1 and out == ""
     assert "a.cedar: policy at line 1: has no @id" in err and "b.cedar: policy 'b' (line 1)" in err and "Robot" in err

@@ -13,7 +13,6 @@ from conftest import TESTER, create_scratch_database, drop_database, hub_config
 from hub.app import Hub
 from hub.client import memory_input
 from hub.config import HubConfig
-from hub.core.model import Caller
 from hub.errors import StartupError
 from hub.index.milvus_index import MilvusIndex
 
@@ -60,16 +59,21 @@ def test_an_index_built_with_another_model_is_refused_until_reindexed(tmp_path: 
     try:
         hub = Hub.open(config)
         ns = "reindex/test"
-        from hub.api.convert import write_request
         from memhub.v1 import memory_pb2 as pb
 
-        items = write_request(pb.WriteMemoriesRequest(memories=[memory_input(ns, f"note {i} about rotating keys") for i in range(5)]))
+        from hub.api.convert import write_request
+
+        items = write_request(
+            pb.WriteMemoriesRequest(memories=[memory_input(ns, f"note {i} about rotating keys") for i in range(5)])
+        )
         hub.service.write(TESTER, items)
         hub.indexer.drain(timeout_s=60)
         hub.close()
 
         # Someone rebuilt the collection with another model of the same dimension.
-        other = MilvusIndex(config.store.resolved_milvus_uri(), collection="memhub_memories", model_id="other-model", dimension=384)
+        other = MilvusIndex(
+            config.store.resolved_milvus_uri(), collection="memhub_memories", model_id="other-model", dimension=384
+        )
         other.recreate()
         other.close()
         with pytest.raises(StartupError) as exc:
@@ -90,9 +94,7 @@ def test_an_index_built_with_another_model_is_refused_until_reindexed(tmp_path: 
         try:
             from hub.core.model import Channel, MemoryFilter, SearchQuery
 
-            hits = hub.service.search(
-                TESTER, SearchQuery("rotating keys", MemoryFilter((ns,)), 10, tuple(Channel), False, 0)
-            )
+            hits = hub.service.search(TESTER, SearchQuery("rotating keys", MemoryFilter((ns,)), 10, tuple(Channel), False, 0))
             assert len(hits) == 5
         finally:
             hub.close()

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta, timezone
 import grpc
 import pytest
 from conftest import Stack, rpc_error
+from memhub.v1 import memory_pb2 as pb
 
 from hub.client import memory_input
-from memhub.v1 import memory_pb2 as pb
 
 
 def _write(stack: Stack, ns: str, *contents: str, **kw) -> list[pb.Memory]:  # noqa: ANN003
@@ -126,8 +126,12 @@ def test_concurrent_retries_with_one_request_id_write_once(stack: Stack, ns: str
 
 
 def test_new_semantic_memory_supersedes_same_subject(stack: Stack, ns: str) -> None:
-    old = _write(stack, ns, "User wants replies in English", kind="semantic", type="preference", subject_key="user/reply-language")[0]
-    new = _write(stack, ns, "User wants replies in Spanish", kind="semantic", type="preference", subject_key="user/reply-language")[0]
+    old = _write(
+        stack, ns, "User wants replies in English", kind="semantic", type="preference", subject_key="user/reply-language"
+    )[0]
+    new = _write(
+        stack, ns, "User wants replies in Spanish", kind="semantic", type="preference", subject_key="user/reply-language"
+    )[0]
     assert list(new.links.supersedes) == [old.id]
     old_now = stack.client.get(old.id)
     assert old_now.status == pb.MEMORY_STATUS_SUPERSEDED and old_now.links.superseded_by == new.id
@@ -153,9 +157,20 @@ def test_search_filters_kind_type_tags_and_time(stack: Stack, ns: str) -> None:
     day = timedelta(days=1)
     t0 = datetime(2026, 1, 10, tzinfo=timezone.utc)
     items = [
-        memory_input(ns, "Outage in the payments cluster", kind="episodic", type="event", tags=["payments", "ops"], occurred_at=t0),
-        memory_input(ns, "Payments retries must be idempotent", kind="semantic", type="rule", tags=["payments"], occurred_at=t0 + day),
-        memory_input(ns, "Restart the payments worker before escalating", kind="procedural", type="lesson", tags=["ops"], occurred_at=t0 + 2 * day),
+        memory_input(
+            ns, "Outage in the payments cluster", kind="episodic", type="event", tags=["payments", "ops"], occurred_at=t0
+        ),
+        memory_input(
+            ns, "Payments retries must be idempotent", kind="semantic", type="rule", tags=["payments"], occurred_at=t0 + day
+        ),
+        memory_input(
+            ns,
+            "Restart the payments worker before escalating",
+            kind="procedural",
+            type="lesson",
+            tags=["ops"],
+            occurred_at=t0 + 2 * day,
+        ),
     ]
     ids = [r.memory.id for r in stack.client.write(items, wait_indexed=True).results]
     query = "payments"

@@ -6,6 +6,8 @@ from datetime import timezone
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
+from memhub.v1 import admin_pb2 as pb
+from memhub.v1 import admin_pb2_grpc as pb_grpc
 
 from hub.api.identity import current_caller
 from hub.api.status import translate_errors
@@ -14,8 +16,6 @@ from hub.core.admin import AdminService, PolicyInfo
 from hub.core.namespaces import validate_namespace
 from hub.db.audit_queries import AuditQuery
 from hub.errors import InvalidArgument
-from memhub.v1 import admin_pb2 as pb
-from memhub.v1 import admin_pb2_grpc as pb_grpc
 
 MAX_ADMIN_PAGE = 1000
 _DECISIONS = {pb.DECISION_ALLOW: "allow", pb.DECISION_DENY: "deny"}

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
+from memhub.v1 import memory_pb2 as pb
 
 from hub.core import validation as v
 from hub.core.model import (
@@ -32,7 +33,6 @@ from hub.core.model import (
 )
 from hub.core.namespaces import validate_namespace
 from hub.errors import InvalidArgument
-from memhub.v1 import memory_pb2 as pb
 
 E = TypeVar("E")
 
@@ -239,9 +239,7 @@ def memory(record: MemoryRecord) -> pb.Memory:
         entities=record.entities,
         importance=record.importance,
         confidence=record.confidence,
-        source=pb.Source(
-            agent_id=record.source_agent, session_id=record.source_session, trace_id=record.source_trace
-        ),
+        source=pb.Source(agent_id=record.source_agent, session_id=record.source_session, trace_id=record.source_trace),
         content_hash=record.content_hash,
         status=_STATUS_TO_PB[record.status],
         links=pb.MemoryLinks(

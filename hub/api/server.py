@@ -8,15 +8,15 @@ from concurrent import futures
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from memhub.v1 import admin_pb2, admin_pb2_grpc
+from memhub.v1 import memory_pb2 as pb
+from memhub.v1 import memory_pb2_grpc as pb_grpc
 
 from hub.api.admin_servicer import AdminServicer
 from hub.api.identity import AuthInterceptor
 from hub.api.servicer import MemoryServicer
 from hub.app import Hub
 from hub.errors import StartupError
-from memhub.v1 import admin_pb2, admin_pb2_grpc
-from memhub.v1 import memory_pb2 as pb
-from memhub.v1 import memory_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 
 import grpc
+from memhub.v1 import memory_pb2 as pb
+from memhub.v1 import memory_pb2_grpc as pb_grpc
 
 from hub.api import convert
 from hub.api.identity import current_caller
 from hub.api.status import translate_errors
 from hub.core import validation as v
 from hub.core.service import MemoryService
-from memhub.v1 import memory_pb2 as pb
-from memhub.v1 import memory_pb2_grpc as pb_grpc
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):

@@ -89,7 +89,9 @@ class AuditWriter:
     def purge_older_than(self, days: float) -> int:
         """Retention: delete entries older than `days`."""
         with self._engine.begin() as conn:
-            result = conn.execute(delete(audit_log).where(audit_log.c.at < func.now() - func.make_interval(0, 0, 0, 0, 0, 0, days * 86400)))
+            result = conn.execute(
+                delete(audit_log).where(audit_log.c.at < func.now() - func.make_interval(0, 0, 0, 0, 0, 0, days * 86400))
+            )
         return result.rowcount or 0
 
     def start(self) -> None:

@@ -99,7 +99,9 @@ class AuthConfig:
             if not isinstance(spec, PublicKeySpec):
                 raise ValueError(f"public_keys[{i}]: must be a PublicKeySpec")
             if spec.alg is not None and spec.alg not in ASYMMETRIC_ALGORITHMS:
-                raise ValueError(f"public_keys[{i}].alg: {spec.alg!r} is not a public-key algorithm; choose RS256, ES256 or EdDSA")
+                raise ValueError(
+                    f"public_keys[{i}].alg: {spec.alg!r} is not a public-key algorithm; choose RS256, ES256 or EdDSA"
+                )
             if spec.alg is not None and spec.alg not in self.algorithms:
                 raise ValueError(f"public_keys[{i}].alg: {spec.alg} is not in algorithms ({', '.join(self.algorithms)})")
             if spec.kid is not None and (not isinstance(spec.kid, str) or not 1 <= len(spec.kid) <= 256):
@@ -117,7 +119,12 @@ class AuthConfig:
         if self.groups_claim in REGISTERED_CLAIMS:
             raise ValueError(f"groups_claim: {self.groups_claim!r} is a registered JWT claim; use another name such as 'groups'")
         leeway = self.leeway_s
-        if isinstance(leeway, bool) or not isinstance(leeway, (int, float)) or not math.isfinite(leeway) or not 0 <= leeway <= MAX_LEEWAY_S:
+        if (
+            isinstance(leeway, bool)
+            or not isinstance(leeway, (int, float))
+            or not math.isfinite(leeway)
+            or not 0 <= leeway <= MAX_LEEWAY_S
+        ):
             raise ValueError(f"leeway_s: must be a number of seconds from 0 to {MAX_LEEWAY_S:g}")
         if not isinstance(self.require_jti, bool):
             raise ValueError("require_jti: must be true or false")
@@ -186,7 +193,9 @@ class AuthConfig:
         try:
             config.validate()
         except ValueError as exc:
-            raise StartupError(f"auth configuration: {exc} (see {_ENV_OF.get(str(exc).split(':')[0].split('[')[0], 'MEMHUB_*')})") from None
+            raise StartupError(
+                f"auth configuration: {exc} (see {_ENV_OF.get(str(exc).split(':')[0].split('[')[0], 'MEMHUB_*')})"
+            ) from None
         return config
 
 

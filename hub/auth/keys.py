@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -31,8 +31,8 @@ from hub.errors import StartupError, Unauthenticated
 
 log = logging.getLogger(__name__)
 
-PublicKey = Union[rsa.RSAPublicKey, ec.EllipticCurvePublicKey, ed25519.Ed25519PublicKey]
-VerifyingKey = Union[bytes, PublicKey]
+PublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey
+VerifyingKey = bytes | PublicKey
 
 MIN_RSA_BITS = 2048
 """NIST SP 800-131A: smaller RSA keys are refused when loaded."""
@@ -109,7 +109,9 @@ class KeyRing:
             if expected != key.alg:
                 raise ValueError(f"{key.source}: {_describe(key.key)} cannot be used for {key.alg}")
             if isinstance(key.key, bytes) and len(key.key) < MIN_SECRET_BYTES:
-                raise ValueError(f"{key.source}: the HS256 secret is {len(key.key)} bytes; at least {MIN_SECRET_BYTES} are required")
+                raise ValueError(
+                    f"{key.source}: the HS256 secret is {len(key.key)} bytes; at least {MIN_SECRET_BYTES} are required"
+                )
             if key.kid is not None:
                 if key.kid in self._by_kid:
                     # Two keys under one kid would make the choice depend on load order.
@@ -205,8 +207,7 @@ def load_pem_key(spec: PublicKeySpec) -> VerificationKey:
     if b"PRIVATE KEY" in data:
         # Refused outright: a verifier never needs it, and it must not be copied around.
         raise StartupError(
-            f"public key file {path} holds a private key; give the public half "
-            f"(e.g. `openssl pkey -in {path.name} -pubout`)"
+            f"public key file {path} holds a private key; give the public half (e.g. `openssl pkey -in {path.name} -pubout`)"
         )
     try:
         if b"-----BEGIN CERTIFICATE-----" in data:
@@ -242,9 +243,9 @@ def load_jwks(path: Path, algorithms: Sequence[str]) -> list[VerificationKey]:
     except OSError as exc:
         raise StartupError(f"cannot read {where}: {exc.strerror}") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise StartupError(f"{where} is not valid JSON ({exc}); expected {{\"keys\": [ ...JWK objects... ]}}") from None
+        raise StartupError(f'{where} is not valid JSON ({exc}); expected {{"keys": [ ...JWK objects... ]}}') from None
     if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
-        raise StartupError(f"{where} must be a JSON object with a \"keys\" list (a JWK Set, RFC 7517 section 5)")
+        raise StartupError(f'{where} must be a JSON object with a "keys" list (a JWK Set, RFC 7517 section 5)')
     loaded: list[VerificationKey] = []
     for i, jwk in enumerate(document["keys"]):
         key = _load_jwk(jwk, f"{where} keys[{i}]", algorithms)
@@ -260,14 +261,16 @@ def load_jwks(path: Path, algorithms: Sequence[str]) -> list[VerificationKey]:
 
 def _load_jwk(jwk: object, where: str, algorithms: Sequence[str]) -> VerificationKey | None:
     if not isinstance(jwk, dict) or not isinstance(jwk.get("kty"), str):
-        raise StartupError(f"{where} must be a JWK object with a \"kty\" member")
+        raise StartupError(f'{where} must be a JWK object with a "kty" member')
     kty = jwk["kty"]
     kid = jwk.get("kid")
     if kid is not None and (not isinstance(kid, str) or not kid):
-        raise StartupError(f"{where}: \"kid\" must be a non-empty string")
+        raise StartupError(f'{where}: "kid" must be a non-empty string')
     label = f"{where} (kid {kid!r})" if kid else where
     if kty == "oct":
-        raise StartupError(f"{label} is a symmetric key; a JWKS file holds public keys only (HS256 secrets go in MEMHUB_JWT_SECRET_FILE)")
+        raise StartupError(
+            f"{label} is a symmetric key; a JWKS file holds public keys only (HS256 secrets go in MEMHUB_JWT_SECRET_FILE)"
+        )
     private = [m for m in _PRIVATE_JWK_MEMBERS if m in jwk]
     if private:
         raise StartupError(f"{label} contains private key material ({', '.join(private)}); publish only the public key")
@@ -279,11 +282,14 @@ def _load_jwk(jwk: object, where: str, algorithms: Sequence[str]) -> Verificatio
     if ops is not None and (not isinstance(ops, list) or "verify" not in ops):
         log.info("%s skipped: its key_ops do not include 'verify'", label)
         return None
-    expected = {"RSA": "RS256", "OKP": "EdDSA" if jwk.get("crv") == "Ed25519" else None,
-                "EC": "ES256" if jwk.get("crv") == "P-256" else None}.get(kty)
+    expected = {
+        "RSA": "RS256",
+        "OKP": "EdDSA" if jwk.get("crv") == "Ed25519" else None,
+        "EC": "ES256" if jwk.get("crv") == "P-256" else None,
+    }.get(kty)
     declared = jwk.get("alg")
     if declared is not None and not isinstance(declared, str):
-        raise StartupError(f"{label}: \"alg\" must be a string")
+        raise StartupError(f'{label}: "alg" must be a string')
     if declared is not None and declared.lower() == "none":
         raise StartupError(f"{label} declares alg 'none', which is never allowed")
     if declared in ASYMMETRIC_ALGORITHMS and declared != expected:
@@ -293,8 +299,12 @@ def _load_jwk(jwk: object, where: str, algorithms: Sequence[str]) -> Verificatio
         raise StartupError(f"{label} declares alg {declared} but is {shape}, which cannot verify {declared}")
     alg = declared or expected
     if alg not in ASYMMETRIC_ALGORITHMS:
-        log.warning("%s skipped: %s keys%s are not supported (memhub verifies RS256, ES256 and EdDSA)",
-                    label, declared or kty, f" on curve {jwk.get('crv')}" if jwk.get("crv") else "")
+        log.warning(
+            "%s skipped: %s keys%s are not supported (memhub verifies RS256, ES256 and EdDSA)",
+            label,
+            declared or kty,
+            f" on curve {jwk.get('crv')}" if jwk.get("crv") else "",
+        )
         return None
     if alg not in algorithms:
         log.info("%s skipped: %s is not in the allowed algorithms", label, alg)
@@ -324,5 +334,14 @@ def _warn_if_world_readable(path: Path) -> None:
         log.warning("the HS256 secret file %s is readable by every user; anyone who reads it can mint tokens", path)
 
 
-__all__ = ["KeyRing", "VerificationKey", "PublicKey", "VerifyingKey", "MIN_RSA_BITS", "MIN_SECRET_BYTES",
-           "alg_for_public_key", "load_pem_key", "load_jwks"]
+__all__ = [
+    "KeyRing",
+    "VerificationKey",
+    "PublicKey",
+    "VerifyingKey",
+    "MIN_RSA_BITS",
+    "MIN_SECRET_BYTES",
+    "alg_for_public_key",
+    "load_pem_key",
+    "load_jwks",
+]

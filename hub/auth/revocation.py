@@ -79,9 +79,7 @@ class RevocationList:
         self._grace = timedelta(seconds=grace_s)
         self._purge_interval = purge_interval_s
         self._listen_url = (
-            engine.url.render_as_string(hide_password=False).replace("postgresql+psycopg://", "postgresql://")
-            if listen
-            else None
+            engine.url.render_as_string(hide_password=False).replace("postgresql+psycopg://", "postgresql://") if listen else None
         )
         # Replaced, never mutated: readers on the request path take no lock.
         self._revoked: frozenset[str] = frozenset()

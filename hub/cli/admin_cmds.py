@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from datetime import datetime, timezone
 
-from hub.cli.client_cmds import add_connection_args, client_from, parse_duration, print_json
 from memhub.v1 import admin_pb2
+
+from hub.cli.client_cmds import add_connection_args, client_from, parse_duration, print_json
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -63,7 +64,9 @@ def cmd_namespaces(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         token = ""
         while True:
-            reply = client.call_admin("ListNamespaces", admin_pb2.ListNamespacesRequest(under=args.under, page_size=1000, page_token=token))
+            reply = client.call_admin(
+                "ListNamespaces", admin_pb2.ListNamespacesRequest(under=args.under, page_size=1000, page_token=token)
+            )
             if args.json:
                 print_json(reply)
             else:

@@ -11,13 +11,15 @@ from datetime import timedelta
 from pathlib import Path
 
 from google.protobuf.json_format import MessageToDict
+from memhub.v1 import memory_pb2 as pb
 
 from hub.client import DEFAULT_ADDRESS, MemhubClient, kind_value, memory_input, type_value
-from memhub.v1 import memory_pb2 as pb
 
 
 def add_connection_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--hub", default=os.environ.get("MEMHUB_ADDRESS", DEFAULT_ADDRESS), help="hub address HOST:PORT (MEMHUB_ADDRESS)")
+    p.add_argument(
+        "--hub", default=os.environ.get("MEMHUB_ADDRESS", DEFAULT_ADDRESS), help="hub address HOST:PORT (MEMHUB_ADDRESS)"
+    )
     p.add_argument(
         "--token-file",
         type=Path,
@@ -65,7 +67,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("search", help="recall memories relevant to a query")
     p.add_argument("query")
-    p.add_argument("--ns", action="append", required=True, dest="namespaces", help="namespace to search (repeatable)")
+    p.add_argument(
+        "--ns",
+        action="append",
+        default=[],
+        dest="namespaces",
+        help="namespace to search, with its descendants (repeatable; default: all you may read)",
+    )
     p.add_argument("--top-k", type=int, default=0)
     p.add_argument("--kind", action="append", default=[], dest="kinds")
     p.add_argument("--type", action="append", default=[], dest="types")
@@ -81,11 +89,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_get)
 
     p = sub.add_parser("list", help="list memories, newest first")
-    p.add_argument("--ns", action="append", required=True, dest="namespaces")
+    p.add_argument(
+        "--ns", action="append", default=[], dest="namespaces", help="namespace to list (repeatable; default: all you may read)"
+    )
     p.add_argument("--kind", action="append", default=[], dest="kinds")
     p.add_argument("--type", action="append", default=[], dest="types")
     p.add_argument("--tag", action="append", default=[], dest="tags")
-    p.add_argument("--status", action="append", default=[], dest="statuses", help="active (default) | superseded | forgotten | expired")
+    p.add_argument(
+        "--status", action="append", default=[], dest="statuses", help="active (default) | superseded | forgotten | expired"
+    )
     p.add_argument("--page-size", type=int, default=0)
     p.add_argument("--page-token", default="")
     p.add_argument("--all", action="store_true", help="follow page tokens to the end")
@@ -123,7 +135,11 @@ def format_memory(m: pb.Memory) -> str:
     when = m.occurred_at.ToDatetime().strftime("%Y-%m-%d %H:%M")
     tags = f"  #{' #'.join(m.tags)}" if m.tags else ""
     head = f"{m.id}  {m.namespace}  {kind}/{typ}  {when}  [{status}]{tags}"
-    body = m.content if m.status != pb.MEMORY_STATUS_FORGOTTEN else f"(forgotten by {m.tombstone.forgotten_by}: {m.tombstone.reason})"
+    body = (
+        m.content
+        if m.status != pb.MEMORY_STATUS_FORGOTTEN
+        else f"(forgotten by {m.tombstone.forgotten_by}: {m.tombstone.reason})"
+    )
     return f"{head}\n    {body}"
 
 
@@ -172,9 +188,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     for i, hit in enumerate(reply.hits, start=1):
         ranks = ""
         if hit.channel_ranks:
-            ranks = "  (" + ", ".join(
-                f"{_short(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}" for c in hit.channel_ranks
-            ) + ")"
+            ranks = (
+                "  ("
+                + ", ".join(f"{_short(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}" for c in hit.channel_ranks)
+                + ")"
+            )
         print(f"{i:>2}. score {hit.score:.4f}{ranks}\n    {format_memory(hit.memory)}")
     return 0
 

@@ -19,11 +19,11 @@ from datetime import datetime
 from pathlib import Path
 
 import grpc
+from memhub.v1 import memory_pb2 as pb
 from tqdm import tqdm
 
 from hub.cli.client_cmds import add_connection_args, client_from
 from hub.client import memory_input
-from memhub.v1 import memory_pb2 as pb
 
 FIELDS = {"namespace", "content", "kind", "type", "tags", "entities", "importance", "confidence", "occurred_at", "subject_key"}
 
@@ -49,7 +49,9 @@ def parse_line(text: str, line_no: int) -> pb.MemoryInput:
         raise ImportFileError(f"line {line_no}: expected a JSON object")
     unknown = set(obj) - FIELDS
     if unknown:
-        raise ImportFileError(f"line {line_no}: unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(FIELDS))}")
+        raise ImportFileError(
+            f"line {line_no}: unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(FIELDS))}"
+        )
     for required in ("namespace", "content"):
         if not isinstance(obj.get(required), str):
             raise ImportFileError(f"line {line_no}: {required!r} is required and must be a string")
@@ -99,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
                 reply = client.write([m for _, m in batch], request_id=f"import-{digest}-{start}")
             except grpc.RpcError as exc:
                 # Point at the file line, not the batch position.
-                detail = re.sub(r"memories\[(\d+)\]", lambda m: f"line {batch[int(m.group(1))][0]}", exc.details() or "")
+                lines = [line_no for line_no, _ in batch]
+                detail = re.sub(r"memories\[(\d+)\]", lambda m, ls=lines: f"line {ls[int(m.group(1))]}", exc.details() or "")
                 print(f"\nmemhub import: stopped at line {batch[0][0]}: {detail}", file=sys.stderr)
                 print(f"memhub import: {written} memories were written before; rerunning is safe", file=sys.stderr)
                 return 1

@@ -8,8 +8,8 @@ import sys
 import grpc
 
 from hub.cli import admin_cmds, client_cmds, import_jsonl, reindex, serve, token_cmds
-from hub.policy import cli as policy_cli
 from hub.errors import HubError
+from hub.policy import cli as policy_cli
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,8 +8,6 @@ import signal
 import threading
 from pathlib import Path
 
-from grpc_health.v1 import health_pb2
-
 from hub import logs
 from hub.api.server import build_server
 from hub.app import Hub

@@ -8,11 +8,12 @@ import os
 import sys
 from pathlib import Path
 
+from memhub.v1 import admin_pb2
+
 from hub.auth import issue_token, load_secret
 from hub.auth.config import LOCAL_SECRET_NAME
 from hub.cli.client_cmds import add_connection_args, client_from, parse_duration
 from hub.config import default_data_dir
-from memhub.v1 import admin_pb2
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +25,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--groups", default="", help="comma-separated groups, e.g. support,auditors")
     p.add_argument("--ttl", type=parse_duration, default=parse_duration("1h"), help="lifetime, e.g. 15m, 12h, 30d (default 1h)")
     p.add_argument("--data-dir", type=Path, help="the hub's data directory, where jwt-secret lives (MEMHUB_DATA_DIR)")
-    p.add_argument("--secret-file", type=Path, default=os.environ.get("MEMHUB_JWT_SECRET_FILE"), help="the HS256 secret file (MEMHUB_JWT_SECRET_FILE)")
+    p.add_argument(
+        "--secret-file",
+        type=Path,
+        default=os.environ.get("MEMHUB_JWT_SECRET_FILE"),
+        help="the HS256 secret file (MEMHUB_JWT_SECRET_FILE)",
+    )
     p.add_argument("--audience", default=os.environ.get("MEMHUB_JWT_AUDIENCE", "memhub"))
     p.add_argument("--issuer", default=os.environ.get("MEMHUB_JWT_ISSUER", "memhub"))
     p.add_argument("--json", action="store_true", help="print token, id and expiry as JSON")
@@ -53,13 +59,18 @@ def cmd_issue(args: argparse.Namespace) -> int:
         )
         return 1
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
-    issued = issue_token(load_secret(path), agent_id=args.agent, groups=groups, ttl=args.ttl, audience=args.audience, issuer=args.issuer)
+    issued = issue_token(
+        load_secret(path), agent_id=args.agent, groups=groups, ttl=args.ttl, audience=args.audience, issuer=args.issuer
+    )
     if args.json:
         print(json.dumps({"token": issued.token, "token_id": issued.jti, "expires_at": issued.expires_at.isoformat()}))
     else:
         # Only the token on stdout, so `export MEMHUB_TOKEN=$(memhub token issue ...)` works.
         print(issued.token)
-        print(f"token id {issued.jti}, agent {args.agent}, groups [{', '.join(groups)}], expires {issued.expires_at.isoformat()}", file=sys.stderr)
+        print(
+            f"token id {issued.jti}, agent {args.agent}, groups [{', '.join(groups)}], expires {issued.expires_at.isoformat()}",
+            file=sys.stderr,
+        )
     return 0
 
 

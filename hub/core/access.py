@@ -16,7 +16,7 @@ from hub.core.model import Caller
 from hub.errors import PermissionDenied
 
 
-class Action(str, enum.Enum):
+class Action(enum.StrEnum):
     READ = "read"
     WRITE = "write"
     FORGET = "forget"

@@ -77,9 +77,7 @@ class AdminService:
             field, _, problem = str(exc).partition(": ")
             raise InvalidArgument({"jti": "token_id"}.get(field, field), problem or str(exc)) from None
 
-    def query_audit(
-        self, caller: Caller, q: audit_queries.AuditQuery, page_size: int, page_token: str
-    ) -> tuple[Sequence, str]:
+    def query_audit(self, caller: Caller, q: audit_queries.AuditQuery, page_size: int, page_token: str) -> tuple[Sequence, str]:
         require(self._authorizer, caller, Action.ADMIN, None)
         fp = paging.fingerprint("audit", q)
         after = paging.decode_key(page_token, fp)

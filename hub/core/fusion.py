@@ -39,7 +39,10 @@ def approx_tokens(text: str) -> int:
 
 
 def fit_budget(contents: Sequence[str], max_tokens: int) -> int:
-    """How many leading results fit in max_tokens (0 = no cap). The first always fits, so a search never comes back empty for budget alone."""
+    """How many leading results fit in max_tokens (0 = no cap).
+
+    The first always fits, so a search never comes back empty for budget alone.
+    """
     if max_tokens <= 0:
         return len(contents)
     used = 0

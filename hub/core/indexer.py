@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import psycopg
-from sqlalchemy import Engine, bindparam, delete, func, select, text, update
+from sqlalchemy import Engine, delete, func, select, update
 
 from hub.db.memories import enqueue_index
 from hub.db.schema import memories, outbox
@@ -83,11 +83,7 @@ class Indexer:
                     return 0
                 claimed = [r[0] for r in rows]
                 memory_ids = list(dict.fromkeys(str(r[1]) for r in rows))
-                current = conn.execute(
-                    select(memories)
-                    .where(memories.c.id.in_(memory_ids))
-                    .with_for_update(read=True)
-                ).all()
+                current = conn.execute(select(memories).where(memories.c.id.in_(memory_ids)).with_for_update(read=True)).all()
                 now_ms = int(time.time() * 1000)
                 servable = [
                     r._mapping

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 
-class Kind(str, enum.Enum):
+class Kind(enum.StrEnum):
     EPISODIC = "episodic"
     SEMANTIC = "semantic"
     PROCEDURAL = "procedural"
 
 
-class MemoryType(str, enum.Enum):
+class MemoryType(enum.StrEnum):
     EVENT = "event"
     FACT = "fact"
     PREFERENCE = "preference"
@@ -24,14 +24,14 @@ class MemoryType(str, enum.Enum):
     NOTE = "note"
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     ACTIVE = "active"
     SUPERSEDED = "superseded"
     FORGOTTEN = "forgotten"
     EXPIRED = "expired"
 
 
-class Channel(str, enum.Enum):
+class Channel(enum.StrEnum):
     DENSE = "dense"
     KEYWORD = "keyword"
 

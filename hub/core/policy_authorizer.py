@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from hub.audit.writer import AuditEntry, AuditWriter
 from hub.core.access import Action
 from hub.core.model import Caller
-from hub.policy import Decision, Principal, PolicyStore
+from hub.policy import Decision, PolicyStore, Principal
 
 
 class PolicyAuthorizer:

@@ -172,11 +172,9 @@ class MemoryService:
         fused = fusion.rrf({ch: f.result() for ch, f in futures.items()})
         with self._engine.connect() as conn:
             records = memories_db.hydrate(conn, [f.id for f in fused], flt, readable)
-        hits = [
-            SearchHit(records[f.id], f.score, f.channels if query.explain else ())
-            for f in fused
-            if f.id in records
-        ][: query.top_k]
+        hits = [SearchHit(records[f.id], f.score, f.channels if query.explain else ()) for f in fused if f.id in records][
+            : query.top_k
+        ]
         hits = hits[: fusion.fit_budget([h.memory.content for h in hits], query.max_tokens)]
         self._recorder.record(h.memory.id for h in hits)
         return hits
@@ -190,9 +188,7 @@ class MemoryService:
         """
         with self._engine.connect() as conn:
             candidates = (
-                memories_db.resolve_namespaces(conn, minimal_roots(list(roots)))
-                if roots
-                else memories_db.all_namespaces(conn)
+                memories_db.resolve_namespaces(conn, minimal_roots(list(roots))) if roots else memories_db.all_namespaces(conn)
             )
         verdicts = self._authorizer.allowed_many(caller, Action.READ, candidates)
         return [ns for ns, ok in zip(candidates, verdicts, strict=True) if ok]
@@ -293,4 +289,3 @@ class MemoryService:
             elif self._authorizer.allowed(caller, Action.READ, ns):
                 raise denied(caller, Action.FORGET, ns)
         return scope
-

@@ -120,7 +120,9 @@ def memory_id(value: str, field: str) -> str:
     try:
         parsed = uuid.UUID(value)
     except ValueError:
-        raise InvalidArgument(field, f"{value[:64]!r} is not a memory id (a UUID such as '1b4e28ba-2fa1-11d2-883f-0016d3cca427')") from None
+        raise InvalidArgument(
+            field, f"{value[:64]!r} is not a memory id (a UUID such as '1b4e28ba-2fa1-11d2-883f-0016d3cca427')"
+        ) from None
     return str(parsed)
 
 

@@ -27,7 +27,9 @@ def _normalise(url: str) -> URL:
     try:
         parsed = make_url(url.replace("postgres://", "postgresql://", 1))
     except ArgumentError as exc:
-        raise StartupError(f"database URL is malformed ({exc}); expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME") from None
+        raise StartupError(
+            f"database URL is malformed ({exc}); expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME"
+        ) from None
     if parsed.get_backend_name() != "postgresql":
         raise StartupError(f"database URL must be a PostgreSQL URL (postgresql://...), got {parsed.get_backend_name()!r}")
     return parsed.set(drivername="postgresql+psycopg")

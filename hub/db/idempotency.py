@@ -32,9 +32,7 @@ def lookup(conn: Connection, agent_id: str, request_id: str) -> StoredResult | N
     return StoredResult(row[0], row[1], row[2]) if row else None
 
 
-def store(
-    conn: Connection, agent_id: str, request_id: str, operation: str, request_hash: str, response: dict[str, Any]
-) -> bool:
+def store(conn: Connection, agent_id: str, request_id: str, operation: str, request_hash: str, response: dict[str, Any]) -> bool:
     """Record the result; False when a concurrent call with the same key committed first."""
     row = conn.execute(
         pg_insert(idempotency)

@@ -291,9 +291,7 @@ def list_page(
         conds.append(memories.c.status.in_([s.value for s in statuses]))
     if after is not None:
         created, last_id = after
-        conds.append(
-            or_(memories.c.created_at < created, and_(memories.c.created_at == created, memories.c.id < last_id))
-        )
+        conds.append(or_(memories.c.created_at < created, and_(memories.c.created_at == created, memories.c.id < last_id)))
     rows = conn.execute(
         select(memories).where(*conds).order_by(memories.c.created_at.desc(), memories.c.id.desc()).limit(limit)
     ).all()

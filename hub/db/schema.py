@@ -13,7 +13,6 @@ from sqlalchemy import (
     DateTime,
     Index,
     Integer,
-
     MetaData,
     SmallInteger,
     String,

@@ -11,7 +11,7 @@ import copy
 import threading
 import time
 from collections import deque
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

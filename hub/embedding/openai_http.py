@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 import numpy as np
@@ -100,9 +101,7 @@ class OpenAICompatibleEmbedder:
         if not isinstance(data, list):
             raise EmbeddingError(f"embedding server {self._url} response has no 'data' list; {hint}")
         if len(data) != expected:
-            raise EmbeddingError(
-                f"embedding server {self._url} returned {len(data)} embeddings for {expected} inputs; {hint}"
-            )
+            raise EmbeddingError(f"embedding server {self._url} returned {len(data)} embeddings for {expected} inputs; {hint}")
         out = np.empty((expected, self.dimension), dtype=np.float32)
         seen: set[int] = set()
         for pos, item in enumerate(data):

@@ -56,9 +56,7 @@ def encode_tag(tag: str) -> str:
     """Map a tag to its key: safe ASCII kept, every other byte written as ``~XX``."""
     if not isinstance(tag, str) or not tag:
         raise ValueError(f"tags must be non-empty strings, got {tag!r}")
-    return "".join(
-        ch if ch in _TAG_SAFE else "".join(f"~{b:02X}" for b in ch.encode("utf-8")) for ch in tag
-    )
+    return "".join(ch if ch in _TAG_SAFE else "".join(f"~{b:02X}" for b in ch.encode("utf-8")) for ch in tag)
 
 
 def tag_keys(tags: Iterable[str]) -> str:

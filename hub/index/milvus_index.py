@@ -199,9 +199,7 @@ class MilvusIndex:
         data = list(by_id.values())
         for start in range(0, len(data), _UPSERT_BATCH):
             with self._call("upsert"):
-                self._client.upsert(
-                    self._collection, data[start : start + _UPSERT_BATCH], timeout=self._timeout
-                )
+                self._client.upsert(self._collection, data[start : start + _UPSERT_BATCH], timeout=self._timeout)
         self._after_write(len(data))
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -247,9 +245,7 @@ class MilvusIndex:
     def count(self) -> int:
         """Rows currently in the collection."""
         with self._call("count"):
-            res = self._client.query(
-                self._collection, filter="", output_fields=["count(*)"], timeout=self._timeout
-            )
+            res = self._client.query(self._collection, filter="", output_fields=["count(*)"], timeout=self._timeout)
         return int(res[0]["count(*)"]) if res else 0
 
     def recorded_model(self) -> tuple[str, int] | None:
@@ -266,9 +262,7 @@ class MilvusIndex:
             raise IndexUnavailable(f"the index for {redact(self._uri)} is closed")
         return translated(self._uri, f"{what} on collection {self._collection!r}")
 
-    def _search(
-        self, data: list[Any], field: str, flt: IndexFilter, limit: int, what: str
-    ) -> list[tuple[str, float]]:
+    def _search(self, data: list[Any], field: str, flt: IndexFilter, limit: int, what: str) -> list[tuple[str, float]]:
         if not 1 <= limit <= MAX_LIMIT:
             raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
         expr = build_filter(flt)
@@ -321,7 +315,11 @@ class MilvusIndex:
         self._create_indexes({schema.DENSE, schema.SPARSE})
         log.info(
             "created Milvus collection %r at %s (model %s, dimension %d, dense index %s)",
-            self._collection, redact(self._uri), self._model_id, self._dimension, self._dense_index_type,
+            self._collection,
+            redact(self._uri),
+            self._model_id,
+            self._dimension,
+            self._dense_index_type,
         )
 
     def _ensure_indexes(self) -> None:
@@ -378,8 +376,7 @@ class MilvusIndex:
         layout = props.get(schema.PROP_LAYOUT)
         if layout != schema.LAYOUT_VERSION:
             raise IndexModelMismatch(
-                f"{where} has index layout {layout!r}; this hub expects layout "
-                f"{schema.LAYOUT_VERSION!r}. {fix}",
+                f"{where} has index layout {layout!r}; this hub expects layout {schema.LAYOUT_VERSION!r}. {fix}",
                 recorded=recorded,
                 expected=expected,
             )

@@ -34,17 +34,26 @@ FILES_ENV = "MEMHUB_POLICY_FILES"
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Register `policy` with its `validate` and `test` subcommands (each sets `func`)."""
-    p = sub.add_parser("policy", help="validate policies and run decision tables",
-                       description="Check Cedar policies against their schema and against decision tables.")
+    p = sub.add_parser(
+        "policy",
+        help="validate policies and run decision tables",
+        description="Check Cedar policies against their schema and against decision tables.",
+    )
     psub = p.add_subparsers(dest="policy_command", required=True, metavar="SUBCOMMAND")
 
-    v = psub.add_parser("validate", help="validate the policy files against the schema",
-                        description="Load the schema and policy files; exit 1 listing every error.")
+    v = psub.add_parser(
+        "validate",
+        help="validate the policy files against the schema",
+        description="Load the schema and policy files; exit 1 listing every error.",
+    )
     _add_common(v)
     v.set_defaults(func=run_validate)
 
-    t = psub.add_parser("test", help="check a decision table against the policies",
-                        description="Run a CSV decision table (agent,groups,action,namespace,expected,note).")
+    t = psub.add_parser(
+        "test",
+        help="check a decision table against the policies",
+        description="Run a CSV decision table (agent,groups,action,namespace,expected,note).",
+    )
     t.add_argument("table", type=Path, metavar="FILE", help="the decision table (CSV)")
     t.add_argument("-v", "--verbose", action="store_true", help="print passing rows too")
     _add_common(t)
@@ -52,11 +61,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dir", type=Path, default=None,
-                   help=f"policy directory (default: ${DIR_ENV}, else the shipped policies/ folder)")
-    p.add_argument("--files", action="append", default=None, metavar="A.cedar,B.cedar",
-                   help=f"policy files relative to --dir, comma separated (default: ${FILES_ENV}, "
-                        "else every *.cedar directly in --dir)")
+    p.add_argument(
+        "--dir", type=Path, default=None, help=f"policy directory (default: ${DIR_ENV}, else the shipped policies/ folder)"
+    )
+    p.add_argument(
+        "--files",
+        action="append",
+        default=None,
+        metavar="A.cedar,B.cedar",
+        help=f"policy files relative to --dir, comma separated (default: ${FILES_ENV}, else every *.cedar directly in --dir)",
+    )
 
 
 def _selection(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
@@ -79,8 +93,10 @@ def run_validate(args: argparse.Namespace) -> int:
     engine = _load(args, "validate")
     if engine is None:
         return 1
-    print(f"OK {len(engine.policies)} policies valid against {engine.schema_file} "
-          f"(version {engine.version[:12]}; files {', '.join(engine.files)}): {', '.join(engine.policy_ids)}")
+    print(
+        f"OK {len(engine.policies)} policies valid against {engine.schema_file} "
+        f"(version {engine.version[:12]}; files {', '.join(engine.files)}): {', '.join(engine.policy_ids)}"
+    )
     return 0
 
 
@@ -102,8 +118,10 @@ def run_test(args: argparse.Namespace) -> int:
             print(f"FAIL {args.table}:{r.row.line}: {describe(r)}")
         elif args.verbose:
             print(f"ok   {args.table}:{r.row.line}: {describe(r)}")
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed "
-          f"({args.table}; policy version {engine.version[:12]}; files {', '.join(engine.files)})")
+    print(
+        f"{len(results) - len(failed)} passed, {len(failed)} failed "
+        f"({args.table}; policy version {engine.version[:12]}; files {', '.join(engine.files)})"
+    )
     return 1 if failed else 0
 
 

@@ -314,17 +314,21 @@ def _check_file(name: str, text: str, schema: cedarpy.Schema, errors: list[str])
         return f"{name}: policy {annotated!r} ({at})" if annotated else f"{name}: policy at {at}"
 
     for pid in pst.templates:
-        errors.append(f"{where(pid, pst.templates[pid].annotations.get('id'))}: is a template "
-                      "(?principal/?resource slots); templates are not supported, write a static policy")
+        errors.append(
+            f"{where(pid, pst.templates[pid].annotations.get('id'))}: is a template "
+            "(?principal/?resource slots); templates are not supported, write a static policy"
+        )
 
     ids: dict[str, str] = {}  # positional id -> @id
     for pid in sorted(pst.static_policies, key=_policy_order):
         annotated = pst.static_policies[pid].annotations.get("id")
         if annotated is None:
-            errors.append(f"{where(pid)}: has no @id(\"...\") annotation; every policy needs a stable id")
+            errors.append(f'{where(pid)}: has no @id("...") annotation; every policy needs a stable id')
         elif not _POLICY_ID.fullmatch(annotated):
-            errors.append(f"{where(pid, annotated)}: @id must be 1-128 characters of letters, digits and "
-                          "'._:/-', starting with a letter or digit")
+            errors.append(
+                f"{where(pid, annotated)}: @id must be 1-128 characters of letters, digits and "
+                "'._:/-', starting with a letter or digit"
+            )
         else:
             ids[pid] = annotated
             checked.infos.append(PolicyInfo(annotated, pst.static_policies[pid].effect, name, lines.get(pid, 0)))
@@ -375,9 +379,9 @@ def entities_json(agent_id: str, groups: Sequence[str], namespaces: Iterable[str
     q = encode_basestring_ascii  # json.dumps(str) without the encoder set-up: a quoted, escaped JSON string
     a = q(agent_id)
     gs = [q(g) for g in groups]
-    parts = ['{"uid":{"type":"Agent","id":%s},"attrs":{"id":%s},"parents":[%s]}'
-             % (a, a, ",".join('{"type":"Group","id":%s}' % g for g in gs))]
-    parts.extend('{"uid":{"type":"Group","id":%s},"attrs":{},"parents":[]}' % g for g in gs)
+    group_refs = ",".join(f'{{"type":"Group","id":{g}}}' for g in gs)
+    parts = [f'{{"uid":{{"type":"Agent","id":{a}}},"attrs":{{"id":{a}}},"parents":[{group_refs}]}}']
+    parts.extend(f'{{"uid":{{"type":"Group","id":{g}}},"attrs":{{}},"parents":[]}}' for g in gs)
     seen: set[str] = set()
     for namespace in namespaces:
         if namespace is None:
@@ -393,11 +397,14 @@ def entities_json(agent_id: str, groups: Sequence[str], namespaces: Iterable[str
             qp = q(path)
             if depth > 1:
                 path = path[: path.rindex("/")]
-                parent = '{"type":"Namespace","id":%s}' % q(path)
+                parent = f'{{"type":"Namespace","id":{q(path)}}}'
             else:
                 parent = _HUB_JSON
-            parts.append('{"uid":{"type":"Namespace","id":%s},"attrs":{"path":%s,"root":%s,"owner":%s},"parents":[%s]}'
-                         % (qp, qp, root, owner if depth >= 2 else '""', parent))
+            owner_json = owner if depth >= 2 else '""'
+            parts.append(
+                f'{{"uid":{{"type":"Namespace","id":{qp}}},'
+                f'"attrs":{{"path":{qp},"root":{root},"owner":{owner_json}}},"parents":[{parent}]}}'
+            )
     return "[" + ",".join(parts) + "]"
 
 
@@ -459,8 +466,10 @@ class PolicyEngine:
             for info in checked.infos:
                 if info.id in first_seen:
                     prev = first_seen[info.id]
-                    errors.append(f"{info.file}: policy {info.id!r} (line {info.line}): duplicate @id, "
-                                  f"already used in {prev.file} (line {prev.line}); @ids must be unique")
+                    errors.append(
+                        f"{info.file}: policy {info.id!r} (line {info.line}): duplicate @id, "
+                        f"already used in {prev.file} (line {prev.line}); @ids must be unique"
+                    )
                     continue
                 first_seen[info.id] = info
                 infos.append(info)
@@ -476,15 +485,17 @@ class PolicyEngine:
         self.policies: tuple[PolicyInfo, ...] = tuple(infos)
         self._schema = schema
         self._policy_set = cedarpy.PolicySet.from_json_str(
-            json.dumps({"staticPolicies": est, "templates": {}, "templateLinks": []}))
+            json.dumps({"staticPolicies": est, "templates": {}, "templateLinks": []})
+        )
         self._base, self.actions = _probe_schema(schema, sources.schema_file)
         self._cache = _LRU(cache_size)
 
     # -- construction ---------------------------------------------------------
 
     @classmethod
-    def from_dir(cls, path: Path | str, *, files: Sequence[str] | None = None,
-                 cache_size: int = DEFAULT_CACHE_SIZE) -> PolicyEngine:
+    def from_dir(
+        cls, path: Path | str, *, files: Sequence[str] | None = None, cache_size: int = DEFAULT_CACHE_SIZE
+    ) -> PolicyEngine:
         """Load and validate a policy directory; raise PolicyError listing every problem."""
         return cls(read_sources(path, files), cache_size=cache_size)
 
@@ -540,7 +551,7 @@ class PolicyEngine:
             todo = list(missing)
             entities, requests = self._request(agent_id, groups, action, todo)
             results = cedarpy.is_authorized_batch(requests, self._policy_set, entities)
-            for ns, result in zip(todo, results):
+            for ns, result in zip(todo, results, strict=False):
                 key = (agent_id, groups, action, ns)
                 decision = self._to_decision(result, key)
                 self._cache.put(key, decision)
@@ -562,8 +573,9 @@ class PolicyEngine:
 
             validate_namespace(namespace)
 
-    def _request(self, agent_id: str, groups: tuple[str, ...], action: str,
-                 namespaces: Sequence[str | None]) -> tuple[cedarpy.Entities, list[dict]]:
+    def _request(
+        self, agent_id: str, groups: tuple[str, ...], action: str, namespaces: Sequence[str | None]
+    ) -> tuple[cedarpy.Entities, list[dict]]:
         requests = []
         principal_uid = {"type": AGENT_TYPE, "id": agent_id}
         action_uid = {"type": "Action", "id": action}
@@ -581,8 +593,10 @@ class PolicyEngine:
         reasons = tuple(sorted(diagnostics.reasons))
         allowed = result.allowed and not errors
         if errors:
-            log.warning("policy evaluation errors; denying", extra={
-                "policy_version": self.version, "request": list(key), "errors": list(errors)})
+            log.warning(
+                "policy evaluation errors; denying",
+                extra={"policy_version": self.version, "request": list(key), "errors": list(errors)},
+            )
         return Decision(allowed=allowed, policy_ids=reasons, version=self.version, errors=errors)
 
 
@@ -620,8 +634,7 @@ def _probe_schema(schema: cedarpy.Schema, schema_file: str) -> tuple[cedarpy.Ent
             actions[action] = frozenset(kinds)
     for action, kind in REQUIRED_ACTIONS.items():
         if action not in actions:
-            errors.append(f"{schema_file}: must declare action {action!r} applying to principal {AGENT_TYPE} "
-                          f"and resource {kind}")
+            errors.append(f"{schema_file}: must declare action {action!r} applying to principal {AGENT_TYPE} and resource {kind}")
         elif kind not in actions[action]:
             errors.append(f"{schema_file}: action {action!r} must apply to resource {kind}")
     if errors:

@@ -43,8 +43,14 @@ class ReloadResult:
 class PolicyStore:
     """Holds the current PolicyEngine for a policy directory and reloads it when the files change."""
 
-    def __init__(self, directory: Path | str, files: Sequence[str] | None = None, poll_interval_s: float = 2.0,
-                 *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(
+        self,
+        directory: Path | str,
+        files: Sequence[str] | None = None,
+        poll_interval_s: float = 2.0,
+        *,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
         self.directory = Path(directory)
         self.files = list(files) if files is not None else None
         self.poll_interval_s = poll_interval_s
@@ -70,11 +76,13 @@ class PolicyStore:
                     return ReloadResult(changed=False, version=old.version, previous_version=old.version)
                 engine = PolicyEngine(sources, cache_size=self.cache_size)
             except PolicyError as exc:
-                log.error("policy reload refused; keeping the policies in force",
-                          extra={"policy_version": old.version, "errors": exc.errors})
+                log.error(
+                    "policy reload refused; keeping the policies in force",
+                    extra={"policy_version": old.version, "errors": exc.errors},
+                )
                 raise PolicyError(
-                    [*exc.errors, f"the policies in force are unchanged (version {old.version[:12]})"],
-                    source=exc.source) from None
+                    [*exc.errors, f"the policies in force are unchanged (version {old.version[:12]})"], source=exc.source
+                ) from None
             self._engine = engine
             self._failed_version = None
         log.info("policies reloaded", extra={**self._describe(engine), "previous_version": old.version})
@@ -118,5 +126,9 @@ class PolicyStore:
 
     @staticmethod
     def _describe(engine: PolicyEngine) -> dict:
-        return {"policy_version": engine.version, "policy_dir": str(engine.directory),
-                "policy_files": list(engine.files), "policy_ids": list(engine.policy_ids)}
+        return {
+            "policy_version": engine.version,
+            "policy_dir": str(engine.directory),
+            "policy_files": list(engine.files),
+            "policy_ids": list(engine.policy_ids),
+        }

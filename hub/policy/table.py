@@ -86,15 +86,17 @@ def load_table(path: Path | str, actions: Mapping[str, frozenset[str]]) -> list[
             unknown = [c for c in header if c not in COLUMNS]
             dupes = sorted({c for c in header if header.count(c) > 1})
             if missing or unknown or dupes:
-                problems = ([f"missing column(s) {missing}"] if missing else []) + \
-                           ([f"unknown column(s) {unknown}"] if unknown else []) + \
-                           ([f"duplicate column(s) {dupes}"] if dupes else [])
+                problems = (
+                    ([f"missing column(s) {missing}"] if missing else [])
+                    + ([f"unknown column(s) {unknown}"] if unknown else [])
+                    + ([f"duplicate column(s) {dupes}"] if dupes else [])
+                )
                 raise TableError([f"{path}:{lineno}: header: {'; '.join(problems)}; expected {','.join(COLUMNS)}"])
             continue
         if len(fields) != len(header):
             errors.append(f"{path}:{lineno}: has {len(fields)} fields; the header has {len(header)}")
             continue
-        row = dict(zip(header, fields))
+        row = dict(zip(header, fields, strict=False))
         row_errors: list[str] = []
 
         def bad(column: str, problem: str) -> None:
@@ -159,5 +161,4 @@ def describe(result: RowResult) -> str:
     groups = "|".join(row.groups) or "-"
     target = row.namespace if row.namespace is not None else "(hub)"
     note = f"  # {row.note}" if row.note else ""
-    return (f"agent={row.agent} groups={groups} {row.action} {target}: "
-            f"expected {want}, got {got} ({why}){note}")
+    return f"agent={row.agent} groups={groups} {row.action} {target}: expected {want}, got {got} ({why}){note}"
