@@ -6,11 +6,18 @@
             print(hit.score, hit.memory.content)
 
 Enum arguments take the short lower-case names ("episodic", "fact").
+
+Calls are traced with OpenTelemetry: each opens a client span and sends the
+W3C trace context in the gRPC metadata, so the hub's spans join the caller's
+trace (with tracing off in this process the spans are no-ops, and an active
+context is still passed on). A `traceparent` the caller puts into the
+metadata itself is honoured when no span is active.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 
 import grpc
@@ -19,8 +26,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memhub.v1 import admin_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.instrumentation.grpc import client_interceptor
+from opentelemetry.instrumentation.grpc.grpcext import StreamClientInterceptor, UnaryClientInterceptor, intercept_channel
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
+_UNTRACED_PREFIXES = ("/grpc.health.v1.Health/",)
 
 
 def _enum_value(enum_type, prefix: str, name: str, what: str) -> int:  # noqa: ANN001
@@ -80,12 +92,55 @@ def memory_input(
     return msg
 
 
+def _traced(client_info) -> bool:  # noqa: ANN001 - grpcext's client info
+    return not str(client_info.full_method).startswith(_UNTRACED_PREFIXES)
+
+
+@contextlib.contextmanager
+def _explicit_parent(metadata) -> Iterator[None]:  # noqa: ANN001
+    """With no active span, make a traceparent found in `metadata` the parent of the call's client span."""
+    if not metadata or trace.get_current_span().get_span_context().is_valid:
+        yield
+        return
+    carrier = {str(k).lower(): v for k, v in metadata if isinstance(v, str)}
+    if "traceparent" not in carrier:
+        yield
+        return
+    token = otel_context.attach(propagate.extract(carrier))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+class _ExplicitTraceparent(UnaryClientInterceptor, StreamClientInterceptor):
+    """Runs before the OpenTelemetry interceptor, which would otherwise replace an explicit traceparent."""
+
+    def intercept_unary(self, request, metadata, client_info, invoker):  # noqa: ANN001, ANN201
+        with _explicit_parent(metadata):
+            return invoker(request, metadata)
+
+    def intercept_stream(self, request_or_iterator, metadata, client_info, invoker):  # noqa: ANN001, ANN201
+        # (Response-streaming spans start lazily, when iterated: nothing to attach to here.)
+        with _explicit_parent(metadata):
+            return invoker(request_or_iterator, metadata)
+
+
+def traced_channel(channel: grpc.Channel) -> grpc.Channel:
+    """`channel` with OpenTelemetry client spans and W3C context injection (health checks untraced).
+
+    Note: the instrumentation's interceptor is a `grpcext` one, so this uses
+    its own intercept_channel; `grpc.intercept_channel` rejects it.
+    """
+    return intercept_channel(channel, client_interceptor(filter_=_traced), _ExplicitTraceparent())
+
+
 class MemhubClient:
     """One channel to one hub, acting as the agent its token names. Thread-safe (gRPC channels are)."""
 
     def __init__(self, address: str = DEFAULT_ADDRESS, *, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.address = address
-        self._channel = grpc.insecure_channel(address)
+        self._channel = traced_channel(grpc.insecure_channel(address))
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
         self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)

@@ -4,6 +4,10 @@ The interceptor runs the check in the worker thread that then runs the
 handler, and hands the verified caller over in a context variable; servicers
 read it with `current_caller()`. Health checks are the only unauthenticated
 calls (load balancers and probes carry no tokens).
+
+The OpenTelemetry server interceptor runs before this one (hub/api/server.py),
+so the RPC's span is current here: the caller's trace id, which the audit log
+and the memories' provenance record, is that span's trace id.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
+from opentelemetry import trace
 
 from hub.auth import TokenVerifier, bearer_token
 from hub.core.model import Caller
@@ -33,8 +38,17 @@ def current_caller() -> Caller:
 
 
 def trace_id_from(metadata: dict[str, Any]) -> str:
+    """The trace id of a W3C traceparent header in `metadata` ("" if none or malformed)."""
     match = _TRACEPARENT.fullmatch(str(metadata.get("traceparent", "")))
     return match.group(1) if match and match.group(1) != "0" * 32 else ""
+
+
+def current_trace_id(metadata: dict[str, Any]) -> str:
+    """The current span's trace id; the traceparent header's only when no span is active (tracing not wired)."""
+    ctx = trace.get_current_span().get_span_context()
+    if ctx.is_valid:
+        return format(ctx.trace_id, "032x")
+    return trace_id_from(metadata)
 
 
 class AuthInterceptor(grpc.ServerInterceptor):
@@ -46,7 +60,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
         method = handler_call_details.method
         if handler is None or method.startswith(_PUBLIC_PREFIXES):
             return handler
-        return _wrap(handler, lambda behavior: self._authenticated(behavior, method))
+        return wrap_handler(handler, lambda behavior: self._authenticated(behavior, method))
 
     def _authenticated(self, behavior: Callable, method: str) -> Callable:
         def run(request_or_iterator, context: grpc.ServicerContext):  # noqa: ANN001, ANN202
@@ -58,7 +72,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
             caller = Caller(
                 agent_id=identity.agent_id,
                 groups=identity.groups,
-                trace_id=trace_id_from(metadata),
+                trace_id=current_trace_id(metadata),
                 rpc=method.lstrip("/"),
             )
             token = _current.set(caller)
@@ -70,7 +84,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
         return run
 
 
-def _wrap(handler: grpc.RpcMethodHandler, wrap: Callable[[Callable], Callable]) -> grpc.RpcMethodHandler:
+def wrap_handler(handler: grpc.RpcMethodHandler, wrap: Callable[[Callable], Callable]) -> grpc.RpcMethodHandler:
     """Rebuild a method handler with its behavior wrapped, whatever its streaming shape."""
     kwargs = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
     if handler.unary_unary:

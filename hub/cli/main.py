@@ -10,6 +10,7 @@ import grpc
 from hub.cli import admin_cmds, client_cmds, import_jsonl, reindex, serve, token_cmds
 from hub.errors import HubError
 from hub.policy import cli as policy_cli
+from mcp_bridge import cli as bridge_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     token_cmds.add_parser(sub)
     admin_cmds.add_parsers(sub)
     policy_cli.add_parsers(sub)
+    bridge_cli.add_parser(sub)
     return parser
 
 

@@ -1,4 +1,9 @@
-"""`memhub serve`: run a hub until SIGINT/SIGTERM."""
+"""`memhub serve`: run a hub until SIGINT/SIGTERM.
+
+Tracing is configured from the environment (hub/telemetry.py):
+MEMHUB_TRACES_EXPORTER (otlp | console | file | none), MEMHUB_TRACES_FILE,
+and the standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT turns OTLP on).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import signal
 import threading
 from pathlib import Path
 
-from hub import logs
+from hub import logs, telemetry
 from hub.api.server import build_server
 from hub.app import Hub
 from hub.auth.config import LOCAL_SECRET_NAME
@@ -52,7 +57,16 @@ def config_from_args(args: argparse.Namespace) -> HubConfig:
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
     config = config_from_args(args)
+    tracing = telemetry.TelemetryConfig.from_env(None, "memhub-hub")  # a bad setting fails before anything starts
     print(f"memhub: starting (data directory {config.store.data_dir})", flush=True)
+    telemetry.setup_tracing(tracing)
+    try:
+        return _serve(config, tracing)
+    finally:
+        telemetry.shutdown_tracing()  # after the hub closed: its last spans are exported too
+
+
+def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig) -> int:
     hub = Hub.open(config)
     server, port, health = build_server(hub)
     server.start()
@@ -65,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         f"  milvus:    {config.store.resolved_milvus_uri()}",
         f"  embedding: {hub.embedder.model_id} ({hub.embedder.dimension}-d)",
         f"  policies:  {config.policy.dir} (version {policy.version[:12]}, {len(policy.policy_ids)} policies)",
+        f"  traces:    {_describe_tracing(tracing)}",
     ]
     if config.auth.local_secret:
         lines += [
@@ -82,3 +97,13 @@ def run(args: argparse.Namespace) -> int:
     server.stop(grace=5).wait()
     hub.close()
     return 0
+
+
+def _describe_tracing(tracing: telemetry.TelemetryConfig) -> str:
+    if tracing.exporter == "none":
+        return "off (set OTEL_EXPORTER_OTLP_ENDPOINT or MEMHUB_TRACES_EXPORTER to export them)"
+    if tracing.exporter == "file":
+        return f"appended to {tracing.file_path} (service {tracing.service_name})"
+    if tracing.exporter == "console":
+        return f"printed to stderr (service {tracing.service_name})"
+    return f"OTLP/gRPC (service {tracing.service_name})"

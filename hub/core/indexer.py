@@ -11,6 +11,11 @@ The memory rows are read FOR SHARE: a forget that races with indexing waits
 for this batch to commit, and its own outbox row (created after that) then
 deletes what this batch upserted, so the index never keeps a forgotten
 memory for longer than one batch.
+
+Tracing: each batch that claims rows is a root span "indexer.batch" (not
+linked to the writes that queued the rows; the embedding, Milvus and
+Postgres work are its children); idle polls make no spans. A flush after
+catching up is a root span "indexer.flush".
 """
 
 from __future__ import annotations
@@ -21,8 +26,11 @@ import time
 from collections.abc import Callable, Sequence
 
 import psycopg
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 from sqlalchemy import Engine, delete, func, select, update
 
+from hub import telemetry
 from hub.db.memories import enqueue_index
 from hub.db.schema import memories, outbox
 from hub.embedding import Embedder
@@ -31,6 +39,42 @@ from hub.index.milvus_index import IndexedMemory, MilvusIndex
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 60.0
+
+_tracer = telemetry.tracer(__name__)
+BATCH_SPAN = "indexer.batch"
+FLUSH_SPAN = "indexer.flush"
+
+
+class _BatchSpan:
+    """The batch's root span, opened only once rows are claimed (but timed from the claim)."""
+
+    def __init__(self) -> None:
+        self._start_ns = time.time_ns()
+        self.span: trace.Span | None = None
+        self._token: object | None = None
+
+    def open(self, claimed: int) -> None:
+        # An empty Context: a root span, whatever the calling thread has current.
+        self.span = _tracer.start_span(
+            BATCH_SPAN, context=otel_context.Context(), start_time=self._start_ns, attributes={"memhub.indexer.claimed": claimed}
+        )
+        self._token = otel_context.attach(trace.set_span_in_context(self.span))
+
+    def set(self, key: str, value: int) -> None:
+        if self.span is not None:
+            self.span.set_attribute(key, value)
+
+    def failed(self, exc: BaseException) -> None:
+        if self.span is not None:
+            self.span.set_attribute("error.type", type(exc).__name__)
+            self.span.set_status(trace.StatusCode.ERROR, type(exc).__name__)
+
+    def close(self) -> None:
+        if self._token is not None:
+            otel_context.detach(self._token)  # type: ignore[arg-type]
+            self._token = None
+        if self.span is not None:
+            self.span.end()
 
 
 def _epoch_ms(value) -> int:  # noqa: ANN001 - datetime or None
@@ -70,6 +114,7 @@ class Indexer:
     def run_once(self) -> int:
         """Claim and apply one batch; return how many outbox rows it consumed (0 when idle)."""
         claimed: list[int] = []
+        batch = _BatchSpan()
         try:
             with self._engine.begin() as conn:
                 rows = conn.execute(
@@ -82,6 +127,7 @@ class Indexer:
                 if not rows:
                     return 0
                 claimed = [r[0] for r in rows]
+                batch.open(len(claimed))
                 memory_ids = list(dict.fromkeys(str(r[1]) for r in rows))
                 current = conn.execute(select(memories).where(memories.c.id.in_(memory_ids)).with_for_update(read=True)).all()
                 now_ms = int(time.time() * 1000)
@@ -91,12 +137,18 @@ class Indexer:
                     if r._mapping["status"] == "active" and not (0 < _epoch_ms(r._mapping["expires_at"]) <= now_ms)
                 ]
                 keep = {str(m["id"]) for m in servable}
-                self._apply(servable, [mid for mid in memory_ids if mid not in keep])
+                gone = [mid for mid in memory_ids if mid not in keep]
+                batch.set("memhub.indexer.upserted", len(servable))
+                batch.set("memhub.indexer.deleted", len(gone))
+                self._apply(servable, gone)
                 conn.execute(delete(outbox).where(outbox.c.id.in_(claimed)))
         except Exception as exc:  # any store or embedding failure: back off and retry later
+            batch.failed(exc)
             if claimed:
                 self._record_failure(claimed, exc)
             raise
+        finally:
+            batch.close()
         with self._progress:
             self._progress.notify_all()
         return len(claimed)
@@ -240,7 +292,8 @@ class Indexer:
                 if self._unflushed:
                     # Caught up: seal what we wrote (on Milvus Lite unflushed rows slow every search).
                     self._unflushed = False
-                    self._index.flush()
+                    with _tracer.start_as_current_span(FLUSH_SPAN, context=otel_context.Context()):
+                        self._index.flush()
             except Exception:
                 log.exception("indexer step failed; retrying after the poll interval")
             self._wake.wait(self._poll_interval_s)

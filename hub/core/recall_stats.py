@@ -24,6 +24,7 @@ class RecallRecorder:
         self._interval = flush_interval_s
         self._pending: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -32,16 +33,20 @@ class RecallRecorder:
             self._pending.update(ids)
 
     def flush(self) -> None:
-        with self._lock:
-            batch, self._pending = self._pending, Counter()
-        if not batch:
-            return
-        try:
-            with self._engine.begin() as conn:
-                # Sorted ids: concurrent flushes from several replicas lock rows in one order.
-                memories_db.record_recalls(conn, dict(sorted(batch.items())))
-        except Exception:
-            log.exception("could not record recall statistics; %d counts dropped", sum(batch.values()))
+        """Write the counts recorded so far. Returns after they (and any flush already under way) committed."""
+        # One flush at a time: a caller that flushes while the background thread
+        # is mid-write must not return before that write has committed.
+        with self._flush_lock:
+            with self._lock:
+                batch, self._pending = self._pending, Counter()
+            if not batch:
+                return
+            try:
+                with self._engine.begin() as conn:
+                    # Sorted ids: concurrent flushes from several replicas lock rows in one order.
+                    memories_db.record_recalls(conn, dict(sorted(batch.items())))
+            except Exception:
+                log.exception("could not record recall statistics; %d counts dropped", sum(batch.values()))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="memhub-recall-stats", daemon=True)

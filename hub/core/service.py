@@ -4,10 +4,16 @@ Inputs arrive validated (hub/api/convert.py builds them); this layer checks
 access, runs the transactions and the retrieval channels, and returns domain
 records. Postgres is the truth; Milvus only proposes candidates, which are
 re-checked against Postgres before anything is returned.
+
+Tracing: the service adds counts (never content or query text) to the
+current span, the RPC's; policy, embedding, Milvus and Postgres spans are
+its children. Search runs its channels in a thread pool, each in a copy of
+the caller's context, so their spans stay children of the RPC span.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
 import time
@@ -15,6 +21,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
+from opentelemetry import trace
 from sqlalchemy import Engine
 
 from hub.core import fusion, paging
@@ -102,6 +109,9 @@ class MemoryService:
         request_hash: str = "",
         wait_indexed: bool = False,
     ) -> WriteResponse:
+        trace.get_current_span().set_attributes(
+            {"memhub.memories": len(items), "memhub.namespaces": len({item.namespace for item in items})}
+        )
         for ns in dict.fromkeys(item.namespace for item in items):
             require(self._authorizer, caller, Action.WRITE, ns)
         self._check_sources_readable(caller, items)
@@ -122,6 +132,7 @@ class MemoryService:
         indexed = False
         if wait_indexed:
             indexed = self._indexer.wait_indexed([o.memory.id for o in outcomes], self._wait_timeout)
+        trace.get_current_span().set_attribute("memhub.deduplicated", sum(o.deduplicated for o in outcomes))
         return WriteResponse(tuple(outcomes), indexed=indexed)
 
     def _replay_write(self, caller: Caller, request_id: str, request_hash: str) -> WriteResponse:
@@ -149,8 +160,18 @@ class MemoryService:
     # -- search -----------------------------------------------------------------
 
     def search(self, caller: Caller, query: SearchQuery) -> list[SearchHit]:
+        span = trace.get_current_span()
+        span.set_attributes(
+            {
+                "memhub.search.query_chars": len(query.text),
+                "memhub.search.top_k": query.top_k,
+                "memhub.search.channels": [ch.value for ch in query.channels],
+            }
+        )
         readable = self._readable_namespaces(caller, query.filter.namespaces)
+        span.set_attribute("memhub.search.namespaces", len(readable))
         if not readable:
+            span.set_attribute("memhub.search.hits", 0)
             return []
         flt = query.filter
         index_filter = IndexFilter(
@@ -165,10 +186,16 @@ class MemoryService:
         # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits.
         depth = min(max(query.top_k * 3, 30), 300)
         futures = {}
+        # Each task runs in its own copy of this context (one Context cannot be
+        # entered by two threads at once), so the current span travels along.
         if Channel.DENSE in query.channels:
-            futures[Channel.DENSE] = self._pool.submit(self._dense, query.text, index_filter, depth)
+            futures[Channel.DENSE] = self._pool.submit(
+                contextvars.copy_context().run, self._dense, query.text, index_filter, depth
+            )
         if Channel.KEYWORD in query.channels:
-            futures[Channel.KEYWORD] = self._pool.submit(self._index.search_keyword, query.text, index_filter, depth)
+            futures[Channel.KEYWORD] = self._pool.submit(
+                contextvars.copy_context().run, self._index.search_keyword, query.text, index_filter, depth
+            )
         fused = fusion.rrf({ch: f.result() for ch, f in futures.items()})
         with self._engine.connect() as conn:
             records = memories_db.hydrate(conn, [f.id for f in fused], flt, readable)
@@ -177,6 +204,7 @@ class MemoryService:
         ]
         hits = hits[: fusion.fit_budget([h.memory.content for h in hits], query.max_tokens)]
         self._recorder.record(h.memory.id for h in hits)
+        span.set_attribute("memhub.search.hits", len(hits))
         return hits
 
     def _readable_namespaces(self, caller: Caller, roots: Sequence[str]) -> list[str]:
@@ -261,6 +289,7 @@ class MemoryService:
             self._check_same_request(prior, "forget", request_id or "", request_hash)
             return list(prior.response["ids"]), True
         self._indexer.nudge()
+        trace.get_current_span().set_attribute("memhub.forgotten", len(forgotten))
         return forgotten, False
 
     def _forgettable_ids(self, conn, caller: Caller, ids: Sequence[str]) -> list[str]:  # noqa: ANN001

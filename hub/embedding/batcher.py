@@ -3,6 +3,11 @@
 A model embeds 64 texts in far less than 64 times the cost of one, so when
 many gRPC handlers each embed a query at the same moment, one worker thread
 gathers them into a single batch and hands each caller back its own rows.
+
+Tracing: the "embedding.embed" span is opened by the *caller* (in embed()),
+so it is a child of the caller's span (the RPC, an indexer batch) although
+the model runs on the worker thread; the worker reports back what the span
+records (the coalesced batch's size, when the model started).
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
+from opentelemetry import trace
+
+from hub import telemetry
 
 from .base import Embedder, EmbeddingError, check_texts, empty
 
@@ -21,7 +29,7 @@ from .base import Embedder, EmbeddingError, check_texts, empty
 class _Request:
     """One caller's texts, and where the worker leaves its answer."""
 
-    __slots__ = ("texts", "enqueued", "done", "result", "error")
+    __slots__ = ("texts", "enqueued", "done", "result", "error", "batch_texts", "batch_requests", "model_start_ns")
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
@@ -29,6 +37,14 @@ class _Request:
         self.done = threading.Event()
         self.result: np.ndarray | None = None
         self.error: BaseException | None = None
+        # Set by the worker, read by the caller for its span.
+        self.batch_texts = 0
+        self.batch_requests = 0
+        self.model_start_ns = 0
+
+
+_tracer = telemetry.tracer(__name__)
+SPAN_NAME = "embedding.embed"
 
 
 def _own_copy(error: BaseException) -> BaseException:
@@ -83,17 +99,37 @@ class BatchingEmbedder:
         items = check_texts(texts)
         if not items:
             return empty(self.dimension)
-        req = _Request(items)
-        with self._cond:
-            if self._closed:
-                raise EmbeddingError("the embedder has been closed (the hub is shutting down); retry against a running hub")
-            self._queue.append(req)
-            self._cond.notify()
-        req.done.wait()
-        if req.error is not None:
-            raise _own_copy(req.error) from req.error
-        assert req.result is not None
-        return req.result
+        # No exception messages on the span: a provider's error may quote the input text.
+        with _tracer.start_as_current_span(
+            SPAN_NAME,
+            attributes={
+                "gen_ai.operation.name": "embeddings",
+                "gen_ai.request.model": self.model_id,
+                "memhub.embedding.texts": len(items),
+                "memhub.embedding.chars": sum(len(t) for t in items),
+            },
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            req = _Request(items)
+            with self._cond:
+                if self._closed:
+                    _failed(span, "EmbedderClosed")
+                    raise EmbeddingError("the embedder has been closed (the hub is shutting down); retry against a running hub")
+                self._queue.append(req)
+                self._cond.notify()
+            req.done.wait()
+            if span.is_recording():
+                span.set_attributes(
+                    {"memhub.embedding.batch_texts": req.batch_texts, "memhub.embedding.batch_requests": req.batch_requests}
+                )
+                if req.model_start_ns:
+                    span.add_event("model.start", timestamp=req.model_start_ns)
+            if req.error is not None:
+                _failed(span, type(req.error).__name__)
+                raise _own_copy(req.error) from req.error
+            assert req.result is not None
+            return req.result
 
     def _take_batch(self) -> list[_Request] | None:
         """Block until a batch is ready; None once closed and drained."""
@@ -124,6 +160,9 @@ class BatchingEmbedder:
             if batch is None:
                 return
             texts = [t for r in batch for t in r.texts]
+            started = time.time_ns()
+            for r in batch:
+                r.batch_texts, r.batch_requests, r.model_start_ns = len(texts), len(batch), started
             try:
                 vectors = self.inner.embed(texts)
                 if vectors.shape != (len(texts), self.dimension):
@@ -154,3 +193,8 @@ class BatchingEmbedder:
         self._worker.join()
         if self._close_inner:
             self.inner.close()
+
+
+def _failed(span: trace.Span, error_type: str) -> None:
+    span.set_attribute("error.type", error_type)
+    span.set_status(trace.StatusCode.ERROR, error_type)

@@ -12,18 +12,24 @@ Thread safety: one ``MilvusClient`` (a gRPC channel, safe for concurrent
 calls) is shared by every thread. Measured with 8 search threads plus one
 upserting thread on milvus-lite, without errors; the only state of our own
 (the pending-write counter) sits behind a lock.
+
+Tracing: searches, upserts, deletes and flushes each make a CLIENT span
+("milvus.<operation>") with db.system=milvus, the collection and row/hit
+counts; never the query text, vectors or filter values.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+from opentelemetry import trace
 from pymilvus import MilvusClient
 
+from hub import telemetry
 from hub.index import embedded, schema
 from hub.index.errors import IndexBackendError, IndexModelMismatch, IndexUnavailable
 from hub.index.failures import redact, translated
@@ -50,6 +56,8 @@ _UPSERT_BATCH = 256
 # Ids per delete expression (~40 KB of filter text).
 _DELETE_BATCH = 1000
 
+_tracer = telemetry.tracer(__name__)
+
 
 class MilvusIndex:
     """Dense and BM25 search over memories, filtered inside Milvus on scalar fields."""
@@ -65,7 +73,7 @@ class MilvusIndex:
         db_name: str | None = None,
         analyzer: dict[str, Any] | None = None,
         dense_index_type: str | None = None,
-        consistency_level: str = "Bounded",
+        consistency_level: str = "Strong",
         lite_flush_rows: int = 256,
         timeout_s: float = 10.0,
     ) -> None:
@@ -85,9 +93,12 @@ class MilvusIndex:
                 on milvus-lite (exact; its filtered HNSW lost recall: 0.80
                 recall@10 when 18 of 10k rows pass the filter, while FLAT was
                 also faster under filters) and AUTOINDEX on a real server.
-            consistency_level: for new collections. Bounded is Milvus's
-                default: a write may take a moment to become searchable, which
-                the outbox lag already implies.
+            consistency_level: used by every search (and as the default of new
+                collections). Strong, because a write that waited for
+                `wait_indexed` promises read-your-writes, also when another
+                replica did the upsert; Milvus's default, Bounded, may hide a
+                fresh upsert for seconds on a real server (and, rarely, on
+                Milvus Lite too: a test saw a BM25 search miss a row just upserted).
             lite_flush_rows: on milvus-lite, flush after this many unflushed
                 writes. Unflushed rows are searched by brute force with
                 row-by-row Python filtering (at 10k rows: dense 390-610 ms and
@@ -197,29 +208,32 @@ class MilvusIndex:
         # Last write wins within a batch: Milvus may refuse duplicate keys in one upsert.
         by_id = {m.id: to_row(m, self._dimension) for m in rows}
         data = list(by_id.values())
-        for start in range(0, len(data), _UPSERT_BATCH):
-            with self._call("upsert"):
-                self._client.upsert(self._collection, data[start : start + _UPSERT_BATCH], timeout=self._timeout)
-        self._after_write(len(data))
+        with self._span("upsert", {"memhub.milvus.rows": len(data)}):
+            for start in range(0, len(data), _UPSERT_BATCH):
+                with self._call("upsert"):
+                    self._client.upsert(self._collection, data[start : start + _UPSERT_BATCH], timeout=self._timeout)
+            self._after_write(len(data))
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove memories by id; unknown ids are ignored."""
         unique = sorted(set(ids))
         if not unique:
             return
-        for start in range(0, len(unique), _DELETE_BATCH):
-            # Not delete(ids=...): pymilvus wraps string keys in quotes without
-            # escaping them, so an id containing ' could widen the delete.
-            expr = f"{schema.ID} in [" + ", ".join(quote(i) for i in unique[start : start + _DELETE_BATCH]) + "]"
-            with self._call("delete"):
-                self._client.delete(self._collection, filter=expr, timeout=self._timeout)
-        self._after_write(len(unique))
+        with self._span("delete", {"memhub.milvus.rows": len(unique)}):
+            for start in range(0, len(unique), _DELETE_BATCH):
+                # Not delete(ids=...): pymilvus wraps string keys in quotes without
+                # escaping them, so an id containing ' could widen the delete.
+                expr = f"{schema.ID} in [" + ", ".join(quote(i) for i in unique[start : start + _DELETE_BATCH]) + "]"
+                with self._call("delete"):
+                    self._client.delete(self._collection, filter=expr, timeout=self._timeout)
+            self._after_write(len(unique))
 
     def flush(self) -> None:
         """Seal pending writes into segments (on milvus-lite this is what makes them fast to search)."""
-        with self._flush_lock:
+        with self._span("flush", {}) as span, self._flush_lock:
             with self._lock:
                 flushed = self._pending
+            span.set_attribute("memhub.milvus.rows", flushed)
             with self._call("flush"):
                 self._client.flush(self._collection, timeout=self._timeout)
             with self._lock:
@@ -230,7 +244,10 @@ class MilvusIndex:
     def search_dense(self, vector: Sequence[float], flt: IndexFilter, limit: int) -> list[tuple[str, float]]:
         """Nearest memories by cosine similarity, best first: ``[(id, similarity)]``."""
         query = check_vector(vector, self._dimension, "query")
-        return self._search([query], schema.DENSE, flt, limit, "dense search")
+        with self._span("search_dense", _search_attributes(flt, limit)) as span:
+            hits = self._search([query], schema.DENSE, flt, limit, "dense search")
+            span.set_attribute("memhub.milvus.hits", len(hits))
+        return hits
 
     def search_keyword(self, text: str, flt: IndexFilter, limit: int) -> list[tuple[str, float]]:
         """BM25 matches for ``text``, best first: ``[(id, score)]`` with higher = better.
@@ -240,7 +257,10 @@ class MilvusIndex:
         """
         if not text or not text.strip():
             return []
-        return self._search([text], schema.SPARSE, flt, limit, "keyword search")
+        with self._span("search_keyword", _search_attributes(flt, limit)) as span:
+            hits = self._search([text], schema.SPARSE, flt, limit, "keyword search")
+            span.set_attribute("memhub.milvus.hits", len(hits))
+        return hits
 
     def count(self) -> int:
         """Rows currently in the collection."""
@@ -255,6 +275,28 @@ class MilvusIndex:
         return _recorded(self._properties())
 
     # -- internals ----------------------------------------------------------------
+
+    @contextmanager
+    def _span(self, operation: str, attributes: dict[str, Any]) -> Iterator[trace.Span]:
+        """A CLIENT span for one index operation; on failure it records the error's type, not its message."""
+        with _tracer.start_as_current_span(
+            f"milvus.{operation}",
+            kind=trace.SpanKind.CLIENT,
+            attributes={
+                "db.system": "milvus",
+                "db.operation": operation,
+                "db.collection.name": self._collection,
+                **attributes,
+            },
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                yield span
+            except BaseException as exc:
+                span.set_attribute("error.type", type(exc).__name__)
+                span.set_status(trace.StatusCode.ERROR, type(exc).__name__)
+                raise
 
     def _call(self, what: str) -> AbstractContextManager[None]:
         """Translate failures of the pymilvus call(s) in the with-block; refuse work once closed."""
@@ -276,6 +318,7 @@ class MilvusIndex:
                 # Ask for the key only: milvus-lite returns every field,
                 # vectors included, when output_fields is empty.
                 output_fields=[schema.ID],
+                consistency_level=self._consistency_level,
                 timeout=self._timeout,
             )
         hits = res[0] if res else []
@@ -388,6 +431,10 @@ class MilvusIndex:
                 recorded=recorded,
                 expected=expected,
             )
+
+
+def _search_attributes(flt: IndexFilter, limit: int) -> dict[str, Any]:
+    return {"memhub.milvus.limit": limit, "memhub.milvus.namespaces": len(flt.namespaces)}
 
 
 def _recorded(props: dict[str, str]) -> tuple[str, int] | None:

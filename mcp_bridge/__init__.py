@@ -1,0 +1,39 @@
+"""memhub's MCP bridge: one process per agent, giving any MCP client memory tools on the hub.
+
+It holds that agent's hub token, exposes four tools (write_memory,
+search_memories, forget_memory, get_preferences) over stdio or streamable
+HTTP, may narrow the agent's reach (namespaces, tools) but never widen it,
+and traces every tool call into the hub. See mcp_bridge/README.md.
+
+    from mcp_bridge import BridgeSettings, build_bridge
+    with build_bridge(BridgeSettings(hub_address="127.0.0.1:50051", token=token)) as bridge:
+        ...  # bridge.server is an mcp.server.MCPServer
+
+The public names load lazily: `memhub --help` imports mcp_bridge.cli and
+should not pay for the MCP SDK and gRPC stubs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Bridge": "mcp_bridge.server",
+    "build_bridge": "mcp_bridge.server",
+    "BridgeSettings": "mcp_bridge.config",
+    "SettingsError": "mcp_bridge.config",
+    "RetryPolicy": "mcp_bridge.hub_calls",
+    "HubTls": "mcp_bridge.hub_client",
+    "ConfigError": "mcp_bridge.narrowing",
+    "Narrowing": "mcp_bridge.narrowing",
+    "load_narrowing": "mcp_bridge.narrowing",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'mcp_bridge' has no attribute {name!r}")

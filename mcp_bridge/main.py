@@ -1,0 +1,31 @@
+"""`memhub-bridge`: one agent's MCP bridge to the hub (the same command as `memhub bridge`).
+
+    MEMHUB_TOKEN=$(cat planner.jwt) memhub-bridge --hub 127.0.0.1:50051             # stdio
+    memhub-bridge --hub 127.0.0.1:50051 --token-file planner.jwt --transport http   # streamable HTTP
+
+Also runnable as `python -m mcp_bridge.main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from mcp_bridge import cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memhub-bridge",
+        description="Run one agent's MCP bridge to the memhub hub (stdio by default, streamable HTTP with --transport http).",
+    )
+    cli.add_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli.run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""What each tool does, apart from how it is declared to MCP: narrowing checks, hub calls, result building.
+
+Nothing here widens what the agent may do. The narrowing is checked first
+(a refusal costs no hub call); then the hub checks the agent's token and
+policies as it does for every caller, and its refusals are passed on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import TypeVar
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from hub.client import memory_input
+from hub.errors import InvalidArgument
+from mcp_bridge.hub_calls import HubCaller
+from mcp_bridge.hub_client import BridgeHubClient
+from mcp_bridge.narrowing import Narrowing, OutsideNarrowing
+from mcp_bridge.results import (
+    ForgetOutput,
+    MemoryRecord,
+    PreferencesOutput,
+    SearchOutput,
+    WriteOutput,
+    memory_record,
+    search_hit,
+)
+
+T = TypeVar("T")
+
+# The kind a type implies when the caller names only the type: a "preference" written as episodic
+# would never be found by get_preferences, which asks for semantic preferences.
+KIND_OF_TYPE = {
+    "fact": "semantic",
+    "preference": "semantic",
+    "correction": "semantic",
+    "rule": "semantic",
+    "lesson": "procedural",
+    "event": "episodic",
+    "outcome": "episodic",
+    "note": "episodic",
+}
+
+
+class MemoryOperations:
+    """The four tools' behaviour for one agent's bridge."""
+
+    def __init__(self, hub: BridgeHubClient, call: HubCaller, narrowing: Narrowing, default_namespace: str | None) -> None:
+        self.hub = hub
+        self.call = call
+        self.narrowing = narrowing
+        self.default_namespace = default_namespace
+
+    # -- write ------------------------------------------------------------------
+
+    async def write(
+        self,
+        content: str,
+        *,
+        kind: str | None,
+        type: str,  # noqa: A002 - the tool's argument name
+        namespace: str | None,
+        tags: Sequence[str],
+        importance: int,
+        ttl_seconds: int | None,
+        subject_key: str | None,
+    ) -> WriteOutput:
+        target = namespace or self.default_namespace
+        if not target:
+            raise ToolError(
+                "namespace: is required because this bridge has no default namespace; "
+                "pass one, such as agents/<your agent id>/notes"
+            )
+        _checked(lambda: self.narrowing.check(target, "namespace"))
+        item = memory_input(
+            target,
+            content,
+            kind=kind or KIND_OF_TYPE[type],
+            type=type,
+            tags=tags,
+            importance=importance,
+            ttl=timedelta(seconds=ttl_seconds) if ttl_seconds else None,
+            subject_key=subject_key or "",
+        )
+        # One request id per tool call: if an attempt commits but its answer is lost, the retry replays it.
+        request_id = uuid.uuid4().hex
+        reply = await self.call(lambda: self.hub.write([item], request_id=request_id, wait_indexed=True))
+        result = reply.results[0]
+        return WriteOutput(
+            memory=memory_record(result.memory),
+            deduplicated=result.deduplicated,
+            supersedes=list(result.memory.links.supersedes),
+            searchable=reply.indexed,
+        )
+
+    # -- search -----------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        namespaces: Sequence[str],
+        kinds: Sequence[str],
+        top_k: int,
+        occurred_after: datetime | None,
+        occurred_before: datetime | None,
+    ) -> SearchOutput:
+        scope = _checked(lambda: self.narrowing.scope(namespaces, "namespaces"))
+        start, end = _utc(occurred_after), _utc(occurred_before)
+        if start is not None and end is not None and end <= start:
+            raise ToolError(f"occurred_before ({end.isoformat()}) must be later than occurred_after ({start.isoformat()})")
+        reply = await self.call(
+            lambda: self.hub.search(
+                query, scope, top_k=top_k, kinds=list(dict.fromkeys(kinds)), occurred_start=start, occurred_end=end
+            )
+        )
+        return SearchOutput(query=query, namespaces=scope, hits=[search_hit(h) for h in reply.hits])
+
+    # -- forget -----------------------------------------------------------------
+
+    async def forget(self, memory_id: str, *, reason: str) -> ForgetOutput:
+        if self.narrowing.narrows_namespaces:
+            # The id alone does not say where the memory lives; ask (as this agent) before acting on it.
+            memory = await self.call(lambda: self.hub.get(memory_id))
+            if not self.narrowing.allows(memory.namespace):
+                raise ToolError(
+                    f"memory {memory_id} is in {memory.namespace!r}, outside what this bridge may touch "
+                    f"({', '.join(self.narrowing.namespaces)}); it was not forgotten"
+                )
+        request_id = uuid.uuid4().hex
+        reply = await self.call(lambda: self.hub.forget(ids=[memory_id], reason=reason, request_id=request_id))
+        return ForgetOutput(id=memory_id, forgotten=memory_id in reply.forgotten_ids)
+
+    # -- preferences ------------------------------------------------------------
+
+    async def preferences(self, *, subject_key: str | None, query: str | None, top_k: int) -> PreferencesOutput:
+        scope = list(self.narrowing.namespaces)
+        found: list[MemoryRecord] = []
+        if subject_key:
+            reply = await self.call(lambda: self.hub.list_preferences(scope, subject_key=subject_key, limit=top_k))
+            found += [memory_record(m) for m in reply.memories]
+        if query:
+            hits = await self.call(lambda: self.hub.search(query, scope, top_k=top_k, kinds=["semantic"], types=["preference"]))
+            found += [memory_record(h.memory) for h in hits.hits]
+        if not subject_key and not query:
+            listed = await self.call(lambda: self.hub.list(scope, kinds=["semantic"], types=["preference"], page_size=top_k))
+            found += [memory_record(m) for m in listed.memories]
+        unique = list({m.id: m for m in found}.values())[:top_k]
+        return PreferencesOutput(subject_key=subject_key, query=query, preferences=unique)
+
+
+def _checked(check: Callable[[], T]) -> T:
+    """Run a narrowing check; its failures become tool errors in the hub's wording."""
+    try:
+        return check()
+    except InvalidArgument as exc:
+        raise ToolError(f"invalid argument: {exc}") from None
+    except OutsideNarrowing as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """Naive times are taken as UTC: a model rarely adds an offset, and the hub stores UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=timezone.utc)

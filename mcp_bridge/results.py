@@ -1,0 +1,154 @@
+"""What the tools return: typed models (the structured output and its schema) and the text a model reads.
+
+Every tool answers twice: `structured_content` for programs (validated
+against the tool's output schema) and one text block for the model. The
+text is plain, short and keeps non-ASCII content as it is (no \\u escapes):
+a Chinese memory reads as Chinese.
+"""
+
+from __future__ import annotations
+
+from datetime import timezone
+from typing import Literal
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from memhub.v1 import memory_pb2 as pb
+from pydantic import BaseModel, Field
+
+Kind = Literal["episodic", "semantic", "procedural"]
+MemoryType = Literal["event", "fact", "preference", "correction", "rule", "lesson", "outcome", "note"]
+Status = Literal["active", "superseded", "forgotten", "expired"]
+
+KINDS: tuple[str, ...] = Kind.__args__
+MEMORY_TYPES: tuple[str, ...] = MemoryType.__args__
+
+
+class MemoryRecord(BaseModel):
+    """One memory as the bridge reports it."""
+
+    id: str = Field(description="The memory's id; pass it to forget_memory.")
+    namespace: str
+    kind: Kind
+    type: MemoryType
+    content: str
+    tags: list[str]
+    importance: int = Field(ge=1, le=5)
+    subject_key: str | None = Field(description="What a semantic memory is about, e.g. user/reply-language.")
+    occurred_at: str | None = Field(description="When the remembered thing happened (ISO-8601, UTC).")
+    created_at: str | None = Field(description="When the hub stored it (ISO-8601, UTC).")
+    expires_at: str | None
+    written_by: str = Field(description="The agent that wrote it, from that agent's verified token.")
+    status: Status
+
+
+class SearchHit(MemoryRecord):
+    score: float = Field(description="Fused relevance; higher is better. Only comparable within one search.")
+
+
+class WriteOutput(BaseModel):
+    memory: MemoryRecord
+    deduplicated: bool = Field(description="True when the same content was already stored there; nothing new was written.")
+    supersedes: list[str] = Field(description="Ids of older memories with the same subject key that this one replaces.")
+    searchable: bool = Field(description="True when search_memories can already find it.")
+
+
+class SearchOutput(BaseModel):
+    query: str
+    namespaces: list[str] = Field(description="The namespaces searched; empty means every namespace the agent may read.")
+    hits: list[SearchHit]
+
+
+class ForgetOutput(BaseModel):
+    id: str
+    forgotten: bool = Field(description="False when the memory had already been forgotten.")
+
+
+class PreferencesOutput(BaseModel):
+    subject_key: str | None
+    query: str | None
+    preferences: list[MemoryRecord]
+
+
+def _enum_name(enum_type, value: int, prefix: str) -> str:  # noqa: ANN001 - a protobuf EnumTypeWrapper
+    return enum_type.Name(value).removeprefix(prefix + "_").lower()
+
+
+def _iso(ts: Timestamp, present: bool) -> str | None:
+    if not present:
+        return None
+    return ts.ToDatetime(tzinfo=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def memory_record(m: pb.Memory) -> MemoryRecord:
+    return MemoryRecord(
+        id=m.id,
+        namespace=m.namespace,
+        kind=_enum_name(pb.MemoryKind, m.kind, "MEMORY_KIND"),
+        type=_enum_name(pb.MemoryType, m.type, "MEMORY_TYPE"),
+        content=m.content,
+        tags=list(m.tags),
+        importance=m.importance or 3,
+        subject_key=m.subject_key or None,
+        occurred_at=_iso(m.occurred_at, m.HasField("occurred_at")),
+        created_at=_iso(m.created_at, m.HasField("created_at")),
+        expires_at=_iso(m.expires_at, m.HasField("expires_at")),
+        written_by=m.source.agent_id,
+        status=_enum_name(pb.MemoryStatus, m.status, "MEMORY_STATUS"),
+    )
+
+
+def search_hit(h: pb.SearchHit) -> SearchHit:
+    return SearchHit(**memory_record(h.memory).model_dump(), score=round(float(h.score), 6))
+
+
+# -- text for the model ----------------------------------------------------------
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _line(m: MemoryRecord, extra: str = "") -> str:
+    when = (m.occurred_at or m.created_at or "")[:10]
+    about = f", about {m.subject_key}" if m.subject_key else ""
+    tags = f", tags {' '.join(m.tags)}" if m.tags else ""
+    head = f"[{m.namespace} · {m.kind}/{m.type} · {when} · by {m.written_by}{about}{tags}{extra} · id {m.id}]"
+    return f"{head}\n   {m.content}"
+
+
+def write_text(out: WriteOutput) -> str:
+    m = out.memory
+    if out.deduplicated:
+        return f"Already remembered: the same content is stored in {m.namespace} as memory {m.id}. Nothing new was written."
+    text = f"Remembered in {m.namespace} as memory {m.id} ({m.kind}/{m.type}, importance {m.importance})."
+    if out.supersedes:
+        text += f" It replaces the older memory about {m.subject_key}: {', '.join(out.supersedes)}."
+    if not out.searchable:
+        text += " It may take a few seconds before search_memories finds it."
+    return text
+
+
+def search_text(out: SearchOutput) -> str:
+    where = ", ".join(out.namespaces) if out.namespaces else "every namespace this agent may read"
+    if not out.hits:
+        return f"No memories match {out.query!r} in {where}."
+    lines = [f"{_count(len(out.hits), 'memory', 'memories')} for {out.query!r} in {where}, best first:"]
+    lines += [f"{i}. {_line(h, f' · score {h.score:.4f}')}" for i, h in enumerate(out.hits, 1)]
+    return "\n".join(lines)
+
+
+def forget_text(out: ForgetOutput) -> str:
+    if out.forgotten:
+        return f"Forgot memory {out.id}. It will not be recalled again; a tombstone records who forgot it and why."
+    return f"Memory {out.id} had already been forgotten; nothing changed."
+
+
+def preferences_text(out: PreferencesOutput) -> str:
+    asked = " and ".join(filter(None, [out.subject_key and f"subject {out.subject_key}", out.query and repr(out.query)]))
+    if not out.preferences:
+        return f"No stored preferences{' for ' + asked if asked else ''}."
+    lines = [
+        f"{_count(len(out.preferences), 'preference', 'preferences')}{' for ' + asked if asked else ''}, most relevant first:"
+    ]
+    lines += [f"{i}. {_line(p)}" for i, p in enumerate(out.preferences, 1)]
+    return "\n".join(lines)

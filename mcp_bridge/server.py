@@ -1,0 +1,86 @@
+"""Assemble one agent's bridge: the hub client, the operations, the MCP server with its tools.
+
+Tracing needs nothing here. MCPServer's low-level server ships the SDK's
+OpenTelemetryMiddleware on by default: every request gets a SERVER span
+(`tools/call write_memory`, with mcp.method.name, gen_ai.tool.name,
+gen_ai.operation.name=execute_tool, jsonrpc.request.id, and error.type on
+protocol errors and on `is_error` results), parented on the W3C trace
+context found in the request's `_meta` when there is one. The tools run
+inside that span, the hub calls inherit it (hub_calls.py), and the hub
+client's interceptor carries it to the hub.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from types import TracebackType
+
+from mcp.server import MCPServer
+
+from mcp_bridge.config import BridgeSettings
+from mcp_bridge.hub_calls import HubCaller
+from mcp_bridge.hub_client import BridgeHubClient
+from mcp_bridge.operations import MemoryOperations
+from mcp_bridge.tools import register_tools
+
+log = logging.getLogger("mcp_bridge")
+
+INSTRUCTIONS = """\
+Long-term memory shared with other agents through memhub. Recall before you answer when earlier \
+context could matter (search_memories, get_preferences); remember what will matter later \
+(write_memory); forget what is wrong or unwanted (forget_memory). What this agent may read, write \
+and forget is decided by the hub's policies: a refusal names what was denied, so choose another \
+namespace or go on without it."""
+
+
+def _version() -> str:
+    try:
+        return version("memhub")
+    except PackageNotFoundError:
+        return "0"
+
+
+@dataclass
+class Bridge:
+    """A ready bridge: `server` is the MCPServer to run or to hand to an in-memory `mcp.Client`."""
+
+    settings: BridgeSettings
+    server: MCPServer
+    hub: BridgeHubClient
+    tools: list[str]
+
+    def close(self) -> None:
+        self.hub.close()
+
+    def __enter__(self) -> Bridge:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def build_bridge(settings: BridgeSettings) -> Bridge:
+    """Build (but do not start) the bridge for the agent whose token is in `settings`."""
+    hub = BridgeHubClient(settings.hub_address, token=settings.token, tls=settings.hub_tls)
+    ops = MemoryOperations(
+        hub,
+        HubCaller(settings.hub_address, settings.retry),
+        settings.narrowing,
+        settings.default_namespace,
+    )
+    server = MCPServer(name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS)
+    tools = register_tools(server, ops, settings.narrowing.tools)
+    log.info(
+        "bridge ready",
+        extra={
+            "agent": settings.agent_id,
+            "hub": settings.hub_address,
+            "hub_tls": settings.hub_tls is not None,
+            "tools": tools,
+            "namespaces": list(settings.narrowing.namespaces) or "all the agent may use",
+            "default_namespace": settings.default_namespace,
+        },
+    )
+    return Bridge(settings, server, hub, tools)

@@ -1,0 +1,233 @@
+"""The MCP tools: their names, argument schemas, annotations and descriptions.
+
+Descriptions say *when* to call a tool; a model already sees *what* it is
+from the name and schema. Argument bounds mirror the hub's own limits
+(hub/core/validation.py) so a model learns them from the schema instead of
+from a refusal; the hub checks them again regardless.
+
+Each tool returns a `CallToolResult` annotated with its output model, so the
+SDK publishes the model as the tool's output schema, validates the
+structured content against it, and the text block stays ours (readable, not
+a JSON dump).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
+
+from mcp_bridge.operations import MemoryOperations
+from mcp_bridge.results import (
+    ForgetOutput,
+    Kind,
+    MemoryType,
+    PreferencesOutput,
+    SearchOutput,
+    WriteOutput,
+    forget_text,
+    preferences_text,
+    search_text,
+    write_text,
+)
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    # An optional argument is published as its plain type, not `anyOf [T, null]` with `default: null`:
+    # simpler for models and for clients that render forms from the schema.
+    schema.pop("default", None)
+
+
+def _optional(description: str, **bounds: Any) -> Any:
+    return Field(description=description, json_schema_extra=_no_default, **bounds)
+
+
+NamespaceArg = Annotated[
+    str | SkipJsonSchema[None],
+    _optional(
+        "Where to store it, e.g. 'agents/planner/project-x' or 'teams/support/kb' (lower-case path). "
+        "Leave out to use this bridge's default namespace.",
+        max_length=255,
+    ),
+]
+SubjectKeyArg = Annotated[
+    str | SkipJsonSchema[None],
+    _optional(
+        "For semantic memories: what the fact is about, as a lower-case path such as 'user/reply-language'. "
+        "A new memory with the same subject key replaces the old one (which stays as history).",
+        max_length=128,
+    ),
+]
+TopK = Annotated[int, Field(ge=1, le=100, description="How many results at most.")]
+
+
+def _result(output: BaseModel, text: str) -> CallToolResult:
+    # mode="json" makes the structured content exactly what the output schema describes (ISO strings, lists).
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=output.model_dump(mode="json"))
+
+
+WRITE_DESCRIPTION = """\
+Call this when something is worth remembering beyond this conversation: the user states a preference \
+("answer in German"), corrects you, a decision or rule is agreed, a task finishes with an outcome worth \
+reusing, or the user explicitly asks you to remember something. Do not call it for small talk or for \
+things only needed in the current turn. Write one self-contained fact per call, in words that will make \
+sense later without this conversation. Storing the same content twice is harmless (it is stored once)."""
+
+SEARCH_DESCRIPTION = """\
+Call this before answering when earlier conversations, decisions, preferences, incidents or facts could \
+matter: the user refers to something from before ("as we agreed", "last time"), asks about a person, \
+ticket, error code or version, or you are about to make a choice a stored rule or correction may \
+constrain. Phrase the query as the question you want answered; names, ids and error codes are matched \
+exactly as well as by meaning. Searches every namespace this agent may read unless you name some."""
+
+FORGET_DESCRIPTION = """\
+Call this when a stored memory is wrong, obsolete, or the user asks you to forget it: take its id from \
+search_memories or get_preferences. It cannot be undone: the content is erased (a tombstone keeps who, \
+when and why). To change a fact rather than erase it, prefer write_memory with the same subject_key, \
+which keeps the old version as history."""
+
+PREFERENCES_DESCRIPTION = """\
+Call this at the start of a task, or before choosing a style, language, format, tool or approach, to \
+apply how the user (or team) wants things done. Give a subject_key when you know the exact subject \
+(e.g. 'user/reply-language'), a query to find preferences by meaning, both, or neither to get the most \
+recent preferences."""
+
+
+def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str, ...]) -> list[str]:
+    """Add the enabled tools to `server`; returns their names in registration order."""
+    tools: dict[str, tuple[Callable[..., Any], str, str, ToolAnnotations]] = {}
+
+    async def write_memory(
+        content: Annotated[
+            str, Field(min_length=1, max_length=16384, description="The memory itself, self-contained, in any language.")
+        ],
+        type: Annotated[  # noqa: A002 - the API's own field name
+            MemoryType,
+            Field(
+                description="What it is: fact, preference, correction, rule, lesson (how to do something), "
+                "event, outcome (of a task) or note."
+            ),
+        ] = "note",
+        kind: Annotated[
+            Kind | SkipJsonSchema[None],
+            _optional(
+                "semantic (true statements: facts, preferences, rules), episodic (things that happened) or "
+                "procedural (how to do something). Leave out to derive it from type."
+            ),
+        ] = None,
+        namespace: NamespaceArg = None,
+        tags: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=64)]],
+            Field(max_length=32, description="Short labels to filter by later, e.g. 'billing', 'ticket:4312'."),
+        ] = [],  # noqa: B006 - pydantic copies defaults; a tuple would publish a different schema
+        importance: Annotated[int, Field(ge=1, le=5, description="1 (trivia) to 5 (critical).")] = 3,
+        ttl_seconds: Annotated[
+            int | SkipJsonSchema[None],
+            _optional("Forget it automatically after this many seconds (e.g. 604800 for a week).", ge=60, le=315_360_000),
+        ] = None,
+        subject_key: SubjectKeyArg = None,
+    ) -> Annotated[CallToolResult, WriteOutput]:
+        out = await ops.write(
+            content,
+            kind=kind,
+            type=type,
+            namespace=namespace,
+            tags=tags,
+            importance=importance,
+            ttl_seconds=ttl_seconds,
+            subject_key=subject_key,
+        )
+        return _result(out, write_text(out))
+
+    tools["write_memory"] = (
+        write_memory,
+        "Remember something",
+        WRITE_DESCRIPTION,
+        # Additive, never destructive: a same-subject write supersedes but keeps the old memory.
+        # Idempotent: identical content in a namespace is stored once, so a repeat changes nothing.
+        ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    )
+
+    async def search_memories(
+        query: Annotated[str, Field(min_length=1, max_length=4096, description="What you want to know, in natural language.")],
+        namespaces: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=255)]],
+            Field(max_length=32, description="Limit the search to these namespaces (each with its descendants)."),
+        ] = [],  # noqa: B006
+        kinds: Annotated[list[Kind], Field(max_length=3, description="Only these kinds of memory.")] = [],  # noqa: B006
+        top_k: TopK = 10,
+        occurred_after: Annotated[
+            datetime | SkipJsonSchema[None],
+            _optional("Only memories of things that happened at or after this time (ISO-8601, UTC if no offset)."),
+        ] = None,
+        occurred_before: Annotated[
+            datetime | SkipJsonSchema[None],
+            _optional("Only memories of things that happened before this time (ISO-8601, UTC if no offset)."),
+        ] = None,
+    ) -> Annotated[CallToolResult, SearchOutput]:
+        out = await ops.search(
+            query,
+            namespaces=namespaces,
+            kinds=kinds,
+            top_k=top_k,
+            occurred_after=occurred_after,
+            occurred_before=occurred_before,
+        )
+        return _result(out, search_text(out))
+
+    tools["search_memories"] = (
+        search_memories,
+        "Recall memories",
+        SEARCH_DESCRIPTION,
+        ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    )
+
+    async def forget_memory(
+        id: Annotated[  # noqa: A002 - the API's own field name
+            str, Field(min_length=36, max_length=36, description="The memory's id, as returned by the other tools.")
+        ],
+        reason: Annotated[
+            str, Field(min_length=1, max_length=1024, description="Why it should be forgotten; kept in the tombstone.")
+        ],
+    ) -> Annotated[CallToolResult, ForgetOutput]:
+        out = await ops.forget(id, reason=reason)
+        return _result(out, forget_text(out))
+
+    tools["forget_memory"] = (
+        forget_memory,
+        "Forget a memory",
+        FORGET_DESCRIPTION,
+        # Forgetting twice changes nothing the second time, hence idempotent.
+        ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+    )
+
+    async def get_preferences(
+        subject_key: Annotated[
+            str | SkipJsonSchema[None],
+            _optional("The exact subject, e.g. 'user/reply-language'.", max_length=128),
+        ] = None,
+        query: Annotated[
+            str | SkipJsonSchema[None],
+            _optional("Find preferences by meaning, e.g. 'how should code reviews be written?'.", max_length=4096),
+        ] = None,
+        top_k: TopK = 10,
+    ) -> Annotated[CallToolResult, PreferencesOutput]:
+        out = await ops.preferences(subject_key=subject_key, query=query, top_k=top_k)
+        return _result(out, preferences_text(out))
+
+    tools["get_preferences"] = (
+        get_preferences,
+        "Recall preferences",
+        PREFERENCES_DESCRIPTION,
+        ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    )
+
+    for name in enabled:
+        fn, title, description, annotations = tools[name]
+        server.add_tool(fn, name=name, title=title, description=description, annotations=annotations)
+    return list(enabled)
