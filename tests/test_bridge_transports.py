@@ -129,6 +129,19 @@ async def test_stdio_with_the_sdk_client_and_the_token_in_the_environment(fleet:
                 "search_memories", {"query": "can I deploy on Friday afternoon?", "namespaces": ["agents/alice"]}
             )
             assert content in [h["content"] for h in found.structured_content["hits"]]
+            hit = next(h for h in found.structured_content["hits"] if h["content"] == content)
+            forgot = await client.call_tool("forget_memory", {"id": hit["id"], "reason": "rota changed"})
+            assert not forgot.is_error, text(forgot)
+            again = await client.call_tool(
+                "search_memories", {"query": "can I deploy on Friday afternoon?", "namespaces": ["agents/alice"]}
+            )
+            assert content not in [h["content"] for h in again.structured_content["hits"]]
+            denied = await client.call_tool(
+                "write_memory", {"content": f"alice writes into bob's space {content}", "namespace": "agents/bob"}
+            )
+            assert denied.is_error and "permission denied: agent 'alice' may not write in namespace 'agents/bob'" in text(denied)
+    with fleet.client("bob") as bob:
+        assert all("alice writes into bob's space" not in m.content for m in bob.list(["agents/bob"], page_size=500).memories)
     assert '"bridge ready"' in (tmp_path / "stderr.log").read_text()
 
 
