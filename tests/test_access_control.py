@@ -105,7 +105,7 @@ def test_every_bad_token_is_refused(fleet: Fleet) -> None:
 def test_a_revoked_token_is_refused_within_seconds(fleet: Fleet) -> None:
     issued = issue_token(fleet.secret, agent_id="bob", groups=["support"], ttl=timedelta(hours=1))
     with fleet.raw(issued.token) as bob, fleet.client("root") as root:
-        assert bob.search("anything", ["agents/bob"]).hits == []
+        bob.search("anything", ["agents/bob"])  # the token works before it is revoked
         reply = root.call_admin("RevokeToken", admin_pb2.RevokeTokenRequest(token_id=issued.jti, reason="laptop stolen"))
         assert reply.revoked
         deadline = time.monotonic() + 15
@@ -147,7 +147,7 @@ def test_forgetting_another_agents_memory(fleet: Fleet) -> None:
         # By filter, unreadable namespaces are out of scope exactly as if empty: nothing happens, nothing leaks.
         assert list(bob.forget(filter=pb.ForgetFilter(namespace="agents/alice"), reason="bulk").forgotten_ids) == []
         code, details = _code(lambda: carol.forget(filter=pb.ForgetFilter(namespace="agents/alice"), reason="bulk"))
-        assert code == grpc.StatusCode.PERMISSION_DENIED and "agents/alice/forget" in details
+        assert code == grpc.StatusCode.PERMISSION_DENIED and "may not forget in namespace 'agents/alice" in details
         assert alice.get(mine.id).status == pb.MEMORY_STATUS_ACTIVE
 
 
@@ -157,7 +157,8 @@ def test_foreign_memories_are_invisible_through_every_read_path(fleet: Fleet) ->
         # search: all readable namespaces, or the foreign one named explicitly
         assert all(h.memory.namespace.startswith("agents/eve") for h in eve.search("launch codes", []).hits)
         assert eve.search("launch codes", ["agents/alice"]).hits == []
-        assert eve.search("launch codes", ["agents"]).hits == []
+        # Under "agents", eve sees only her own subtree (other tests may have written there).
+        assert all(h.memory.namespace.startswith("agents/eve") for h in eve.search("launch codes", ["agents"]).hits)
         # list
         assert eve.list(["agents/alice"]).memories == []
         # get by a guessed id looks exactly like a missing id

@@ -17,7 +17,9 @@ from hub.core.access import Action
 from hub.errors import FailedPrecondition
 from hub.policy import Decision, PolicyEngine, PolicyError, PolicyStore, Principal
 from hub.policy import cli as policy_cli
-from hub.policy.engine import REQUIRED_ACTIONS, entities_json, read_sources
+from hub.policy.entities import entities_json
+from hub.policy.model import REQUIRED_ACTIONS
+from hub.policy.sources import read_sources
 
 REPO = Path(__file__).resolve().parent.parent
 POLICIES = REPO / "policies"

@@ -7,7 +7,8 @@
 - `memhub policy validate|test` (hub/policy/cli.py) check policies in CI.
 """
 
-from hub.policy.engine import Decision, PolicyEngine, PolicyError, PolicyInfo, Principal
+from hub.policy.engine import PolicyEngine
+from hub.policy.model import Decision, PolicyError, PolicyInfo, Principal
 from hub.policy.store import PolicyStore, ReloadResult
 
 __all__ = [

@@ -13,7 +13,7 @@
 beside the hub package (the hub's own default, so the check covers what the
 hub loads); --files (comma
 separated, repeatable) defaults to $MEMHUB_POLICY_FILES, else every *.cedar
-file directly in the directory (see hub/policy/engine.py for the rule).
+file directly in the directory (see hub/policy/sources.py for the rule).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hub.policy.engine import PolicyEngine, PolicyError
+from hub.policy.engine import PolicyEngine
+from hub.policy.model import PolicyError
 from hub.policy.table import TableError, describe, load_table, run_table
 
 DIR_ENV = "MEMHUB_POLICY_DIR"

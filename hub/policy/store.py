@@ -26,7 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hub.policy.engine import DEFAULT_CACHE_SIZE, PolicyEngine, PolicyError, read_sources
+from hub.policy.engine import PolicyEngine
+from hub.policy.model import DEFAULT_CACHE_SIZE, PolicyError
+from hub.policy.sources import read_sources
 
 log = logging.getLogger(__name__)
 

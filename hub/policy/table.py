@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hub.errors import HubError
-from hub.policy.engine import HUB_TYPE, NAMESPACE_TYPE, Decision, PolicyEngine, Principal
+from hub.policy.engine import PolicyEngine
+from hub.policy.model import HUB_TYPE, NAMESPACE_TYPE, Decision, Principal
 
 COLUMNS = ("agent", "groups", "action", "namespace", "expected", "note")
 EXPECTED = {"allow": True, "deny": False}
