@@ -92,11 +92,6 @@ def resolve_auth(config: HubConfig) -> HubConfig:
     return dataclasses.replace(config, auth=auth)
 
 
-def open_verifier(config: HubConfig, revocations: RevocationList) -> TokenVerifier:
-    # KeyRing.from_config creates the local secret (mode 0600) on first start.
-    return TokenVerifier(config.auth, KeyRing.from_config(config.auth), revocations.is_revoked)
-
-
 @dataclass
 class Hub:
     """The parts of a running hub, closed in reverse order by close()."""
@@ -119,10 +114,12 @@ class Hub:
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
         """Open every store and check every setting; `authorizer` replaces the policies (benchmarks only)."""
         config = resolve_auth(config)
-        policies = open_policies(config)  # cheap checks first: a policy typo should not wait for the stores
+        # Cheap checks first: a policy typo or a missing key file should not wait for the stores.
+        policies = open_policies(config)
+        keyring = KeyRing.from_config(config.auth)  # creates the local secret (0600) on first start
         engine, url = open_database(config)
         revocations = RevocationList(engine)
-        verifier = open_verifier(config, revocations)
+        verifier = TokenVerifier(config.auth, keyring, revocations.is_revoked)
         embedder = open_embedder(config)
         index = open_index(config, embedder)
         indexer = Indexer(

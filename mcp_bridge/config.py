@@ -145,9 +145,11 @@ def _warn_if_readable_by_others(path: Path, what: str) -> None:
         mode = path.stat().st_mode
     except OSError:
         return
-    if mode & (stat.S_IRGRP | stat.S_IROTH):
+    # Group-readable is how Kubernetes mounts a Secret for a pod's fsGroup (0440):
+    # warn only when any user may read it.
+    if mode & stat.S_IROTH:
         log.warning(
-            f"the {what} file is readable by other users; `chmod 600 {path}`",
+            f"the {what} file is readable by every user; `chmod 600 {path}`",
             extra={"path": str(path), "mode": oct(mode & 0o777)},
         )
 
