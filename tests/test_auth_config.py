@@ -395,3 +395,17 @@ def test_jwks_weak_rsa_key_is_refused(tmp_path: Path) -> None:
 def test_jwks_duplicate_kids_are_refused(tmp_path: Path, rsa_key: rsa.RSAPrivateKey) -> None:
     with pytest.raises(StartupError, match="key id 'k' is used by both"):
         jwks_ring(tmp_path, {"keys": [rsa_jwk(rsa_key, kid="k"), rsa_jwk(rsa_key, kid="k")]})
+
+
+def test_require_key_refuses_to_fall_back_to_a_local_secret(tmp_path: Path) -> None:
+    with pytest.raises(StartupError, match="MEMHUB_REQUIRE_KEY=1 but no token key is configured"):
+        AuthConfig.from_env({"MEMHUB_REQUIRE_KEY": "1"}, tmp_path)
+    assert not (tmp_path / "jwt-secret").exists()
+    with pytest.raises(StartupError, match="MEMHUB_REQUIRE_KEY='maybe' must be 1 or 0"):
+        AuthConfig.from_env({"MEMHUB_REQUIRE_KEY": "maybe"}, tmp_path)
+    secret = tmp_path / "key"
+    secret.write_text("k" * 40)
+    secret.chmod(0o600)
+    config = AuthConfig.from_env({"MEMHUB_REQUIRE_KEY": "1", "MEMHUB_JWT_SECRET_FILE": str(secret)}, tmp_path)
+    assert config.hs256_secret_file == secret and not config.local_secret
+    assert AuthConfig.from_env({}, tmp_path).local_secret  # without the switch: the local secret, as before

@@ -135,7 +135,8 @@ class AuthConfig:
 
         With no key source set (no MEMHUB_JWT_SECRET_FILE, MEMHUB_JWT_PUBLIC_KEYS
         or MEMHUB_JWKS_FILE) the local secret data_dir/jwt-secret is used, and
-        `local_secret` is set so start-up creates it (hub.auth.ensure_local_secret).
+        `local_secret` is set so start-up creates it (hub.auth.ensure_local_secret),
+        unless MEMHUB_REQUIRE_KEY=1, which makes a missing key a start-up error.
 
         When MEMHUB_AUTH_ALGORITHMS is unset the allowlist follows the sources:
         HS256 for a secret file, plus RS256, ES256 and EdDSA when public keys or
@@ -147,7 +148,17 @@ class AuthConfig:
         public_keys = _public_keys(env.get("MEMHUB_JWT_PUBLIC_KEYS", ""))
         jwks = _path(env, "MEMHUB_JWKS_FILE")
         local = False
+        require_key = env.get("MEMHUB_REQUIRE_KEY", "0").strip().lower()
+        if require_key not in ("1", "true", "yes", "0", "false", "no", ""):
+            raise StartupError(f"MEMHUB_REQUIRE_KEY={require_key!r} must be 1 or 0")
         if secret is None and not public_keys and jwks is None:
+            if require_key in ("1", "true", "yes"):
+                # Servers (containers, Kubernetes) set this: a replica that made up its own
+                # key would refuse every token the others accept.
+                raise StartupError(
+                    "MEMHUB_REQUIRE_KEY=1 but no token key is configured: set MEMHUB_JWT_SECRET_FILE, "
+                    "MEMHUB_JWT_PUBLIC_KEYS or MEMHUB_JWKS_FILE"
+                )
             if data_dir is None:
                 raise StartupError(
                     "no token key configured: set MEMHUB_JWT_SECRET_FILE, MEMHUB_JWT_PUBLIC_KEYS or MEMHUB_JWKS_FILE, "
