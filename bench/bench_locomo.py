@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hubproc import RunningHub, running_hub  # noqa: E402
+from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
 from locomo import CATEGORIES, DEFAULT_PATH, load  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
@@ -47,13 +47,6 @@ def load_conversations(client: MemhubClient, conversations: list) -> dict[str, d
                 bar.update(len(batch))
             mapping[ns] = ids
     return mapping
-
-
-def wait_indexed(client: MemhubClient, namespaces: list[str]) -> None:
-    # A final write with wait_indexed returns once the outbox (FIFO) has caught up with it.
-    reply = client.write([memory_input("locomo/zz-barrier", f"barrier {time.time()}")], wait_indexed=True)
-    while not reply.indexed:
-        reply = client.write([memory_input("locomo/zz-barrier", f"barrier {time.time()}")], wait_indexed=True)
 
 
 def evaluate(client: MemhubClient, conversations: list, mapping: dict[str, dict[str, list[str]]]) -> dict:
@@ -117,7 +110,7 @@ def main() -> None:
 def run(hub: RunningHub, conversations: list) -> None:
     with MemhubClient(hub.address, token=hub.token, timeout_s=120) as client:
         mapping = load_conversations(client, conversations)
-        wait_indexed(client, list(mapping))
+        wait_until_indexed(client)
         report(evaluate(client, conversations, mapping), conversations)
 
 

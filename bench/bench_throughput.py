@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hubproc import RunningHub, running_hub  # noqa: E402
+from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
 from locomo import DEFAULT_PATH, load  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
@@ -49,12 +49,6 @@ def corpus(n: int, path: Path) -> tuple[list[tuple[str, str]], list[str]]:
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))] * 1000
-
-
-def wait_until_indexed(client: MemhubClient) -> None:
-    """The outbox is FIFO: once a write made now is searchable, everything before it is too."""
-    while not client.write([memory_input("bench/barrier", f"barrier {time.time()}")], wait_indexed=True).indexed:
-        pass
 
 
 def batched_writes(hub: RunningHub, items: list[tuple[str, str]]) -> tuple[float, float]:

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from hub.auth import issue_token, load_secret
 from hub.auth.config import LOCAL_SECRET_NAME
+from hub.client import MemhubClient, memory_input
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_POLICY = '@id("bench-everything")\npermit(principal in Group::"bench", action, resource);\n'
@@ -39,6 +41,15 @@ def bench_policy_dir(root: Path, policy: str = BENCH_POLICY) -> Path:
     shutil.copy(REPO / "policies" / "schema.cedarschema", folder / "schema.cedarschema")
     (folder / "bench.cedar").write_text(policy)
     return folder
+
+
+def wait_until_indexed(client: MemhubClient) -> None:
+    """Block until everything written so far is searchable.
+
+    The outbox is applied in order, so once a write made now is indexed, every earlier one is too.
+    """
+    while not client.write([memory_input("bench/barrier", f"barrier {time.time()}")], wait_indexed=True).indexed:
+        pass
 
 
 @contextlib.contextmanager

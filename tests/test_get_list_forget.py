@@ -146,3 +146,17 @@ def test_expired_memories_stop_being_served(stack: Stack, ns: str) -> None:
     assert stack.client.get(m.id).status == pb.MEMORY_STATUS_EXPIRED
     assert stack.hub.indexer.sweep_expired() >= 1
     assert stack.client.get(m.id).status == pb.MEMORY_STATUS_EXPIRED
+
+
+def test_search_looks_past_stale_top_hits_while_the_index_lags(stack: Stack, ns: str) -> None:
+    _write(stack, ns, *[f"Swordfish rotation note number {i}" for i in range(4)])
+    ranked = [h.memory.id for h in stack.client.search("swordfish rotation note", [ns], top_k=4).hits]
+    assert len(ranked) == 4
+    stack.hub.indexer.stop()  # the index keeps the forgotten vectors, ranked first
+    try:
+        stack.client.forget(ids=ranked[:3], reason="rotated")
+        # Every candidate the first hydration round sees is stale; the live one ranks last.
+        assert [h.memory.id for h in stack.client.search("swordfish rotation note", [ns], top_k=1).hits] == [ranked[3]]
+    finally:
+        stack.hub.indexer.start()
+    assert stack.hub.indexer.wait_indexed(ranked[:3], 10)

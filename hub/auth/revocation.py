@@ -91,7 +91,6 @@ class RevocationList:
         self._wake = threading.Event()
         self._listening = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._last_refresh: float | None = None  # time.monotonic() of the last successful refresh
 
     # -- the request path --------------------------------------------------------
 
@@ -125,10 +124,6 @@ class RevocationList:
     def listening(self) -> bool:
         """True while the LISTEN connection is up (notifications arrive without waiting for a poll)."""
         return self._listening.is_set()
-
-    def seconds_since_refresh(self) -> float | None:
-        """Age of the in-memory list, for health checks; None before the first successful refresh."""
-        return None if self._last_refresh is None else time.monotonic() - self._last_refresh
 
     def _run(self) -> None:
         failing = False
@@ -191,7 +186,6 @@ class RevocationList:
             for jti in [j for j, exp in self._local.items() if j in stored or exp <= cutoff]:
                 del self._local[jti]
             self._revoked = frozenset(stored.union(self._local))
-            self._last_refresh = time.monotonic()
             return len(self._revoked)
 
     def revoke(

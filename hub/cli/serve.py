@@ -8,7 +8,7 @@ and the standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT turns OTLP on).
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import os
 import signal
 import threading
 from pathlib import Path
@@ -16,7 +16,6 @@ from pathlib import Path
 from hub import logs, telemetry
 from hub.api.server import build_server
 from hub.app import Hub
-from hub.auth.config import LOCAL_SECRET_NAME
 from hub.config import HubConfig
 
 
@@ -33,25 +32,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> HubConfig:
-    """Environment first, then explicit flags on top."""
-    config = HubConfig.from_env()
-    store = config.store
-    if args.data_dir is not None:
-        store = dataclasses.replace(store, data_dir=args.data_dir.expanduser().resolve())
-    if args.database_url:
-        store = dataclasses.replace(store, database_url=args.database_url)
-    if args.milvus_uri:
-        store = dataclasses.replace(store, milvus_uri=args.milvus_uri)
-    server = config.server
-    if args.host:
-        server = dataclasses.replace(server, host=args.host)
-    if args.port is not None:
-        server = dataclasses.replace(server, port=args.port)
-    indexer = dataclasses.replace(config.indexer, enabled=config.indexer.enabled and not args.no_indexer)
-    auth = config.auth
-    if auth.local_secret:  # the local secret lives in the data directory, wherever --data-dir moved it
-        auth = dataclasses.replace(auth, hs256_secret_file=store.data_dir / LOCAL_SECRET_NAME)
-    return dataclasses.replace(config, store=store, server=server, indexer=indexer, auth=auth)
+    """Flags override the matching MEMHUB_* variables; everything is then read once by HubConfig.from_env.
+
+    Overriding at the environment level keeps derived settings consistent:
+    e.g. the local token secret follows --data-dir because it is derived from
+    the data directory while parsing, not patched afterwards.
+    """
+    flags = {
+        "MEMHUB_DATA_DIR": str(args.data_dir.expanduser().resolve()) if args.data_dir is not None else None,
+        "MEMHUB_DATABASE_URL": args.database_url,
+        "MEMHUB_MILVUS_URI": args.milvus_uri,
+        "MEMHUB_HOST": args.host,
+        "MEMHUB_PORT": str(args.port) if args.port is not None else None,
+        "MEMHUB_INDEXER": "0" if args.no_indexer else None,
+    }
+    return HubConfig.from_env({**os.environ, **{k: v for k, v in flags.items() if v}})
 
 
 def run(args: argparse.Namespace) -> int:

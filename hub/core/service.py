@@ -197,8 +197,14 @@ class MemoryService:
                 contextvars.copy_context().run, self._index.search_keyword, query.text, index_filter, depth
             )
         fused = fusion.rrf({ch: f.result() for ch, f in futures.items()})
+        # Hydrate in rank order, only as deep as top_k needs: most candidates are never
+        # returned, and turning rows into records is the hub's own biggest cost here.
+        ids = [f.id for f in fused]
+        head = 2 * query.top_k
         with self._engine.connect() as conn:
-            records = memories_db.hydrate(conn, [f.id for f in fused], flt, readable)
+            records = memories_db.hydrate(conn, ids[:head], flt, readable)
+            if len(records) < query.top_k and len(ids) > head:  # stale or filtered hits: look deeper
+                records.update(memories_db.hydrate(conn, ids[head:], flt, readable))
         hits = [SearchHit(records[f.id], f.score, f.channels if query.explain else ()) for f in fused if f.id in records][
             : query.top_k
         ]
