@@ -112,7 +112,7 @@ def main() -> None:
             for side in ("on", "off") if i % 2 == 0 else ("off", "on"):
                 service = hub.service if side == "on" else open_service
                 t0 = time.perf_counter()
-                results[side] = [h.memory.id for h in service.search(caller, query)]
+                results[side] = [h.memory.id for h in service.search(caller, query).hits]
                 (on if side == "on" else off).append(time.perf_counter() - t0)
             assert results["on"] == results["off"], "policies changed the results of a fully readable search"
         open_service.close()

@@ -20,6 +20,8 @@ from hub.auth.config import LOCAL_SECRET_NAME
 from hub.config import HubConfig
 from hub.core.access import Authorizer
 from hub.core.admin import AdminService
+from hub.core.health_monitor import HealthMonitor
+from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
 from hub.core.policy_authorizer import PolicyAuthorizer
 from hub.core.recall_stats import RecallRecorder
@@ -51,13 +53,14 @@ def open_embedder(config: HubConfig) -> Embedder:
         raise StartupError(f"cannot load the embedding model: {exc}") from None
 
 
-def open_index(config: HubConfig, embedder: Embedder, *, check_model: bool = True) -> MilvusIndex:
-    """Open the Milvus collection; with check_model, refuse one built with another embedding model."""
+def open_index(config: HubConfig, embedder: Embedder) -> MilvusIndex:
+    """Connect to Milvus (starting the embedded Milvus Lite when no URI is configured); nothing is checked yet."""
     uri = config.store.resolved_milvus_uri()
     if "://" not in uri:
         config.store.data_dir.mkdir(parents=True, exist_ok=True)
+        _note_obsolete_lite_dir(config)
     try:
-        index = MilvusIndex(
+        return MilvusIndex(
             uri,
             token=os.environ.get(config.store.milvus_token_env) or None,
             collection=config.store.milvus_collection,
@@ -66,13 +69,34 @@ def open_index(config: HubConfig, embedder: Embedder, *, check_model: bool = Tru
         )
     except IndexUnavailable as exc:
         raise StartupError(str(exc)) from None
-    if check_model:
-        try:
-            index.ensure_collection()
-        except (IndexModelMismatch, IndexUnavailable) as exc:
-            index.close()  # releases the Milvus Lite directory, so `memhub reindex` can open it
-            raise StartupError(str(exc)) from None
-    return index
+
+
+def prepare_index(index: MilvusIndex, indexer: Indexer) -> None:
+    """Check the collection was built for this model (refusing to start otherwise); create it if missing.
+
+    A newly created collection is filled from Postgres in the background:
+    every servable memory is queued for the indexer, so a lost or new index
+    (a fresh Milvus, an upgrade that changed the layout) heals by itself.
+    """
+    try:
+        if index.ensure_collection(expected_rows=indexer.servable_count()):
+            queued = indexer.backfill()
+            if queued:
+                log.warning("created a new Milvus collection; indexing %d memories from Postgres in the background", queued)
+    except (IndexModelMismatch, IndexUnavailable) as exc:
+        index.close()  # stops the embedded Milvus Lite, so `memhub reindex` can open its file
+        raise StartupError(str(exc)) from None
+
+
+def _note_obsolete_lite_dir(config: HubConfig) -> None:
+    old = config.store.data_dir / "milvus.db"
+    if config.store.milvus_uri is None and old.is_dir():
+        log.warning(
+            "%s holds an index made by Milvus Lite 3.x, which memhub no longer uses; the new index is %s "
+            "and is rebuilt from Postgres. Delete the old directory to free its space.",
+            old,
+            config.store.resolved_milvus_uri(),
+        )
 
 
 def open_policies(config: HubConfig) -> PolicyStore:
@@ -101,7 +125,9 @@ class Hub:
     database_url: str
     embedder: Embedder
     index: MilvusIndex
+    index_health: IndexHealth
     indexer: Indexer
+    monitor: HealthMonitor
     recorder: RecallRecorder
     revocations: RevocationList
     verifier: TokenVerifier
@@ -122,6 +148,7 @@ class Hub:
         verifier = TokenVerifier(config.auth, keyring, revocations.is_revoked)
         embedder = open_embedder(config)
         index = open_index(config, embedder)
+        index_health = IndexHealth()
         indexer = Indexer(
             engine,
             index,
@@ -129,7 +156,10 @@ class Hub:
             batch_size=config.indexer.batch_size,
             poll_interval_s=config.indexer.poll_interval_s,
             listen_url=_psycopg_url(url),
+            index_health=index_health,
         )
+        prepare_index(index, indexer)
+        monitor = HealthMonitor(engine, index, index_health, indexer)
         recorder = RecallRecorder(engine)
         audit = AuditWriter(engine, retention_days=config.audit.retention_days)
         authorizer = authorizer or PolicyAuthorizer(policies, audit)
@@ -140,11 +170,26 @@ class Hub:
             indexer,
             authorizer,
             recorder,
+            index_health,
             wait_indexed_timeout_s=config.indexer.wait_indexed_timeout_s,
         )
         admin = AdminService(engine, authorizer, policies, revocations)
         return cls(
-            config, engine, url, embedder, index, indexer, recorder, revocations, verifier, policies, audit, service, admin
+            config,
+            engine,
+            url,
+            embedder,
+            index,
+            index_health,
+            indexer,
+            monitor,
+            recorder,
+            revocations,
+            verifier,
+            policies,
+            audit,
+            service,
+            admin,
         )
 
     def start_background(self) -> None:
@@ -154,8 +199,10 @@ class Hub:
         if self.config.indexer.enabled:
             self.indexer.start()
         self.recorder.start()
+        self.monitor.start()
 
     def close(self) -> None:
+        self.monitor.stop()
         self.indexer.stop()
         self.recorder.stop()
         self.audit.stop()

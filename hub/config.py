@@ -31,7 +31,8 @@ class StoreConfig:
     """PostgreSQL 15+ URL (MEMHUB_DATABASE_URL); unset means the embedded server in data_dir/postgres."""
 
     milvus_uri: str | None = None
-    """Milvus URI such as http://milvus:19530 (MEMHUB_MILVUS_URI); unset means Milvus Lite in data_dir/milvus.db."""
+    """Milvus URI such as http://milvus:19530 (MEMHUB_MILVUS_URI), or a Milvus Lite data file ``<dir>/<name>.db``;
+    unset means Milvus Lite in data_dir/milvus-index.db."""
 
     milvus_token_env: str = "MEMHUB_MILVUS_TOKEN"
     """Name of the environment variable holding the Milvus token, if the server needs one."""
@@ -40,7 +41,8 @@ class StoreConfig:
     """Collection name (MEMHUB_MILVUS_COLLECTION)."""
 
     def resolved_milvus_uri(self) -> str:
-        return self.milvus_uri or str(self.data_dir / "milvus.db")
+        # Not "milvus.db": that name is the directory the old Milvus Lite 3.x made.
+        return self.milvus_uri or str(self.data_dir / "milvus-index.db")
 
 
 @dataclass(frozen=True)

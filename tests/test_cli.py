@@ -77,7 +77,7 @@ def test_serve_starts_on_embedded_defaults_and_stops_on_sigterm(tmp_path: Path) 
         services = {s.name for s in reply.list_services_response.service}
         assert {"memhub.v1.MemoryService", "memhub.v1.AdminService", "grpc.health.v1.Health"} <= services
         channel.close()
-        assert (tmp_path / "data" / "postgres").is_dir() and (tmp_path / "data" / "milvus.db").exists()
+        assert (tmp_path / "data" / "postgres").is_dir() and (tmp_path / "data" / "milvus-index.db").is_file()
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)

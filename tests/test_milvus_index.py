@@ -19,10 +19,13 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
-from hub.index import IndexedMemory, IndexFilter, IndexModelMismatch, IndexUnavailable, MilvusIndex
+from hub.index import IndexedMemory, IndexFilter, IndexModelMismatch, IndexUnavailable, MilvusIndex, schema
+from hub.index.backend import Backend, detect
 from hub.index.filters import build_filter, encode_tag, quote, tag_keys
+from hub.index.lite_server import LiteServer
 
 DIM = 8
 MODEL = "test-model-v1"
@@ -83,19 +86,30 @@ CORPUS = [
 ALL_NS = tuple(sorted({m.namespace for m in CORPUS}))
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("milvus")
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module", params=["embedded", "served"])
+def uri(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Milvus Lite URI: an embedded data file, or one served over TCP by its own process."""
+    folder = tmp_path_factory.mktemp(f"milvus-{request.param}")
+    if request.param == "embedded":
+        yield str(folder / "index.db")
+        return
+    server = LiteServer(folder / "served.db", address=f"127.0.0.1:{free_port()}")
+    server.start()
+    try:
+        yield server.uri
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module")
-def lite_uri(data_dir: Path) -> str:
-    return str(data_dir / "index.db")
-
-
-@pytest.fixture(scope="module")
-def corpus_index(lite_uri: str) -> Iterator[MilvusIndex]:
-    index = MilvusIndex(lite_uri, collection="corpus", model_id=MODEL, dimension=DIM)
+def corpus_index(uri: str) -> Iterator[MilvusIndex]:
+    index = MilvusIndex(uri, collection="corpus", model_id=MODEL, dimension=DIM)
     index.ensure_collection()
     index.upsert(CORPUS)
     yield index
@@ -103,9 +117,9 @@ def corpus_index(lite_uri: str) -> Iterator[MilvusIndex]:
 
 
 @pytest.fixture
-def fresh_index(lite_uri: str) -> Iterator[MilvusIndex]:
+def fresh_index(uri: str) -> Iterator[MilvusIndex]:
     """An empty collection of its own, for tests that write."""
-    index = MilvusIndex(lite_uri, collection=f"c_{uuid.uuid4().hex[:12]}", model_id=MODEL, dimension=DIM)
+    index = MilvusIndex(uri, collection=f"c_{uuid.uuid4().hex[:12]}", model_id=MODEL, dimension=DIM)
     index.ensure_collection()
     yield index
     index.close()
@@ -122,25 +136,25 @@ def dense_ids(index: MilvusIndex, flt: IndexFilter) -> set[str]:
 # -- model record -----------------------------------------------------------------
 
 
-def test_create_records_model_and_reopen_with_same_model(lite_uri: str) -> None:
+def test_create_records_model_and_reopen_with_same_model(uri: str) -> None:
     name = f"m_{uuid.uuid4().hex[:8]}"
-    first = MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM)
+    first = MilvusIndex(uri, collection=name, model_id=MODEL, dimension=DIM)
     assert first.recorded_model() is None
     first.ensure_collection()
     assert first.recorded_model() == (MODEL, DIM)
     first.close()
 
-    again = MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM)
+    again = MilvusIndex(uri, collection=name, model_id=MODEL, dimension=DIM)
     again.ensure_collection()  # no error
     assert again.recorded_model() == (MODEL, DIM)
     again.close()
 
 
 @pytest.mark.parametrize(("model", "dim"), [("other-model", DIM), (MODEL, 16)])
-def test_reopen_with_other_model_or_dimension_is_refused(lite_uri: str, model: str, dim: int) -> None:
+def test_reopen_with_other_model_or_dimension_is_refused(uri: str, model: str, dim: int) -> None:
     name = f"m_{uuid.uuid4().hex[:8]}"
-    MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM).ensure_collection()
-    other = MilvusIndex(lite_uri, collection=name, model_id=model, dimension=dim)
+    MilvusIndex(uri, collection=name, model_id=MODEL, dimension=DIM).ensure_collection()
+    other = MilvusIndex(uri, collection=name, model_id=model, dimension=dim)
     with pytest.raises(IndexModelMismatch) as caught:
         other.ensure_collection()
     msg = str(caught.value)
@@ -150,21 +164,21 @@ def test_reopen_with_other_model_or_dimension_is_refused(lite_uri: str, model: s
     assert caught.value.expected == (model, dim)
 
 
-def test_other_analyzer_is_refused(lite_uri: str) -> None:
+def test_other_analyzer_is_refused(uri: str) -> None:
     name = f"m_{uuid.uuid4().hex[:8]}"
-    MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM).ensure_collection()
-    other = MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM, analyzer={"tokenizer": "standard"})
+    MilvusIndex(uri, collection=name, model_id=MODEL, dimension=DIM).ensure_collection()
+    other = MilvusIndex(uri, collection=name, model_id=MODEL, dimension=DIM, analyzer={"tokenizer": "standard"})
     with pytest.raises(IndexModelMismatch, match="memhub reindex"):
         other.ensure_collection()
 
 
 def test_record_survives_a_new_process(tmp_path: Path) -> None:
-    """What one process records, another reads back; close() frees the directory for it."""
+    """What one process records, another reads back; close() stops the embedded server and frees the file for it."""
     uri = str(tmp_path / "proc.db")
     first = MilvusIndex(uri, model_id=MODEL, dimension=DIM)
     first.ensure_collection()
     first.upsert([mem("written by the parent")])
-    first.close()  # must release milvus-lite's directory lock, or the child cannot open it
+    first.close()  # must release the data file's lock, or the child cannot open it
     script = (
         "from hub.index import MilvusIndex\n"
         f"i = MilvusIndex({uri!r}, model_id={MODEL!r}, dimension={DIM})\n"
@@ -189,20 +203,16 @@ def test_record_survives_a_new_process(tmp_path: Path) -> None:
             other.close()
 
 
-def test_half_created_collection_gets_its_indexes(lite_uri: str) -> None:
+def test_half_created_collection_gets_its_indexes(uri: str) -> None:
     """A create interrupted after the collection but before its indexes is finished on the next start."""
-    from hub.index import schema
-
     name = f"m_{uuid.uuid4().hex[:8]}"
-    index = MilvusIndex(lite_uri, collection=name, model_id=MODEL, dimension=DIM)
+    index = MilvusIndex(uri, collection=name, model_id=MODEL, dimension=DIM)
     analyzer = schema.DEFAULT_ANALYZER
     index._client.create_collection(  # noqa: SLF001 - simulating the interrupted create
         name,
-        schema=schema.build_schema(MODEL, DIM, analyzer),
-        properties=schema.properties(MODEL, DIM, analyzer),
+        schema=schema.build_schema(DIM, analyzer, schema.record(MODEL, DIM, analyzer), namespace_partition_key=False),
     )
     index.ensure_collection()
-    # milvus-lite would search without indexes (brute force); a real server refuses to load.
     assert set(index._client.list_indexes(name)) == {schema.DENSE, schema.SPARSE}  # noqa: SLF001
     row = mem("repaired collection works")
     index.upsert([row])
@@ -410,9 +420,8 @@ def test_recreate_empties(fresh_index: MilvusIndex) -> None:
     assert fresh_index.search_dense(unit(1), IndexFilter(namespaces=("t/a",)), 5) == []
 
 
-def test_concurrent_searches_while_upserting(lite_uri: str) -> None:
-    # A low flush threshold makes flushes happen while searches run.
-    index = MilvusIndex(lite_uri, collection=f"c_{uuid.uuid4().hex[:12]}", model_id=MODEL, dimension=DIM, lite_flush_rows=20)
+def test_concurrent_searches_while_upserting(uri: str) -> None:
+    index = MilvusIndex(uri, collection=f"c_{uuid.uuid4().hex[:12]}", model_id=MODEL, dimension=DIM)
     index.ensure_collection()
     index.upsert([mem(f"seed row {i}", namespace=f"t/{i % 3}") for i in range(30)])
     flt = IndexFilter(namespaces=("t/0", "t/1", "t/2"), now_ms=NOW)
@@ -433,6 +442,7 @@ def test_concurrent_searches_while_upserting(lite_uri: str) -> None:
     try:
         for batch in range(10):
             index.upsert([mem(f"batch {batch} row {i}", namespace=f"t/{i % 3}") for i in range(15)])
+            index.flush()  # flushes while searches run
     finally:
         done.set()
         for t in threads:
@@ -442,13 +452,103 @@ def test_concurrent_searches_while_upserting(lite_uri: str) -> None:
     index.close()
 
 
-# -- failures ---------------------------------------------------------------------
+# -- analysis: stemming and Chinese, on both backends ---------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def test_keyword_search_stems_english(fresh_index: MilvusIndex) -> None:
+    rule = mem("Deploys freeze on Fridays after 3pm")
+    art = mem("The orchards were painted last spring")
+    bill = mem("Invoices are due at the end of the month")
+    fresh_index.upsert([rule, art, bill, *(mem(f"unrelated filler note {i}") for i in range(5))])
+    flt = IndexFilter(namespaces=("t/a",))
+    assert fresh_index.search_keyword("deploy friday", flt, 3)[0][0] == rule.id
+    assert fresh_index.search_keyword("orchard paint", flt, 3)[0][0] == art.id
+    assert fresh_index.search_keyword("invoice", flt, 3)[0][0] == bill.id
+
+
+def test_keyword_search_segments_chinese(fresh_index: MilvusIndex) -> None:
+    allergy = mem("小雨对花生过敏")
+    codename = mem("项目代号是Orion")
+    mixed = mem("我们周五不部署 deploys to production")
+    fresh_index.upsert([allergy, codename, mixed, mem("今天天气很好"), mem("an English sentence about weather")])
+    flt = IndexFilter(namespaces=("t/a",))
+    assert [i for i, _ in fresh_index.search_keyword("花生", flt, 5)] == [allergy.id]
+    assert [i for i, _ in fresh_index.search_keyword("Orion", flt, 5)] == [codename.id]
+    assert [i for i, _ in fresh_index.search_keyword("部署", flt, 5)] == [mixed.id]
+    assert [i for i, _ in fresh_index.search_keyword("deploy", flt, 5)] == [mixed.id]
+    # Punctuation and spaces are tokens of jieba's; they must not match everything.
+    assert fresh_index.search_keyword("?", flt, 5) == []
+
+
+# -- backend differences -------------------------------------------------------------
+
+
+def test_lite_is_detected_and_keeps_namespace_a_plain_field(fresh_index: MilvusIndex) -> None:
+    assert fresh_index.backend == Backend(lite=True)
+    fields = {f["name"]: f for f in fresh_index._client.describe_collection(fresh_index._collection)["fields"]}  # noqa: SLF001
+    assert not fields[schema.NAMESPACE].get("is_partition_key")
+    assert fresh_index.dense_index_type == "FLAT"
+
+
+def test_server_schema_makes_namespace_the_partition_key() -> None:
+    """The server code path, checked offline (no Milvus server runs here): same fields, namespace as partition key."""
+    server = Backend(lite=False)
+    assert server.namespace_partition_key and server.dense_index(10**6).index_type == "AUTOINDEX"
+    built = schema.build_schema(
+        DIM, schema.DEFAULT_ANALYZER, schema.record(MODEL, DIM, schema.DEFAULT_ANALYZER), namespace_partition_key=True
+    )
+    by_name = {f.name: f for f in built.fields}
+    assert by_name[schema.NAMESPACE].is_partition_key
+    assert schema.parse_description(built.description)[schema.RECORD_MODEL] == MODEL
+    lite = Backend(lite=True)
+    assert not lite.namespace_partition_key
+    assert lite.dense_index(10).index_type == "FLAT" and lite.dense_index(10**6).index_type == "IVF_FLAT"
+
+
+def test_detect_tells_lite_from_a_server() -> None:
+    class Unimplemented(grpc.RpcError):
+        def code(self) -> grpc.StatusCode:
+            return grpc.StatusCode.UNIMPLEMENTED
+
+    def lite_version() -> str:
+        raise Unimplemented()
+
+    assert detect(lite_version) == Backend(lite=True)
+    assert detect(lambda: "v2.5.26") == Backend(lite=False)
+
+
+def test_partition_key_filters_fail_on_lite(uri: str) -> None:
+    """Why Lite keeps the namespace a plain field: a filter on a partition-key field is refused there."""
+    index = MilvusIndex(uri, collection=f"pk_{uuid.uuid4().hex[:8]}", model_id=MODEL, dimension=DIM)
+    index._client.create_collection(  # noqa: SLF001 - a collection laid out for a server
+        index._collection,  # noqa: SLF001
+        schema=schema.build_schema(
+            DIM, schema.DEFAULT_ANALYZER, schema.record(MODEL, DIM, schema.DEFAULT_ANALYZER), namespace_partition_key=True
+        ),
+        index_params=schema.build_index_params("FLAT", {}),
+    )
+    index.ensure_collection()
+    index.upsert([mem("partition key row")])
+    with pytest.raises(Exception, match="Invalid expr"):
+        index.search_dense(unit(1), IndexFilter(namespaces=("t/a",)), 5)
+    index.close()
+
+
+def test_dense_index_grows_to_ivf(fresh_index: MilvusIndex) -> None:
+    rows = [mem(f"row {i}", vector=unit(300 + i)) for i in range(300)]
+    fresh_index.upsert(rows)
+    assert fresh_index.upgrade_dense_index(10**6)
+    assert fresh_index.dense_index_type == "IVF_FLAT"
+    assert not fresh_index.upgrade_dense_index(10**6)
+    assert fresh_index.search_dense(rows[42].vector, IndexFilter(namespaces=("t/a",)), 3)[0][0] == rows[42].id
+    # A reopened index learns the dense index from the collection.
+    again = MilvusIndex(fresh_index._uri, collection=fresh_index._collection, model_id=MODEL, dimension=DIM)  # noqa: SLF001
+    again.ensure_collection()
+    assert again.dense_index_type == "IVF_FLAT"
+    again.close()
+
+
+# -- failures and healing ------------------------------------------------------------
 
 
 def test_unreachable_server_is_unavailable() -> None:
@@ -460,35 +560,101 @@ def test_unreachable_server_is_unavailable() -> None:
     assert "s3cret" not in msg
 
 
-@pytest.mark.parametrize("uri", ["/no/such/dir/index.db", "ftp://example.org/milvus"])
-def test_bad_uri_is_unavailable(uri: str) -> None:
-    with pytest.raises(IndexUnavailable, match="check"):
-        MilvusIndex(uri, model_id=MODEL, dimension=DIM)
+@pytest.mark.parametrize(
+    ("uri_of", "message"),
+    [
+        (lambda tmp: "/no/such/dir/index.db", "does not exist"),
+        (lambda tmp: "ftp://example.org/milvus", "check"),
+        (lambda tmp: str(tmp / "bad name!.db"), "file name must match"),
+        (lambda tmp: str(tmp / ("x" * 40 + ".db")), "at most 36"),
+    ],
+)
+def test_bad_uri_is_unavailable(tmp_path: Path, uri_of: Callable[[Path], str], message: str) -> None:
+    with pytest.raises(IndexUnavailable, match=message):
+        MilvusIndex(uri_of(tmp_path), model_id=MODEL, dimension=DIM)
 
 
-def test_server_going_down_is_unavailable(tmp_path: Path) -> None:
-    port = free_port()
-    exe = Path(sys.executable).with_name("milvus-lite")
-    proc = subprocess.Popen(
-        [str(exe), "server", "--data-dir", str(tmp_path / "srv"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def test_an_old_lite_directory_is_refused_with_advice(tmp_path: Path) -> None:
+    (tmp_path / "milvus.db").mkdir()
+    with pytest.raises(IndexUnavailable, match="Milvus Lite 3.x"):
+        MilvusIndex(str(tmp_path / "milvus.db"), model_id=MODEL, dimension=DIM)
+
+
+def test_a_data_file_is_used_by_one_process_only(tmp_path: Path) -> None:
+    holder = LiteServer(tmp_path / "held.db", address=f"127.0.0.1:{free_port()}")
+    holder.start()
     try:
-        index = None
+        script = f"from hub.index import MilvusIndex\nMilvusIndex({str(tmp_path / 'held.db')!r}, model_id='m', dimension=8)\n"
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent
+        )
+        assert out.returncode != 0
+        assert "in use by another process" in out.stderr and "memhub index-server" in out.stderr
+    finally:
+        holder.stop()
+
+
+def test_embedded_server_that_dies_is_restarted(tmp_path: Path) -> None:
+    index = MilvusIndex(str(tmp_path / "dies.db"), model_id=MODEL, dimension=DIM)
+    try:
+        index.ensure_collection()
+        row = mem("survives a crash of the engine")
+        index.upsert([row])
+        index.flush()
+        server = index._server  # noqa: SLF001
+        assert server is not None
+        server._proc.kill()  # noqa: SLF001 - the engine crashes
+        server._proc.wait(10)  # noqa: SLF001
+        # The next search notices, starts the engine again, loads the collection and answers.
+        assert index.search_keyword("crash", IndexFilter(namespaces=("t/a",)), 5)[0][0] == row.id
+        assert server.restarts == 1
+        index.probe()
+    finally:
+        index.close()
+
+
+def start_index_server(data_dir: Path, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hub.cli.main", "index-server", "--data-dir", str(data_dir), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert "serving" in line, line
+    return proc
+
+
+def test_served_index_heals_after_its_server_restarts(tmp_path: Path) -> None:
+    """`memhub index-server` killed and started again: the same MilvusIndex answers again, nothing reopened."""
+    port = free_port()
+    proc = start_index_server(tmp_path, port)
+    index = MilvusIndex(f"http://127.0.0.1:{port}", model_id=MODEL, dimension=DIM)
+    try:
+        index.ensure_collection()
+        row = mem("served over tcp")
+        index.upsert([row])
+        assert index.search_keyword("served", IndexFilter(namespaces=("t/a",)), 5)[0][0] == row.id
+        proc.kill()  # kill -9: its engine exits with it (the lock it watches is released)
+        proc.wait(30)
+        with pytest.raises(IndexUnavailable, match=f"127.0.0.1:{port}"):
+            index.search_dense(unit(1), IndexFilter(namespaces=("t/a",)), 5)
+        with pytest.raises(IndexUnavailable):
+            index.probe()
+        proc = start_index_server(tmp_path, port)
         deadline = time.monotonic() + 60
-        while index is None:
+        while True:
             try:
-                index = MilvusIndex(f"http://127.0.0.1:{port}", model_id=MODEL, dimension=DIM)
+                index.probe()
+                break
             except IndexUnavailable:
-                if time.monotonic() > deadline or proc.poll() is not None:
+                if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
-        index.ensure_collection()
-        index.upsert([mem("served over http")])
-        assert len(index.search_keyword("served", IndexFilter(namespaces=("t/a",)), 5)) == 1
+        assert index.search_keyword("served", IndexFilter(namespaces=("t/a",)), 5)[0][0] == row.id
     finally:
+        index.close()
         proc.terminate()
-        proc.wait(timeout=30)
-    with pytest.raises(IndexUnavailable, match=f"127.0.0.1:{port}"):
-        index.search_dense(unit(1), IndexFilter(namespaces=("t/a",)), 5)
+        proc.wait(30)

@@ -94,7 +94,9 @@ def test_an_index_built_with_another_model_is_refused_until_reindexed(tmp_path: 
         try:
             from hub.core.model import Channel, MemoryFilter, SearchQuery
 
-            hits = hub.service.search(TESTER, SearchQuery("rotating keys", MemoryFilter((ns,)), 10, tuple(Channel), False, 0))
+            hits = hub.service.search(
+                TESTER, SearchQuery("rotating keys", MemoryFilter((ns,)), 10, tuple(Channel), False, 0)
+            ).hits
             assert len(hits) == 5
         finally:
             hub.close()

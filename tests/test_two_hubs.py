@@ -4,7 +4,8 @@ This is the deployment the compose stack and the Helm chart scale out to:
 stateless hubs sharing the stores, each running the outbox indexer, which
 coordinates through Postgres (`FOR UPDATE SKIP LOCKED`). Here, two real
 `memhub serve` processes (`python -m hub.cli.main`) share a scratch database on
-the external PostgreSQL server and one `milvus-lite server` process, with one
+the external PostgreSQL server and one `memhub index-server` process (a Milvus
+Lite data file served over TCP), with one
 JWT secret file and one policy folder, and take writes at the same time.
 
 Exactly once is shown without counters in the hub: each new memory queues one
@@ -140,15 +141,15 @@ def start_hub(name: str, root: Path, database_url: str, milvus_uri: str, env: di
 
 @pytest.fixture(scope="module")
 def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One `milvus-lite server` process; its URI."""
+    """One `memhub index-server` process (Milvus Lite over TCP); its URI."""
     port = free_port()
     folder = tmp_path_factory.mktemp("milvus-server")
     log = (folder / "server.log").open("w")
-    exe = Path(sys.executable).with_name("milvus-lite")
     proc = subprocess.Popen(
-        [str(exe), "server", "--data-dir", str(folder / "data"), "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "hub.cli.main", "index-server", "--data-dir", str(folder / "data"), "--port", str(port)],
         stdout=log,
         stderr=subprocess.STDOUT,
+        cwd=REPO,
     )
     uri = f"http://127.0.0.1:{port}"
     try:
@@ -161,7 +162,7 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 break
             except Exception:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"milvus-lite server did not start: {(folder / 'server.log').read_text()[-4000:]}")
+                    pytest.fail(f"memhub index-server did not start: {(folder / 'server.log').read_text()[-4000:]}")
                 time.sleep(0.3)
         yield uri
     finally:

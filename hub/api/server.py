@@ -99,6 +99,18 @@ def build_server(hub: Hub) -> tuple[grpc.Server, int, health.HealthServicer]:
         raise StartupError(f"cannot listen on {address}: {exc}; pick another port with --port or MEMHUB_PORT") from None
     if port == 0:
         raise StartupError(f"cannot listen on {address} (in use?); pick another port with --port or MEMHUB_PORT")
-    for name in ("", SERVICE_NAME, ADMIN_SERVICE_NAME):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    hub.monitor.subscribe(lambda database_ok, index_ok: _report_health(health_servicer, database_ok, index_ok))
     return server, port, health_servicer
+
+
+def _report_health(servicer: health.HealthServicer, database_ok: bool, index_ok: bool) -> None:
+    """Per-service health for readiness probes; the overall status ("") stays SERVING: the process is alive.
+
+    MemoryService needs both stores (while only the index is down, searches
+    still answer from Postgres, marked degraded, but a load balancer should
+    prefer a replica that answers fully); AdminService needs Postgres only.
+    """
+    serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+    servicer.set(SERVICE_NAME, serving if database_ok and index_ok else not_serving)
+    servicer.set(ADMIN_SERVICE_NAME, serving if database_ok else not_serving)

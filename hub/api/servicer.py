@@ -41,8 +41,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     @translate_errors
     def SearchMemories(self, request: pb.SearchMemoriesRequest, context: grpc.ServicerContext) -> pb.SearchMemoriesResponse:
         caller = current_caller()
-        hits = self._service.search(caller, convert.search_query(request))
-        return pb.SearchMemoriesResponse(hits=[convert.search_hit(h) for h in hits])
+        result = self._service.search(caller, convert.search_query(request))
+        return pb.SearchMemoriesResponse(
+            hits=[convert.search_hit(h) for h in result.hits],
+            degraded=bool(result.degraded),
+            degraded_reason=result.degraded,
+        )
 
     @translate_errors
     def GetMemory(self, request: pb.GetMemoryRequest, context: grpc.ServicerContext) -> pb.Memory:

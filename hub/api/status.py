@@ -10,7 +10,7 @@ from typing import TypeVar
 import grpc
 
 from hub import errors
-from hub.index.milvus_index import IndexUnavailable
+from hub.index import IndexBackendError
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,10 @@ def translate_errors(method: F) -> F:
             return method(self, request, context)
         except errors.HubError as exc:
             context.abort(code_for(exc), str(exc))
-        except IndexUnavailable as exc:
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"the retrieval index is unavailable: {exc}")
+        except IndexBackendError as exc:
+            # Any index failure is the store's, not the caller's: retrying later may work.
+            log.warning("retrieval index failure during %s: %s", method.__name__, exc)
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the retrieval index is unavailable; retry shortly")
         except Exception as exc:
             from sqlalchemy.exc import OperationalError
 

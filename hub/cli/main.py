@@ -7,7 +7,7 @@ import sys
 
 import grpc
 
-from hub.cli import admin_cmds, client_cmds, import_jsonl, reindex, serve, token_cmds
+from hub.cli import admin_cmds, client_cmds, import_jsonl, index_server, reindex, serve, token_cmds
 from hub.errors import HubError
 from hub.policy import cli as policy_cli
 from mcp_bridge import cli as bridge_cli
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     client_cmds.add_parsers(sub)
     import_jsonl.add_parser(sub)
     reindex.add_parser(sub)
+    index_server.add_parser(sub)
     token_cmds.add_parser(sub)
     admin_cmds.add_parsers(sub)
     policy_cli.add_parsers(sub)

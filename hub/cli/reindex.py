@@ -3,8 +3,9 @@
 Used after changing the embedding model (the hub refuses to start against an
 index built with another model) or when the index is lost. It recreates the
 collection, queues every active memory in the outbox and drains it here with
-a progress bar. Stop the hub first when it uses Milvus Lite (one process per
-data directory); with a Milvus server, running hubs keep serving meanwhile.
+a progress bar. Stop the hub first when it uses an embedded Milvus Lite (one
+process per data file); with a Milvus server or a shared `memhub
+index-server`, running hubs keep serving meanwhile.
 """
 
 from __future__ import annotations
@@ -13,14 +14,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from sqlalchemy import func, insert, select
 from tqdm import tqdm
 
 from hub import logs
 from hub.app import open_database, open_embedder, open_index
 from hub.cli.serve import config_from_args
 from hub.core.indexer import Indexer
-from hub.db.schema import memories, outbox
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,16 +35,14 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     engine, _ = open_database(config)
     embedder = open_embedder(config)
-    index = open_index(config, embedder, check_model=False)
-    index.recreate()
-    active = select(memories.c.id).where(memories.c.status == "active")
-    with engine.begin() as conn:
-        conn.execute(insert(outbox).from_select(["memory_id"], active))
-        queued = conn.execute(select(func.count()).select_from(active.subquery())).scalar_one()
-    print(f"reindexing {queued} memories with {embedder.model_id}", file=sys.stderr)
-    indexer = Indexer(engine, index, embedder, batch_size=128)
+    index = open_index(config, embedder)
+    indexer = Indexer(engine, index, embedder)
+    index.recreate(expected_rows=indexer.servable_count())
+    queued = indexer.backfill()
+    print(f"reindexing {queued} memories with {embedder.model_id} (dense index {index.dense_index_type})", file=sys.stderr)
     with tqdm(total=queued, unit="mem", file=sys.stderr) as bar:
         done = indexer.drain(timeout_s=24 * 3600, on_progress=bar.update)
+    index.after_catch_up()
     index.close()
     engine.dispose()
     if not done:

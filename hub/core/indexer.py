@@ -14,8 +14,9 @@ memory for longer than one batch.
 
 Tracing: each batch that claims rows is a root span "indexer.batch" (not
 linked to the writes that queued the rows; the embedding, Milvus and
-Postgres work are its children); idle polls make no spans. A flush after
-catching up is a root span "indexer.flush".
+Postgres work are its children); idle polls make no spans. The work after
+catching up (a flush, perhaps a bigger dense index) is a root span
+"indexer.catch_up".
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from collections.abc import Callable, Sequence
 import psycopg
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy import Engine, delete, func, insert, select, update
 
 from hub import telemetry
-from hub.db.memories import enqueue_index
+from hub.core.index_health import IndexHealth
+from hub.db.memories import enqueue_index, servable_condition
 from hub.db.schema import memories, outbox
-from hub.embedding import Embedder
-from hub.index.milvus_index import IndexedMemory, MilvusIndex
+from hub.embedding import Embedder, embed_bulk
+from hub.index import IndexedMemory, IndexUnavailable, MilvusIndex
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +44,7 @@ MAX_BACKOFF_S = 60.0
 
 _tracer = telemetry.tracer(__name__)
 BATCH_SPAN = "indexer.batch"
-FLUSH_SPAN = "indexer.flush"
+CATCH_UP_SPAN = "indexer.catch_up"
 
 
 class _BatchSpan:
@@ -90,10 +92,11 @@ class Indexer:
         index: MilvusIndex,
         embedder: Embedder,
         *,
-        batch_size: int = 64,
+        batch_size: int = 256,
         poll_interval_s: float = 1.0,
         expiry_sweep_s: float = 30.0,
         listen_url: str | None = None,
+        index_health: IndexHealth | None = None,
     ) -> None:
         self._engine = engine
         self._index = index
@@ -102,6 +105,7 @@ class Indexer:
         self._poll_interval_s = poll_interval_s
         self._expiry_sweep_s = expiry_sweep_s
         self._listen_url = listen_url
+        self._index_health = index_health
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._progress = threading.Condition()
@@ -144,6 +148,8 @@ class Indexer:
                 conn.execute(delete(outbox).where(outbox.c.id.in_(claimed)))
         except Exception as exc:  # any store or embedding failure: back off and retry later
             batch.failed(exc)
+            if isinstance(exc, IndexUnavailable) and self._index_health is not None:
+                self._index_health.mark_down(str(exc))
             if claimed:
                 self._record_failure(claimed, exc)
             raise
@@ -155,7 +161,8 @@ class Indexer:
 
     def _apply(self, servable: Sequence, gone: Sequence[str]) -> None:  # noqa: ANN001
         if servable:
-            vectors = self._embedder.embed([m["content"] for m in servable])
+            # Bulk lane: queries embedded meanwhile go first (hub/embedding/batcher.py).
+            vectors = embed_bulk(self._embedder, [m["content"] for m in servable])
             self._index.upsert(
                 [
                     IndexedMemory(
@@ -215,6 +222,29 @@ class Indexer:
             ]
             enqueue_index(conn, ids)
         return len(ids)
+
+    def retry_now(self) -> int:
+        """Release outbox rows waiting out a back-off (the index answers again); returns how many."""
+        with self._engine.begin() as conn:
+            released = conn.execute(
+                update(outbox).where(outbox.c.available_at > func.now()).values(available_at=func.now())
+            ).rowcount
+        self.nudge()
+        return released or 0
+
+    def servable_count(self) -> int:
+        """Memories that belong in the index (active, not expired)."""
+        with self._engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(memories).where(servable_condition())).scalar_one()
+
+    def backfill(self) -> int:
+        """Queue every servable memory for indexing (the index was rebuilt empty); returns how many."""
+        servable = select(memories.c.id).where(servable_condition())
+        queued = insert(outbox).from_select(["memory_id"], servable).returning(outbox.c.id).cte("queued")
+        with self._engine.begin() as conn:
+            count = conn.execute(select(func.count()).select_from(queued)).scalar_one()
+        self.nudge()
+        return count
 
     def pending(self, memory_ids: Sequence[str]) -> int:
         """How many outbox rows still wait for these memories."""
@@ -290,10 +320,10 @@ class Indexer:
                     self._unflushed = True
                     continue  # more may be waiting: no sleep between full batches
                 if self._unflushed:
-                    # Caught up: seal what we wrote (on Milvus Lite unflushed rows slow every search).
+                    # Caught up: seal what we wrote, grow the dense index if it is due.
                     self._unflushed = False
-                    with _tracer.start_as_current_span(FLUSH_SPAN, context=otel_context.Context()):
-                        self._index.flush()
+                    with _tracer.start_as_current_span(CATCH_UP_SPAN, context=otel_context.Context()):
+                        self._index.after_catch_up()
             except Exception:
                 log.exception("indexer step failed; retrying after the poll interval")
             self._wake.wait(self._poll_interval_s)

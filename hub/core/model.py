@@ -164,6 +164,14 @@ class SearchHit:
 
 
 @dataclass(frozen=True)
+class SearchResult:
+    hits: tuple[SearchHit, ...]
+    degraded: str = ""
+    """Empty when every requested channel answered; otherwise why not (then the hits come from what did answer,
+    or from Postgres full-text search when the index could not be used at all)."""
+
+
+@dataclass(frozen=True)
 class ListQuery:
     filter: MemoryFilter
     statuses: tuple[Status, ...]

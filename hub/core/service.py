@@ -26,6 +26,7 @@ from sqlalchemy import Engine
 
 from hub.core import fusion, paging
 from hub.core.access import Action, Authorizer, denied, require
+from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
 from hub.core.model import (
     Caller,
@@ -37,19 +38,26 @@ from hub.core.model import (
     NewMemory,
     SearchHit,
     SearchQuery,
+    SearchResult,
     Status,
     WriteOutcome,
     WriteResponse,
 )
 from hub.core.namespaces import minimal_roots
 from hub.core.recall_stats import RecallRecorder
-from hub.db import idempotency
+from hub.db import fulltext, idempotency
 from hub.db import memories as memories_db
-from hub.embedding import Embedder
+from hub.embedding import Embedder, EmbeddingError
 from hub.errors import FailedPrecondition, InvalidArgument, NotFound
-from hub.index.milvus_index import IndexFilter, MilvusIndex
+from hub.index import IndexBackendError, IndexFilter, IndexUnavailable, MilvusIndex
 
 log = logging.getLogger(__name__)
+
+
+DEGRADED_FULLTEXT = (
+    "the retrieval index is unavailable; answered by Postgres full-text search "
+    "(keywords only, English stemming, no Chinese word segmentation)"
+)
 
 
 class _ConcurrentRetry(Exception):
@@ -76,6 +84,7 @@ class MemoryService:
         indexer: Indexer,
         authorizer: Authorizer,
         recorder: RecallRecorder,
+        index_health: IndexHealth | None = None,
         *,
         wait_indexed_timeout_s: float = 10.0,
         search_threads: int = 16,
@@ -86,6 +95,7 @@ class MemoryService:
         self._indexer = indexer
         self._authorizer = authorizer
         self._recorder = recorder
+        self._index_health = index_health or IndexHealth()
         self._wait_timeout = wait_indexed_timeout_s
         # Channels of one search run side by side: dense waits on the embedder, keyword on Milvus.
         self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
@@ -159,7 +169,7 @@ class MemoryService:
 
     # -- search -----------------------------------------------------------------
 
-    def search(self, caller: Caller, query: SearchQuery) -> list[SearchHit]:
+    def search(self, caller: Caller, query: SearchQuery) -> SearchResult:
         span = trace.get_current_span()
         span.set_attributes(
             {
@@ -172,33 +182,14 @@ class MemoryService:
         span.set_attribute("memhub.search.namespaces", len(readable))
         if not readable:
             span.set_attribute("memhub.search.hits", 0)
-            return []
-        flt = query.filter
-        index_filter = IndexFilter(
-            namespaces=tuple(readable),
-            kinds=tuple(k.value for k in flt.kinds),
-            types=tuple(t.value for t in flt.types),
-            tags_any=flt.tags_any,
-            occurred_from_ms=_ms(flt.occurred.start),
-            occurred_to_ms=_ms(flt.occurred.end),
-            now_ms=int(time.time() * 1000),
-        )
+            return SearchResult(())
         # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits.
         depth = min(max(query.top_k * 3, 30), 300)
-        futures = {}
-        # Each task runs in its own copy of this context (one Context cannot be
-        # entered by two threads at once), so the current span travels along.
-        if Channel.DENSE in query.channels:
-            futures[Channel.DENSE] = self._pool.submit(
-                contextvars.copy_context().run, self._dense, query.text, index_filter, depth
-            )
-        if Channel.KEYWORD in query.channels:
-            futures[Channel.KEYWORD] = self._pool.submit(
-                contextvars.copy_context().run, self._index.search_keyword, query.text, index_filter, depth
-            )
-        fused = fusion.rrf({ch: f.result() for ch, f in futures.items()})
+        rankings, degraded = self._rankings(query, readable, depth)
+        fused = fusion.rrf(rankings)
         # Hydrate in rank order, only as deep as top_k needs: most candidates are never
         # returned, and turning rows into records is the hub's own biggest cost here.
+        flt = query.filter
         ids = [f.id for f in fused]
         head = 2 * query.top_k
         with self._engine.connect() as conn:
@@ -211,7 +202,55 @@ class MemoryService:
         hits = hits[: fusion.fit_budget([h.memory.content for h in hits], query.max_tokens)]
         self._recorder.record(h.memory.id for h in hits)
         span.set_attribute("memhub.search.hits", len(hits))
-        return hits
+        if degraded:
+            span.set_attribute("memhub.search.degraded", True)
+        return SearchResult(tuple(hits), degraded)
+
+    def _rankings(self, query: SearchQuery, readable: list[str], depth: int) -> tuple[dict[Channel, list], str]:
+        """Each requested channel's best-first (id, score) list, and why the answer is degraded ("" if it is not).
+
+        A channel that fails (Milvus unreachable, the embedder down) is left
+        out and the answer marked degraded; when no channel can answer, or
+        the index is known to be down, Postgres full-text search answers.
+        """
+        flt = query.filter
+        index_filter = IndexFilter(
+            namespaces=tuple(readable),
+            kinds=tuple(k.value for k in flt.kinds),
+            types=tuple(t.value for t in flt.types),
+            tags_any=flt.tags_any,
+            occurred_from_ms=_ms(flt.occurred.start),
+            occurred_to_ms=_ms(flt.occurred.end),
+            now_ms=int(time.time() * 1000),
+        )
+        failed: list[str] = []
+        rankings: dict[Channel, list] = {}
+        if self._index_health.ok:
+            futures = {}
+            # Each task runs in its own copy of this context (one Context cannot be
+            # entered by two threads at once), so the current span travels along.
+            if Channel.DENSE in query.channels:
+                futures[Channel.DENSE] = self._pool.submit(
+                    contextvars.copy_context().run, self._dense, query.text, index_filter, depth
+                )
+            if Channel.KEYWORD in query.channels:
+                futures[Channel.KEYWORD] = self._pool.submit(
+                    contextvars.copy_context().run, self._index.search_keyword, query.text, index_filter, depth
+                )
+            for channel, future in futures.items():
+                try:
+                    rankings[channel] = future.result()
+                except (IndexBackendError, EmbeddingError) as exc:
+                    # Details go to the log only: the caller learns which channel, not the hub's topology.
+                    log.warning("search channel %s failed: %s", channel.value, exc)
+                    if isinstance(exc, IndexUnavailable):
+                        self._index_health.mark_down(str(exc))  # later searches skip Milvus until it answers
+                    failed.append(channel.value)
+        if rankings:
+            return rankings, f"the {' and '.join(failed)} channel failed; ranked without it" if failed else ""
+        with self._engine.connect() as conn:
+            rankings[Channel.KEYWORD] = fulltext.search(conn, query.text, flt, readable, depth)
+        return rankings, DEGRADED_FULLTEXT
 
     def _readable_namespaces(self, caller: Caller, roots: Sequence[str]) -> list[str]:
         """The existing namespaces under `roots` (all, when empty) that the caller may read.

@@ -78,6 +78,13 @@ memories = Table(
         postgresql_where=text("status = 'active' AND subject_key IS NOT NULL"),
     ),
     Index("ix_memories_tags", "tags", postgresql_using="gin"),
+    # Keyword search while the Milvus index is down (hub/db/fulltext.py).
+    Index(
+        "ix_memories_fulltext",
+        text("to_tsvector('english'::regconfig, content)"),
+        postgresql_using="gin",
+        postgresql_where=text("status = 'active'"),
+    ),
     Index("ix_memories_expiry", "expires_at", postgresql_where=text("status = 'active' AND expires_at IS NOT NULL")),
 )
 

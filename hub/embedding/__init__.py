@@ -3,7 +3,7 @@ endpoint, behind one interface, with cross-request batching."""
 
 from __future__ import annotations
 
-from .base import Embedder, EmbeddingError
+from .base import Embedder, EmbeddingError, embed_bulk
 from .batcher import BatchingEmbedder
 from .config import EmbeddingConfig
 from .onnx_minilm import OnnxMiniLMEmbedder
@@ -17,6 +17,7 @@ __all__ = [
     "OpenAICompatibleEmbedder",
     "BatchingEmbedder",
     "build_embedder",
+    "embed_bulk",
 ]
 
 
@@ -47,4 +48,7 @@ def build_embedder(config: EmbeddingConfig) -> Embedder:
             # limit (TEI: 32 by default) are respected by lowering batch_max.
             max_batch=config.batch_max,
         )
-    return BatchingEmbedder(inner, max_batch=config.batch_max, max_wait_ms=config.batch_wait_ms)
+    # Bulk (indexing) chunks: small for the local model, so a query waits ~45 ms behind
+    # indexing at most; whole requests for an HTTP server, where each call has a round trip.
+    bulk_chunk = min(16, config.batch_max) if config.provider == "local" else config.batch_max
+    return BatchingEmbedder(inner, max_batch=config.batch_max, max_wait_ms=config.batch_wait_ms, bulk_chunk=bulk_chunk)

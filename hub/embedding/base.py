@@ -38,6 +38,12 @@ class Embedder(Protocol):
         ...
 
 
+def embed_bulk(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Embed background work (indexing) on the embedder's bulk lane when it has one, so queries are served first."""
+    bulk = getattr(embedder, "embed_bulk", None)
+    return bulk(texts) if callable(bulk) else embedder.embed(texts)
+
+
 def check_texts(texts: Sequence[str]) -> list[str]:
     """Validate an ``embed()`` argument and return it as a list.
 

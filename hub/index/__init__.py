@@ -4,12 +4,13 @@
 parts (schema, filter building, row validation, error mapping).
 """
 
-from hub.index.errors import IndexBackendError, IndexModelMismatch, IndexUnavailable
+from hub.index.errors import IndexBackendError, IndexCollectionMissing, IndexModelMismatch, IndexUnavailable
 from hub.index.milvus_index import MilvusIndex
 from hub.index.records import IndexedMemory, IndexFilter
 
 __all__ = [
     "IndexBackendError",
+    "IndexCollectionMissing",
     "IndexFilter",
     "IndexModelMismatch",
     "IndexUnavailable",

@@ -19,6 +19,10 @@ class IndexUnavailable(IndexBackendError):
     """
 
 
+class IndexCollectionMissing(IndexBackendError):
+    """Milvus answers, but the collection is gone (a new, empty Milvus, or it was dropped); Postgres can rebuild it."""
+
+
 class IndexModelMismatch(IndexBackendError):
     """The collection was built for another embedding model, dimension, analyzer or layout.
 

@@ -24,6 +24,9 @@ from pymilvus.exceptions import (
 
 from hub.index.errors import IndexBackendError, IndexUnavailable
 
+# Milvus's error code for "collection not loaded" (merr.ErrCollectionNotLoaded).
+_COLLECTION_NOT_LOADED = 101
+
 _UNREACHABLE_GRPC = {
     grpc.StatusCode.UNAVAILABLE,
     grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -33,8 +36,8 @@ _UNREACHABLE_GRPC = {
 
 
 def is_embedded(uri: str) -> bool:
-    """True for a milvus-lite data directory URI (pymilvus treats ``*.db`` as one)."""
-    return uri.endswith(".db")
+    """True for an embedded Milvus Lite data file (``<dir>/<name>.db``), which the hub serves itself."""
+    return "://" not in uri and uri.endswith(".db")
 
 
 def redact(uri: str) -> str:
@@ -53,10 +56,10 @@ def advice(uri: str) -> str:
     """What to check when ``uri`` cannot be used."""
     if is_embedded(uri):
         return (
-            "check that the parent directory exists and is writable, and that no other process "
-            "uses this data directory (milvus-lite allows one process per directory; to share it, "
-            "run `milvus-lite server --data-dir DIR --port PORT` and point the hub at "
-            "http://127.0.0.1:PORT)"
+            "check that the directory exists and is writable, and that no other process uses this "
+            "data file (Milvus Lite allows one process per file; to share it between hubs, run "
+            "`memhub index-server --data-dir DIR --port PORT` and point every hub at "
+            "MEMHUB_MILVUS_URI=http://127.0.0.1:PORT)"
         )
     return (
         "check that the Milvus server is running and reachable at this address, that the port "
@@ -64,19 +67,34 @@ def advice(uri: str) -> str:
     )
 
 
-def is_unreachable(exc: BaseException) -> bool:
-    """True when ``exc`` (or what caused it) says Milvus cannot be reached or refuses our credentials."""
+def is_not_loaded(exc: BaseException) -> bool:
+    """True when ``exc`` (or its cause) says the collection is not loaded: e.g. a Milvus server restarted and released it."""
+    for cur in _chain(exc):
+        if isinstance(cur, MilvusException):
+            text = (cur.message or "").lower()
+            if cur.code == _COLLECTION_NOT_LOADED or "not loaded" in text or "released" in text:
+                return True
+    return False
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """True when ``exc`` (or what caused it) says Milvus cannot be reached or refuses our credentials."""
+    for cur in _chain(exc):
         if isinstance(cur, ConnectionConfigException | ConnectError | MilvusUnavailableException):
             return True
         if isinstance(cur, MilvusException) and cur.code == Status.CONNECT_FAILED:
             return True
         if isinstance(cur, grpc.RpcError) and hasattr(cur, "code") and cur.code() in _UNREACHABLE_GRPC:
             return True
-        cur = cur.__cause__ or cur.__context__
     return False
 
 
@@ -95,9 +113,10 @@ def translated(uri: str, what: str) -> Iterator[None]:
             raise IndexUnavailable(
                 f"Milvus at {redact(uri)} is unavailable during {what}: {_reason(exc)}; {advice(uri)}"
             ) from exc
-        if isinstance(exc, MilvusException):
-            raise IndexBackendError(f"Milvus at {redact(uri)} failed {what}: {_reason(exc)}") from exc
-        raise
+        # Anything else a pymilvus call raises (a refused request, an RPC error
+        # of another code, a bug in the client) is still an index failure: the
+        # caller answers UNAVAILABLE or falls back, never INTERNAL.
+        raise IndexBackendError(f"Milvus at {redact(uri)} failed {what}: {_reason(exc)}") from exc
 
 
 def _reason(exc: BaseException) -> str:

@@ -1,17 +1,22 @@
 """MilvusIndex: the derived retrieval index (dense + BM25) over one Milvus collection.
 
 Postgres is the source of truth; this collection can always be rebuilt from
-it (``memhub reindex``). Hits are ids and scores only: the caller hydrates
-and re-checks them in Postgres.
+it (``memhub reindex``, or by itself when the collection is found missing).
+Hits are ids and scores only: the caller hydrates and re-checks them in
+Postgres.
 
-Works against milvus-lite (``<dir>.db`` in-process, or a ``milvus-lite
-server`` over http) and Milvus 2.5+. Where the two differ, the difference is
-handled here (see ``_lite`` and the measurements in the comments).
+Works against Milvus Lite 2.5 (a data file ``<dir>/<name>.db`` served by a
+child process this index supervises, or a shared ``memhub index-server``
+over TCP) and Milvus 2.5+ servers. Where they differ, ``backend.Backend``
+decides.
+
+Healing: a call that fails because the embedded server died restarts it;
+a search that finds the collection released loads it and tries once more;
+``probe()`` (run by the hub's health monitor) does both in the background,
+so the index recovers from a Milvus restart without a hub restart.
 
 Thread safety: one ``MilvusClient`` (a gRPC channel, safe for concurrent
-calls) is shared by every thread. Measured with 8 search threads plus one
-upserting thread on milvus-lite, without errors; the only state of our own
-(the pending-write counter) sits behind a lock.
+calls) is shared by every thread; state of our own sits behind locks.
 
 Tracing: searches, upserts, deletes and flushes each make a CLIENT span
 ("milvus.<operation>") with db.system=milvus, the collection and row/hit
@@ -22,17 +27,21 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from opentelemetry import trace
 from pymilvus import MilvusClient
+from pymilvus.client.types import LoadState
 
 from hub import telemetry
-from hub.index import embedded, schema
-from hub.index.errors import IndexBackendError, IndexModelMismatch, IndexUnavailable
-from hub.index.failures import redact, translated
+from hub.index import backend as backends
+from hub.index import lite_server, schema
+from hub.index.errors import IndexBackendError, IndexCollectionMissing, IndexModelMismatch, IndexUnavailable
+from hub.index.failures import is_embedded, is_not_loaded, redact, translated
 from hub.index.filters import build_filter, quote
 from hub.index.records import IndexedMemory, IndexFilter
 from hub.index.rows import check_vector, to_row
@@ -47,12 +56,14 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Milvus's maximum topk.
 MAX_LIMIT = 16384
-# Rows per upsert call: bounds a request at ~256 x (65 KB text + 1.5 KB vector),
-# well under Milvus's default 64 MB gRPC message limit.
-_UPSERT_BATCH = 256
+# Rows per upsert call: bounds a request at ~512 x (65 KB text + 1.5 KB vector)
+# worst case, under Milvus's default 64 MB gRPC message limit; typical
+# memories are a few hundred bytes, so this is one call per indexer batch.
+_UPSERT_BATCH = 512
 # Ids per delete expression (~40 KB of filter text).
 _DELETE_BATCH = 1000
 
@@ -72,47 +83,36 @@ class MilvusIndex:
         dimension: int,
         db_name: str | None = None,
         analyzer: dict[str, Any] | None = None,
-        dense_index_type: str | None = None,
         consistency_level: str = "Strong",
-        lite_flush_rows: int = 256,
         timeout_s: float = 10.0,
+        search_timeout_s: float = 5.0,
     ) -> None:
-        """Connect to Milvus; nothing is created until ``ensure_collection``.
+        """Connect to Milvus (starting the embedded server for a ``.db`` path); nothing is created until ``ensure_collection``.
 
         Args:
-            uri: ``<dir>.db`` for embedded milvus-lite, or ``http(s)://host:port``.
+            uri: ``<dir>/<name>.db`` for embedded Milvus Lite, or ``http(s)://host:port``.
             token: Milvus token (``user:password`` or an API key); never logged.
             collection: collection name.
             model_id: embedding model id recorded with (and checked against) the collection.
             dimension: embedding dimension, likewise.
             db_name: Milvus database; None uses the server default.
             analyzer: BM25 ``analyzer_params`` for new collections; default
-                ``schema.DEFAULT_ANALYZER`` (English: standard tokenizer,
-                lowercase, stemmer, stop words).
-            dense_index_type: dense index for new collections. None picks FLAT
-                on milvus-lite (exact; its filtered HNSW lost recall: 0.80
-                recall@10 when 18 of 10k rows pass the filter, while FLAT was
-                also faster under filters) and AUTOINDEX on a real server.
+                ``schema.DEFAULT_ANALYZER`` (jieba words, lowercase, English
+                stemmer, stop words).
             consistency_level: used by every search (and as the default of new
                 collections). Strong, because a write that waited for
-                `wait_indexed` promises read-your-writes, also when another
+                ``wait_indexed`` promises read-your-writes, also when another
                 replica did the upsert; Milvus's default, Bounded, may hide a
-                fresh upsert for seconds on a real server (and, rarely, on
-                Milvus Lite too: a test saw a BM25 search miss a row just upserted).
-            lite_flush_rows: on milvus-lite, flush after this many unflushed
-                writes. Unflushed rows are searched by brute force with
-                row-by-row Python filtering (at 10k rows: dense 390-610 ms and
-                BM25 0.9-1.4 s before a flush, 10-20 ms after); every 100
-                unflushed rows add ~6 ms (dense) to ~16 ms (BM25 + tag filter)
-                per search, while a small flush costs ~100 ms of the writer's
-                time. Ignored on a real server, which searches growing
-                segments natively.
-            timeout_s: per-call timeout, so a hung server fails a request
+                fresh upsert for seconds on a server.
+            timeout_s: per-call timeout for writes and administration
+                (pymilvus retries within it), so a hung server fails a call
                 instead of holding its thread.
+            search_timeout_s: per-call timeout for searches, shorter: a search
+                that cannot be answered quickly is better answered degraded.
 
         Raises:
             IndexUnavailable: the URI is malformed, the server is unreachable,
-                or the milvus-lite directory is locked by another process.
+                or the Milvus Lite data file is locked by another process.
         """
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
@@ -124,42 +124,60 @@ class MilvusIndex:
         self._dimension = dimension
         self._analyzer = analyzer if analyzer is not None else schema.DEFAULT_ANALYZER
         self._consistency_level = consistency_level
-        self._flush_rows = max(1, lite_flush_rows)
         self._timeout = timeout_s
-        self._lock = threading.Lock()  # guards _pending, _closing and _closed
+        self._search_timeout = search_timeout_s
+        self._lock = threading.Lock()  # guards _pending, _closed and _dense
         self._flush_lock = threading.Lock()  # one flush at a time
+        self._recover_lock = threading.Lock()  # one reload/restart at a time
         self._pending = 0
-        self._closing = False
         self._closed = False
+        self._server: lite_server.LiteServer | None = None
         kwargs: dict[str, Any] = {"timeout": timeout_s}
         if token:
             kwargs["token"] = token
         if db_name:
             kwargs["db_name"] = db_name
-        self._embedded_key = embedded.acquire(uri)
+        connect_uri = uri
+        if is_embedded(uri):
+            self._server = lite_server.acquire(Path(uri))
+            connect_uri = self._server.uri
         try:
             with self._call("connect"):
-                self._client = MilvusClient(uri, **kwargs)
-                # milvus-lite answers "milvus_lite-<version>" whether embedded or served over http.
-                self._lite = str(self._client.get_server_version()).startswith("milvus_lite")
+                self._client = MilvusClient(connect_uri, **kwargs)
+                self.backend = backends.Backend(lite=True) if self._server else backends.detect(self._client.get_server_version)
         except BaseException:
-            embedded.release(self._embedded_key)
+            if self._server is not None:
+                lite_server.release(self._server)
             raise
-        self._dense_index_type = dense_index_type or ("FLAT" if self._lite else "AUTOINDEX")
+        self._dense = self.backend.dense_index(0)
+
+    @property
+    def uri(self) -> str:
+        """The configured URI, without credentials."""
+        return redact(self._uri)
+
+    @property
+    def dense_index_type(self) -> str:
+        return self._dense.index_type
 
     # -- lifecycle ----------------------------------------------------------------
 
-    def ensure_collection(self) -> None:
-        """Create the collection if missing; otherwise check what it records, then load it.
+    def ensure_collection(self, expected_rows: int = 0) -> bool:
+        """Create the collection if missing (True), else check what it records; then load it.
+
+        ``expected_rows``: how many memories the new collection will hold
+        soon (the servable ones in Postgres), to pick its dense index.
 
         Raises:
             IndexModelMismatch: the collection was built for another model,
                 dimension, BM25 analyzer or index layout (or by something other than memhub).
             IndexUnavailable: Milvus cannot be reached.
         """
+        created = False
         if not self._has_collection():
             try:
-                self._create()
+                self._create(expected_rows)
+                created = True
             except IndexBackendError:
                 # Another hub replica may have created it between our check and create.
                 if not self._has_collection():
@@ -167,37 +185,49 @@ class MilvusIndex:
         self._verify()
         self._ensure_indexes()
         self._load()
+        return created
 
-    def recreate(self) -> None:
+    def recreate(self, expected_rows: int = 0) -> None:
         """Drop the collection (if any) and create it empty for this model; used by ``memhub reindex``."""
         with self._call("drop_collection"):
             if self._client.has_collection(self._collection, timeout=self._timeout):
                 self._client.drop_collection(self._collection, timeout=self._timeout)
         with self._lock:
             self._pending = 0
-        self._create()
+        self._create(expected_rows)
         self._load()
 
+    def probe(self) -> None:
+        """Check that the index answers, healing what can be healed; raise IndexUnavailable if it cannot.
+
+        Restarts a dead embedded server and loads a released collection. A
+        missing collection raises IndexCollectionMissing (the hub then rebuilds it).
+        """
+        self._restart_dead_server()
+        with self._call("get_load_state"):
+            state = self._client.get_load_state(self._collection, timeout=self._timeout)
+        if state.get("state") == LoadState.NotExist:
+            raise IndexCollectionMissing(f"collection {self._collection!r} does not exist at {self.uri}")
+        if state.get("state") != LoadState.Loaded:
+            log.warning("Milvus collection %r is %s; loading it", self._collection, state.get("state"))
+            self._load()
+
     def close(self) -> None:
-        """Flush pending milvus-lite writes, close the client and free an embedded directory. Idempotent."""
+        """Flush pending writes, close the client and stop an embedded server nobody else uses. Idempotent."""
         with self._lock:
-            if self._closing:
+            if self._closed:
                 return
-            self._closing = True  # a second, concurrent close returns here
             pending = self._pending
-        if self._lite and pending:
+        if self.backend.flush_after_writes and pending:
             try:
-                # A reopened milvus-lite replays unflushed writes into its slow
-                # in-memory table; flushing now keeps the next start fast.
-                self.flush()
+                self.flush()  # a reopened Lite replays unflushed writes from its log: keep the next start short
             except IndexBackendError as exc:
                 log.warning("flush on close failed: %s", exc)
         with self._lock:
             self._closed = True
         self._client.close()
-        # The last index on an embedded directory stops its in-process server,
-        # so another process (e.g. `memhub reindex`) can open the directory.
-        embedded.release(self._embedded_key)
+        if self._server is not None:
+            lite_server.release(self._server)
 
     # -- writes -------------------------------------------------------------------
 
@@ -210,9 +240,10 @@ class MilvusIndex:
         data = list(by_id.values())
         with self._span("upsert", {"memhub.milvus.rows": len(data)}):
             for start in range(0, len(data), _UPSERT_BATCH):
-                with self._call("upsert"):
-                    self._client.upsert(self._collection, data[start : start + _UPSERT_BATCH], timeout=self._timeout)
-            self._after_write(len(data))
+                chunk = data[start : start + _UPSERT_BATCH]
+                self._healing("upsert", lambda c=chunk: self._client.upsert(self._collection, c, timeout=self._timeout))
+            with self._lock:
+                self._pending += len(data)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove memories by id; unknown ids are ignored."""
@@ -224,20 +255,61 @@ class MilvusIndex:
                 # Not delete(ids=...): pymilvus wraps string keys in quotes without
                 # escaping them, so an id containing ' could widen the delete.
                 expr = f"{schema.ID} in [" + ", ".join(quote(i) for i in unique[start : start + _DELETE_BATCH]) + "]"
-                with self._call("delete"):
-                    self._client.delete(self._collection, filter=expr, timeout=self._timeout)
-            self._after_write(len(unique))
+                self._healing("delete", lambda e=expr: self._client.delete(self._collection, filter=e, timeout=self._timeout))
+            with self._lock:
+                self._pending += len(unique)
 
     def flush(self) -> None:
-        """Seal pending writes into segments (on milvus-lite this is what makes them fast to search)."""
+        """Seal written rows into segments (bounds what a restart replays from the write-ahead log)."""
         with self._span("flush", {}) as span, self._flush_lock:
             with self._lock:
                 flushed = self._pending
             span.set_attribute("memhub.milvus.rows", flushed)
-            with self._call("flush"):
-                self._client.flush(self._collection, timeout=self._timeout)
+            self._healing("flush", lambda: self._client.flush(self._collection, timeout=self._timeout))
             with self._lock:
                 self._pending = max(0, self._pending - flushed)
+
+    def after_catch_up(self) -> None:
+        """Called by the indexer when the outbox is empty: flush if this backend wants it, and grow the dense index."""
+        with self._lock:
+            pending = self._pending
+        if not pending:
+            return
+        if self.backend.flush_after_writes:
+            self.flush()
+        if self.backend.lite and self._dense.index_type != backends.LITE_IVF.index_type:
+            self.upgrade_dense_index(self.count())
+
+    def upgrade_dense_index(self, rows: int) -> bool:
+        """Rebuild the dense index if the backend wants another one at ``rows`` rows; True if it did.
+
+        Milvus allows one index per field and changes it only on a released
+        collection, so searches fail for the seconds the rebuild takes (the
+        hub answers them from Postgres, marked degraded). It happens once,
+        when an embedded index first grows past the threshold.
+        """
+        wanted = self.backend.dense_index(rows)
+        if wanted.index_type == self._dense.index_type:
+            return False
+        log.info(
+            "rebuilding the dense index of %r as %s (%d rows; was %s)",
+            self._collection,
+            wanted.index_type,
+            rows,
+            self._dense.index_type,
+        )
+        with self._span("rebuild_dense_index", {"memhub.milvus.rows": rows}), self._recover_lock:
+            with self._call("release_collection"):
+                self._client.release_collection(self._collection, timeout=self._timeout)
+            try:
+                with self._call("drop_index"):
+                    self._client.drop_index(self._collection, schema.DENSE, timeout=self._timeout)
+                self._create_indexes({schema.DENSE}, wanted)
+            finally:
+                self._load()
+        with self._lock:
+            self._dense = wanted
+        return True
 
     # -- reads --------------------------------------------------------------------
 
@@ -264,15 +336,17 @@ class MilvusIndex:
 
     def count(self) -> int:
         """Rows currently in the collection."""
-        with self._call("count"):
-            res = self._client.query(self._collection, filter="", output_fields=["count(*)"], timeout=self._timeout)
+        res = self._healing(
+            "count",
+            lambda: self._client.query(self._collection, filter="", output_fields=["count(*)"], timeout=self._timeout),
+        )
         return int(res[0]["count(*)"]) if res else 0
 
     def recorded_model(self) -> tuple[str, int] | None:
         """(model id, dimension) the collection records, or None if it is missing or records none."""
         if not self._has_collection():
             return None
-        return _recorded(self._properties())
+        return _recorded(self._record())
 
     # -- internals ----------------------------------------------------------------
 
@@ -301,72 +375,104 @@ class MilvusIndex:
     def _call(self, what: str) -> AbstractContextManager[None]:
         """Translate failures of the pymilvus call(s) in the with-block; refuse work once closed."""
         if self._closed:
-            raise IndexUnavailable(f"the index for {redact(self._uri)} is closed")
+            raise IndexUnavailable(f"the index for {self.uri} is closed")
         return translated(self._uri, f"{what} on collection {self._collection!r}")
+
+    def _healing(self, what: str, call: Callable[[], T]) -> T:
+        """Run ``call``; after a failure healing can fix (dead embedded server, released collection), heal and retry once."""
+        try:
+            with self._call(what):
+                return call()
+        except IndexBackendError as exc:
+            if not self._heal(exc):
+                raise
+        # A restarted engine takes a moment before the client's channel reconnects.
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                with self._call(what):
+                    return call()
+            except IndexUnavailable:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)
+
+    def _heal(self, exc: IndexBackendError) -> bool:
+        """Try to fix the cause of ``exc``; True if something was fixed and a retry may succeed."""
+        if isinstance(exc, IndexUnavailable):
+            return self._restart_dead_server()
+        if is_not_loaded(exc):
+            log.warning("Milvus collection %r is not loaded (the server restarted?); loading it", self._collection)
+            self._load()
+            return True
+        return False
+
+    def _restart_dead_server(self) -> bool:
+        if self._server is None:
+            return False
+        with self._recover_lock:
+            return self._server.ensure_running()
 
     def _search(self, data: list[Any], field: str, flt: IndexFilter, limit: int, what: str) -> list[tuple[str, float]]:
         if not 1 <= limit <= MAX_LIMIT:
             raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
         expr = build_filter(flt)
-        with self._call(what):
-            res = self._client.search(
+        params = {"params": self._dense.search_params} if field == schema.DENSE and self._dense.search_params else None
+        res = self._healing(
+            what,
+            lambda: self._client.search(
                 self._collection,
                 data=data,
                 anns_field=field,
                 filter=expr,
                 limit=limit,
-                # Ask for the key only: milvus-lite returns every field,
-                # vectors included, when output_fields is empty.
+                # Ask for the key only: the other fields are read from Postgres.
                 output_fields=[schema.ID],
+                search_params=params,
                 consistency_level=self._consistency_level,
-                timeout=self._timeout,
-            )
+                timeout=self._search_timeout,
+            ),
+        )
         hits = res[0] if res else []
-        if field == schema.SPARSE:
-            # milvus-lite reports BM25 scores negated (its order is still
-            # right); abs() gives "higher is better" on both backends.
-            return [(str(h["id"]), abs(float(h["distance"]))) for h in hits]
-        return [(str(h["id"]), float(h["distance"])) for h in hits]  # cosine similarity
-
-    def _after_write(self, n: int) -> None:
-        if not self._lite:
-            return
-        with self._lock:
-            self._pending += n
-            due = self._pending >= self._flush_rows
-        if due:
-            self.flush()
+        # Dense: cosine similarity; BM25: score. Both "higher is better".
+        return [(str(h["id"]), float(h["distance"])) for h in hits]
 
     def _has_collection(self) -> bool:
         with self._call("has_collection"):
             return bool(self._client.has_collection(self._collection, timeout=self._timeout))
 
-    def _properties(self) -> dict[str, str]:
+    def _record(self) -> dict[str, str]:
         with self._call("describe_collection"):
             desc = self._client.describe_collection(self._collection, timeout=self._timeout)
-        return {str(k): str(v) for k, v in (desc.get("properties") or {}).items()}
+        return schema.parse_description(str(desc.get("description") or ""))
 
-    def _create(self) -> None:
+    def _create(self, expected_rows: int) -> None:
+        dense = self.backend.dense_index(expected_rows)
+        rec = schema.record(self._model_id, self._dimension, self._analyzer)
         with self._call("create_collection"):
             self._client.create_collection(
                 self._collection,
-                schema=schema.build_schema(self._model_id, self._dimension, self._analyzer),
+                schema=schema.build_schema(
+                    self._dimension, self._analyzer, rec, namespace_partition_key=self.backend.namespace_partition_key
+                ),
                 consistency_level=self._consistency_level,
-                properties=schema.properties(self._model_id, self._dimension, self._analyzer),
                 timeout=self._timeout,
             )
-        self._create_indexes({schema.DENSE, schema.SPARSE})
+        self._create_indexes({schema.DENSE, schema.SPARSE}, dense)
+        with self._lock:
+            self._dense = dense
         log.info(
-            "created Milvus collection %r at %s (model %s, dimension %d, dense index %s)",
+            "created Milvus collection %r at %s (model %s, dimension %d, dense index %s, %s)",
             self._collection,
-            redact(self._uri),
+            self.uri,
             self._model_id,
             self._dimension,
-            self._dense_index_type,
+            dense.index_type,
+            "Milvus Lite" if self.backend.lite else "Milvus server",
         )
 
     def _ensure_indexes(self) -> None:
-        """Add indexes a half-finished create left out (created collection, then failed)."""
+        """Add indexes a half-finished create left out (created collection, then failed); learn the dense one."""
         with self._call("list_indexes"):
             present = {
                 field
@@ -376,29 +482,33 @@ class MilvusIndex:
         missing = {schema.DENSE, schema.SPARSE} - present
         if missing:
             log.warning("collection %r lacks indexes on %s; creating them", self._collection, sorted(missing))
-            self._create_indexes(missing)
+            self._create_indexes(missing, self._dense)
+        if schema.DENSE in present:
+            with self._call("describe_index"):
+                info = self._client.describe_index(self._collection, schema.DENSE, timeout=self._timeout) or {}
+            found = str(info.get("index_type") or "")
+            with self._lock:
+                if found == backends.LITE_IVF.index_type:
+                    self._dense = backends.LITE_IVF
+                elif found:
+                    self._dense = backends.DenseIndex(found)
 
-    def _create_indexes(self, fields: set[str]) -> None:
-        params = schema.build_index_params(self._dense_index_type, fields)
+    def _create_indexes(self, fields: set[str], dense: backends.DenseIndex) -> None:
+        params = schema.build_index_params(dense.index_type, dense.build_params, fields)
         with self._call("create_index"):
             # pymilvus polls index state with a 0.5 s sleep before the first
-            # check, per index (1 s per new collection). milvus-lite builds
-            # index specs synchronously, so skip the wait there.
-            self._client.create_index(self._collection, params, timeout=self._timeout, sync=not self._lite)
+            # check, per index; Milvus Lite builds index specs synchronously.
+            self._client.create_index(self._collection, params, timeout=self._timeout, sync=not self.backend.lite)
 
     def _load(self) -> None:
         with self._call("load_collection"):
             self._client.load_collection(self._collection, timeout=self._timeout)
-        if self._lite:
-            # milvus-lite replays unflushed writes of an earlier run into its
-            # in-memory table, where every search scans them in Python.
-            self.flush()
 
     def _verify(self) -> None:
-        props = self._properties()
+        rec = self._record()
         expected = (self._model_id, self._dimension)
-        recorded = _recorded(props)
-        where = f"Milvus collection {self._collection!r} at {redact(self._uri)}"
+        recorded = _recorded(rec)
+        where = f"Milvus collection {self._collection!r} at {self.uri}"
         fix = "Run `memhub reindex` to rebuild the index from Postgres with the current settings."
         if recorded is None:
             raise IndexModelMismatch(
@@ -416,14 +526,14 @@ class MilvusIndex:
                 recorded=recorded,
                 expected=expected,
             )
-        layout = props.get(schema.PROP_LAYOUT)
+        layout = rec.get(schema.RECORD_LAYOUT)
         if layout != schema.LAYOUT_VERSION:
             raise IndexModelMismatch(
                 f"{where} has index layout {layout!r}; this hub expects layout {schema.LAYOUT_VERSION!r}. {fix}",
                 recorded=recorded,
                 expected=expected,
             )
-        analyzer = props.get(schema.PROP_ANALYZER)
+        analyzer = rec.get(schema.RECORD_ANALYZER)
         if analyzer != schema.canonical_analyzer(self._analyzer):
             raise IndexModelMismatch(
                 f"{where} was built with BM25 analyzer {analyzer}; this hub is configured with "
@@ -437,8 +547,8 @@ def _search_attributes(flt: IndexFilter, limit: int) -> dict[str, Any]:
     return {"memhub.milvus.limit": limit, "memhub.milvus.namespaces": len(flt.namespaces)}
 
 
-def _recorded(props: dict[str, str]) -> tuple[str, int] | None:
-    model, dim = props.get(schema.PROP_MODEL), props.get(schema.PROP_DIMENSION)
+def _recorded(rec: dict[str, str]) -> tuple[str, int] | None:
+    model, dim = rec.get(schema.RECORD_MODEL), rec.get(schema.RECORD_DIMENSION)
     if not model or not dim:
         return None
     try:

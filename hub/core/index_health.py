@@ -1,0 +1,81 @@
+"""Whether the retrieval index answers right now, shared by searches, the indexer and the health monitor.
+
+A search that finds Milvus unreachable marks it down; while it is down,
+searches skip Milvus (answering from Postgres, marked degraded) instead of
+each waiting out a timeout, and the health monitor probes it until it
+answers again. Listeners (the gRPC health service) hear every change.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[bool, str], None]
+
+
+class IndexHealth:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._down_since: float | None = None
+        self._reason = ""
+        self._listeners: list[Listener] = []
+        self._changed = threading.Event()
+
+    @property
+    def ok(self) -> bool:
+        return self._down_since is None
+
+    @property
+    def reason(self) -> str:
+        """Why the index is down ("" when it is up)."""
+        return self._reason
+
+    def down_for_s(self) -> float:
+        since = self._down_since
+        return 0.0 if since is None else time.monotonic() - since
+
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener(ok, reason)`` now and on every change."""
+        with self._lock:
+            self._listeners.append(listener)
+            ok, reason = self.ok, self._reason
+        listener(ok, reason)
+
+    def mark_down(self, reason: str) -> None:
+        with self._lock:
+            if self._down_since is not None:
+                return
+            self._down_since = time.monotonic()
+            self._reason = reason
+            listeners = list(self._listeners)
+        log.warning("retrieval index marked down: %s", reason)
+        self._changed.set()
+        for listener in listeners:
+            listener(False, reason)
+
+    def mark_up(self) -> None:
+        with self._lock:
+            if self._down_since is None:
+                return
+            down = time.monotonic() - self._down_since
+            self._down_since = None
+            self._reason = ""
+            listeners = list(self._listeners)
+        log.warning("retrieval index answers again (it was down for %.1f s)", down)
+        self._changed.set()
+        for listener in listeners:
+            listener(True, "")
+
+    def wake(self) -> None:
+        """End a ``wait_change`` early (used when stopping)."""
+        self._changed.set()
+
+    def wait_change(self, timeout_s: float) -> None:
+        """Sleep until the state changes or ``timeout_s`` passes (the monitor probes at once after a search saw a failure)."""
+        self._changed.wait(timeout_s)
+        self._changed.clear()
