@@ -163,10 +163,14 @@ class MemhubClient:
         """Call an AdminService method by name, e.g. call_admin("GetPolicyInfo", admin_pb2.GetPolicyInfoRequest())."""
         return self._call(getattr(self.admin, name), request)
 
-    def healthy(self, timeout_s: float = 5.0) -> bool:
-        """True when the hub answers SERVING within timeout_s."""
+    def healthy(self, timeout_s: float = 5.0, service: str = "") -> bool:
+        """True when the hub answers SERVING within timeout_s, for the whole process ("") or one service.
+
+        ``memhub.v1.MemoryService`` is SERVING only while Postgres and the retrieval index both answer;
+        ``memhub.v1.AdminService`` while Postgres answers.
+        """
         try:
-            reply = self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout_s)
+            reply = self._health.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)
         except grpc.RpcError:
             return False
         return reply.status == health_pb2.HealthCheckResponse.SERVING

@@ -224,6 +224,7 @@ def test_decisions_are_audited_with_policy_ids(fleet: Fleet) -> None:
         assert list(entry.policy_ids) == ["fleet.auditors-never-modify"]
         assert entry.trace_id == trace and list(entry.groups) == ["auditors"]
         assert entry.rpc == "memhub.v1.MemoryService/WriteMemories"
+        fleet.hub.audit.flush()  # root's own admin decision, made by the query above
         allowed = root.call_admin(
             "QueryAuditLog", admin_pb2.QueryAuditLogRequest(agent_id="root", action="admin", decision=admin_pb2.DECISION_ALLOW)
         ).entries

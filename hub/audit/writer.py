@@ -14,9 +14,9 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
-from sqlalchemy import Engine, delete, func, insert
+from sqlalchemy import Connection, Engine, delete, func
 
 from hub.db.schema import audit_log
 
@@ -74,10 +74,9 @@ class AuditWriter:
                         break
                 if not batch:
                     return written
-                rows = [asdict(e) | {"groups": list(e.groups), "policy_ids": list(e.policy_ids)} for e in batch]
                 try:
                     with self._engine.begin() as conn:
-                        conn.execute(insert(audit_log), rows)
+                        _copy_rows(conn, batch)
                 except Exception:
                     # Put them back for the next attempt; Postgres may be restarting.
                     log.exception("could not write %d audit entries; will retry", len(batch))
@@ -117,3 +116,18 @@ class AuditWriter:
                         log.info("audit retention: deleted %d entries older than %s days", purged, self._retention_days)
                 except Exception:
                     log.exception("audit retention purge failed; will retry")
+
+
+_COLUMNS = tuple(f.name for f in fields(AuditEntry))
+
+
+def _copy_rows(conn: Connection, batch: list[AuditEntry]) -> None:
+    """Insert with COPY: at a few hundred decisions a second, an INSERT's parameter
+    handling in SQLAlchemy cost a sixth of a busy hub's Python time; COPY streams rows."""
+    raw = conn.connection.driver_connection
+    statement = f"COPY {audit_log.name} ({', '.join(_COLUMNS)}) FROM STDIN"
+    with raw.cursor() as cursor, cursor.copy(statement) as copy:
+        for entry in batch:
+            copy.write_row(
+                tuple(list(value) if isinstance(value, tuple) else value for value in (getattr(entry, c) for c in _COLUMNS))
+            )

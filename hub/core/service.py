@@ -18,11 +18,12 @@ import dataclasses
 import logging
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 
+import numpy as np
 from opentelemetry import trace
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from hub.core import fusion, paging
 from hub.core.access import Action, Authorizer, denied, require
@@ -90,6 +91,8 @@ class MemoryService:
         search_threads: int = 16,
     ) -> None:
         self._engine = engine
+        # Read-only work runs in autocommit: no BEGIN/ROLLBACK round trip per statement batch.
+        self._reads = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._index = index
         self._embedder = embedder
         self._indexer = indexer
@@ -178,24 +181,37 @@ class MemoryService:
                 "memhub.search.channels": [ch.value for ch in query.channels],
             }
         )
-        readable = self._readable_namespaces(caller, query.filter.namespaces)
-        span.set_attribute("memhub.search.namespaces", len(readable))
-        if not readable:
-            span.set_attribute("memhub.search.hits", 0)
-            return SearchResult(())
-        # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits.
-        depth = min(max(query.top_k * 3, 30), 300)
-        rankings, degraded = self._rankings(query, readable, depth)
-        fused = fusion.rrf(rankings)
-        # Hydrate in rank order, only as deep as top_k needs: most candidates are never
-        # returned, and turning rows into records is the hub's own biggest cost here.
-        flt = query.filter
-        ids = [f.id for f in fused]
-        head = 2 * query.top_k
-        with self._engine.connect() as conn:
-            records = memories_db.hydrate(conn, ids[:head], flt, readable)
-            if len(records) < query.top_k and len(ids) > head:  # stale or filtered hits: look deeper
-                records.update(memories_db.hydrate(conn, ids[head:], flt, readable))
+        # The query's embedding does not depend on who asks: start it now, while
+        # Postgres and the policies decide which namespaces may be searched.
+        vector = None
+        if Channel.DENSE in query.channels and self._index_health.ok:
+            vector = self._pool.submit(contextvars.copy_context().run, self._embed_query, query.text)
+        try:
+            # One connection for the whole search, in autocommit: read-only
+            # statements need no BEGIN/ROLLBACK round trips.
+            with self._reads.connect() as conn:
+                readable = self._readable_namespaces(caller, query.filter.namespaces, conn)
+                span.set_attribute("memhub.search.namespaces", len(readable))
+                if not readable:
+                    span.set_attribute("memhub.search.hits", 0)
+                    return SearchResult(())
+                # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits.
+                depth = min(max(query.top_k * 3, 30), 300)
+                rankings, degraded = self._rankings(conn, query, readable, depth, vector)
+                vector = None
+                fused = fusion.rrf(rankings)
+                # Hydrate in rank order, only as deep as top_k needs: most candidates are never
+                # returned, and turning rows into records is the hub's own biggest cost here.
+                flt = query.filter
+                ids = [f.id for f in fused]
+                # A few spare rows cover hits that turn out stale or filtered; a second round covers the rest.
+                head = query.top_k + 3
+                records = memories_db.hydrate(conn, ids[:head], flt, readable)
+                if len(records) < query.top_k and len(ids) > head:  # stale or filtered hits: look deeper
+                    records.update(memories_db.hydrate(conn, ids[head:], flt, readable))
+        finally:
+            if vector is not None:
+                vector.cancel()  # not needed after all (nothing readable, or an error)
         hits = [SearchHit(records[f.id], f.score, f.channels if query.explain else ()) for f in fused if f.id in records][
             : query.top_k
         ]
@@ -206,12 +222,15 @@ class MemoryService:
             span.set_attribute("memhub.search.degraded", True)
         return SearchResult(tuple(hits), degraded)
 
-    def _rankings(self, query: SearchQuery, readable: list[str], depth: int) -> tuple[dict[Channel, list], str]:
+    def _rankings(
+        self, conn: Connection, query: SearchQuery, readable: list[str], depth: int, vector: Future | None
+    ) -> tuple[dict[Channel, list], str]:
         """Each requested channel's best-first (id, score) list, and why the answer is degraded ("" if it is not).
 
         A channel that fails (Milvus unreachable, the embedder down) is left
         out and the answer marked degraded; when no channel can answer, or
         the index is known to be down, Postgres full-text search answers.
+        ``vector``: the query's embedding, under way.
         """
         flt = query.filter
         index_filter = IndexFilter(
@@ -229,17 +248,19 @@ class MemoryService:
             futures = {}
             # Each task runs in its own copy of this context (one Context cannot be
             # entered by two threads at once), so the current span travels along.
-            if Channel.DENSE in query.channels:
-                futures[Channel.DENSE] = self._pool.submit(
-                    contextvars.copy_context().run, self._dense, query.text, index_filter, depth
-                )
             if Channel.KEYWORD in query.channels:
                 futures[Channel.KEYWORD] = self._pool.submit(
                     contextvars.copy_context().run, self._index.search_keyword, query.text, index_filter, depth
                 )
-            for channel, future in futures.items():
+            if vector is not None:
+                # The dense search runs here, in the caller's thread, once the embedding is ready.
+                futures[Channel.DENSE] = vector
+            for channel, future in sorted(futures.items(), key=lambda kv: kv[0] != Channel.DENSE):
                 try:
-                    rankings[channel] = future.result()
+                    if channel == Channel.DENSE:
+                        rankings[channel] = self._index.search_dense(future.result(), index_filter, depth)
+                    else:
+                        rankings[channel] = future.result()
                 except (IndexBackendError, EmbeddingError) as exc:
                     # Details go to the log only: the caller learns which channel, not the hub's topology.
                     log.warning("search channel %s failed: %s", channel.value, exc)
@@ -248,21 +269,22 @@ class MemoryService:
                     failed.append(channel.value)
         if rankings:
             return rankings, f"the {' and '.join(failed)} channel failed; ranked without it" if failed else ""
-        with self._engine.connect() as conn:
-            rankings[Channel.KEYWORD] = fulltext.search(conn, query.text, flt, readable, depth)
+        rankings[Channel.KEYWORD] = fulltext.search(conn, query.text, flt, readable, depth)
         return rankings, DEGRADED_FULLTEXT
 
-    def _readable_namespaces(self, caller: Caller, roots: Sequence[str]) -> list[str]:
+    def _readable_namespaces(self, caller: Caller, roots: Sequence[str], conn: Connection | None = None) -> list[str]:
         """The existing namespaces under `roots` (all, when empty) that the caller may read.
 
         Permission is decided per namespace *before* any search, so results
         and their count can only come from readable namespaces, and a denied
         namespace looks exactly like an empty or missing one.
         """
-        with self._engine.connect() as conn:
-            candidates = (
-                memories_db.resolve_namespaces(conn, minimal_roots(list(roots))) if roots else memories_db.all_namespaces(conn)
-            )
+        if conn is None:
+            with self._reads.connect() as own:
+                return self._readable_namespaces(caller, roots, own)
+        candidates = (
+            memories_db.resolve_namespaces(conn, minimal_roots(list(roots))) if roots else memories_db.all_namespaces(conn)
+        )
         verdicts = self._authorizer.allowed_many(caller, Action.READ, candidates)
         return [ns for ns, ok in zip(candidates, verdicts, strict=True) if ok]
 
@@ -279,9 +301,8 @@ class MemoryService:
                 if ns is None or not self._authorizer.allowed(caller, Action.READ, ns):
                     raise InvalidArgument(f"memories[{i}].derived_from[{j}]", f"no memory has id {mid}")
 
-    def _dense(self, text: str, flt: IndexFilter, limit: int) -> list[tuple[str, float]]:
-        vector = self._embedder.embed([text])[0]
-        return self._index.search_dense(vector, flt, limit)
+    def _embed_query(self, text: str) -> np.ndarray:
+        return self._embedder.embed([text])[0]
 
     # -- get / list ---------------------------------------------------------------
 

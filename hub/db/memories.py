@@ -12,7 +12,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, func, or_, select, text, tuple_, update
+from sqlalchemy import Connection, Text, and_, any_, cast, func, literal, or_, select, text, tuple_, update
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -69,6 +70,18 @@ def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the me
         forgotten_by=m["forgotten_by"],
         forget_reason=m["forget_reason"],
     )
+
+
+def _text_array(values: Sequence[str]) -> ColumnElement:
+    return literal(list(values), ARRAY(Text))
+
+
+# Every column, with the uuid[] ones read as text[]: the driver then hands over
+# strings, and SQLAlchemy skips its per-element conversion of UUID arrays.
+_RECORD_COLUMNS = [
+    cast(c, ARRAY(Text)).label(c.name) if isinstance(c.type, ARRAY) and isinstance(c.type.item_type, UUID) else c
+    for c in memories.c
+]
 
 
 def enqueue_index(conn: Connection, memory_ids: Iterable[str]) -> None:
@@ -237,11 +250,14 @@ def filter_conditions(flt: MemoryFilter, allowed: Sequence[str]) -> list[ColumnE
     `allowed` is the exact list of namespaces the caller may touch (already
     resolved below the filter's roots and checked against policy).
     """
-    conds: list[ColumnElement[bool]] = [memories.c.namespace.in_(list(allowed))]
+    # "= ANY(array)", not "IN (...)": one array parameter keeps the statement the same
+    # whatever the number of values, so SQLAlchemy's compiled cache serves it as is (an
+    # IN list is re-rendered on every execution: a tenth of a busy hub's Python time).
+    conds: list[ColumnElement[bool]] = [memories.c.namespace == any_(_text_array(allowed))]
     if flt.kinds:
-        conds.append(memories.c.kind.in_([k.value for k in flt.kinds]))
+        conds.append(memories.c.kind == any_(_text_array([k.value for k in flt.kinds])))
     if flt.types:
-        conds.append(memories.c.type.in_([t.value for t in flt.types]))
+        conds.append(memories.c.type == any_(_text_array([t.value for t in flt.types])))
     if flt.tags_any:
         conds.append(memories.c.tags.overlap(list(flt.tags_any)))
     if flt.occurred.start is not None:
@@ -270,7 +286,11 @@ def hydrate(conn: Connection, ids: Sequence[str], flt: MemoryFilter, allowed: Se
     if not ids:
         return {}
     rows = conn.execute(
-        select(memories).where(memories.c.id.in_(list(ids)), servable_condition(), *filter_conditions(flt, allowed))
+        select(*_RECORD_COLUMNS).where(
+            memories.c.id == any_(cast(literal(list(ids), ARRAY(Text)), ARRAY(UUID(as_uuid=False)))),
+            servable_condition(),
+            *filter_conditions(flt, allowed),
+        )
     ).all()
     return {str(r._mapping["id"]): to_record(r) for r in rows}
 
@@ -343,10 +363,22 @@ def existing_ids(conn: Connection, ids: Sequence[str]) -> dict[str, str]:
 
 
 def record_recalls(conn: Connection, counts: dict[str, int]) -> None:
-    """Add recall counts (batched by the caller so search does not write on its hot path)."""
-    for mid, n in counts.items():
-        conn.execute(
-            update(memories)
-            .where(memories.c.id == mid)
-            .values(recall_count=memories.c.recall_count + n, last_recalled_at=func.now())
-        )
+    """Add recall counts (batched by the caller so search does not write on its hot path).
+
+    One statement for the whole batch: one UPDATE per memory cost a round
+    trip each and, at 36 searches/s, took a third of the hub's busy time.
+    Rows are locked in id order first, so concurrent flushes from several
+    replicas cannot deadlock.
+    """
+    if not counts:
+        return
+    ids = sorted(counts)
+    conn.execute(
+        text(
+            "WITH v AS (SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS v(id, n)), "
+            "locked AS (SELECT m.id FROM memories m JOIN v ON m.id = v.id ORDER BY m.id FOR UPDATE OF m) "
+            "UPDATE memories m SET recall_count = m.recall_count + v.n, last_recalled_at = now() "
+            "FROM v WHERE m.id = v.id AND m.id IN (SELECT id FROM locked)"
+        ),
+        {"ids": ids, "ns": [counts[i] for i in ids]},
+    )

@@ -51,4 +51,10 @@ def build_embedder(config: EmbeddingConfig) -> Embedder:
     # Bulk (indexing) chunks: small for the local model, so a query waits ~45 ms behind
     # indexing at most; whole requests for an HTTP server, where each call has a round trip.
     bulk_chunk = min(16, config.batch_max) if config.provider == "local" else config.batch_max
-    return BatchingEmbedder(inner, max_batch=config.batch_max, max_wait_ms=config.batch_wait_ms, bulk_chunk=bulk_chunk)
+    return BatchingEmbedder(
+        inner,
+        max_batch=config.batch_max,
+        max_wait_ms=config.batch_wait_ms,
+        bulk_chunk=bulk_chunk,
+        workers=config.resolved_workers(),
+    )

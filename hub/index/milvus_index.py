@@ -314,7 +314,7 @@ class MilvusIndex:
     # -- reads --------------------------------------------------------------------
 
     def search_dense(self, vector: Sequence[float], flt: IndexFilter, limit: int) -> list[tuple[str, float]]:
-        """Nearest memories by cosine similarity, best first: ``[(id, similarity)]``."""
+        """Nearest memories by cosine similarity (inner product of unit vectors), best first: ``[(id, similarity)]``."""
         query = check_vector(vector, self._dimension, "query")
         with self._span("search_dense", _search_attributes(flt, limit)) as span:
             hits = self._search([query], schema.DENSE, flt, limit, "dense search")
@@ -426,8 +426,7 @@ class MilvusIndex:
                 anns_field=field,
                 filter=expr,
                 limit=limit,
-                # Ask for the key only: the other fields are read from Postgres.
-                output_fields=[schema.ID],
+                # No output fields: hits carry their key only; the rest is read from Postgres.
                 search_params=params,
                 consistency_level=self._consistency_level,
                 timeout=self._search_timeout,

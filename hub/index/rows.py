@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+import numpy as np
 
 from hub.index import schema
 from hub.index.filters import tag_keys
@@ -38,16 +39,26 @@ def to_row(mem: IndexedMemory, dimension: int) -> dict[str, Any]:
     }
 
 
-def check_vector(vector: Any, dimension: int, where: str) -> list[float]:
-    """Return the vector as a list of floats after checking its length and finiteness."""
-    tolist = getattr(vector, "tolist", None)  # numpy arrays convert in C, much faster
-    values = tolist() if callable(tolist) else list(vector)
-    if len(values) != dimension:
-        raise ValueError(f"{where}: vector has {len(values)} dimensions, the index expects {dimension}")
-    out = [float(v) for v in values]
-    if not all(math.isfinite(v) for v in out):
+def check_vector(vector: Any, dimension: int, where: str) -> np.ndarray:
+    """The vector as unit-length float32 after checking its length and finiteness.
+
+    The index compares vectors by inner product, which equals cosine
+    similarity only for unit vectors; embedders return unit vectors, and
+    normalising here (cheap) keeps that true for any caller. A zero vector
+    has no direction and is refused.
+    """
+    try:
+        values = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: vector must be a sequence of numbers") from None
+    if values.shape != (dimension,):
+        raise ValueError(f"{where}: vector has {values.size} dimensions, the index expects {dimension}")
+    if not np.isfinite(values).all():
         raise ValueError(f"{where}: vector contains NaN or infinity")
-    return out
+    norm = float(np.linalg.norm(values))
+    if norm < 1e-12:
+        raise ValueError(f"{where}: vector is all zeros (it has no direction to compare)")
+    return values / norm
 
 
 def _text(value: object, field: str, max_chars: int, where: str) -> None:
