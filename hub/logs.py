@@ -31,5 +31,9 @@ def configure(level: str = "info") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # Third-party chatter at INFO (milvus-lite's server, alembic) drowns the hub's own lines.
-    for noisy in ("alembic", "pymilvus", "milvus_lite", "httpx"):
+    for noisy in ("alembic", "milvus_lite", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # pymilvus logs every failed call at ERROR with a traceback (and a probe of Milvus
+    # Lite's missing GetVersion as one); each failure reaches memhub as an exception,
+    # which hub.index logs once, with the advice.
+    logging.getLogger("pymilvus").setLevel(logging.CRITICAL)

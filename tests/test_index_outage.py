@@ -20,6 +20,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import grpc
@@ -90,7 +91,8 @@ class Outage:
 
     def client(self, agent: str, groups: tuple[str, ...] = ()) -> MemhubClient:
         secret = load_secret(self.hub.config.auth.hs256_secret_file)
-        return MemhubClient(self.address, token=issue_token(secret, agent_id=agent, groups=list(groups)).token)
+        token = issue_token(secret, agent_id=agent, groups=list(groups), ttl=timedelta(hours=1)).token
+        return MemhubClient(self.address, token=token)
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,17 @@ def trace_of(exporter: InMemorySpanExporter, trace_id: int, until: Callable[[lis
 
 
 def has(*names: str) -> Callable[[list[dict]], bool]:
-    return lambda found: all(any(s["name"] == n for s in found) for n in names)
+    """All these spans have finished; for an RPC ("/service/method"), its SERVER span.
+
+    The server span of a failed call may finish a moment after the client saw
+    the status (the status is sent, then the handler unwinds), so waiting for
+    the client's span alone would race.
+    """
+
+    def done(found: list[dict]) -> bool:
+        return all(any(s["name"] == n and (not n.startswith("/") or s["kind"] == "SERVER") for s in found) for n in names)
+
+    return done
 
 
 def one(found: list[dict], name: str, kind: str | None = None) -> dict:

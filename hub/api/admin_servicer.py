@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from datetime import timezone
 
-import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 from memhub.v1 import admin_pb2 as pb
 from memhub.v1 import admin_pb2_grpc as pb_grpc
 
 from hub.api.identity import current_caller
-from hub.api.status import translate_errors
+from hub.api.status import blocking_rpc
 from hub.core import validation as v
 from hub.core.admin import AdminService, PolicyInfo
 from hub.core.namespaces import validate_namespace
@@ -41,32 +41,33 @@ def _policy_info(info: PolicyInfo) -> pb.PolicyInfo:
 
 
 class AdminServicer(pb_grpc.AdminServiceServicer):
-    def __init__(self, admin: AdminService) -> None:
+    def __init__(self, admin: AdminService, pool: Executor) -> None:
         self._admin = admin
+        self.pool = pool  # where the method bodies run (hub/api/status.py)
 
-    @translate_errors
-    def ListNamespaces(self, request: pb.ListNamespacesRequest, context: grpc.ServicerContext) -> pb.ListNamespacesResponse:
+    @blocking_rpc
+    def ListNamespaces(self, request: pb.ListNamespacesRequest, context: None) -> pb.ListNamespacesResponse:
         under = validate_namespace(request.under, "under") if request.under else None
         names, token = self._admin.list_namespaces(current_caller(), under, _page_size(request.page_size), request.page_token)
         return pb.ListNamespacesResponse(namespaces=names, next_page_token=token)
 
-    @translate_errors
-    def GetPolicyInfo(self, request: pb.GetPolicyInfoRequest, context: grpc.ServicerContext) -> pb.PolicyInfo:
+    @blocking_rpc
+    def GetPolicyInfo(self, request: pb.GetPolicyInfoRequest, context: None) -> pb.PolicyInfo:
         return _policy_info(self._admin.policy_info(current_caller()))
 
-    @translate_errors
-    def ReloadPolicies(self, request: pb.ReloadPoliciesRequest, context: grpc.ServicerContext) -> pb.ReloadPoliciesResponse:
+    @blocking_rpc
+    def ReloadPolicies(self, request: pb.ReloadPoliciesRequest, context: None) -> pb.ReloadPoliciesResponse:
         changed, info = self._admin.reload_policies(current_caller())
         return pb.ReloadPoliciesResponse(changed=changed, policy=_policy_info(info))
 
-    @translate_errors
-    def RevokeToken(self, request: pb.RevokeTokenRequest, context: grpc.ServicerContext) -> pb.RevokeTokenResponse:
+    @blocking_rpc
+    def RevokeToken(self, request: pb.RevokeTokenRequest, context: None) -> pb.RevokeTokenResponse:
         reason = v.reason(request.reason, "reason")
         expires = request.expires_at.ToDatetime(tzinfo=timezone.utc) if request.HasField("expires_at") else None
         return pb.RevokeTokenResponse(revoked=self._admin.revoke_token(current_caller(), request.token_id, reason, expires))
 
-    @translate_errors
-    def QueryAuditLog(self, request: pb.QueryAuditLogRequest, context: grpc.ServicerContext) -> pb.QueryAuditLogResponse:
+    @blocking_rpc
+    def QueryAuditLog(self, request: pb.QueryAuditLogRequest, context: None) -> pb.QueryAuditLogResponse:
         if request.decision not in (0, *_DECISIONS):
             raise InvalidArgument("decision", f"unknown value {request.decision}; expected DECISION_ALLOW or DECISION_DENY")
         query = AuditQuery(

@@ -1,9 +1,10 @@
 """Authentication of every RPC: a server interceptor that verifies the bearer JWT.
 
-The interceptor runs the check in the worker thread that then runs the
-handler, and hands the verified caller over in a context variable; servicers
-read it with `current_caller()`. Health checks are the only unauthenticated
-calls (load balancers and probes carry no tokens).
+The interceptor runs the check on the server's event loop before the
+handler, and hands the verified caller over in a context variable, which
+travels with the handler into the thread that runs its body; servicers read
+it with `current_caller()`. Health checks are the only unauthenticated calls
+(load balancers and probes carry no tokens).
 
 The OpenTelemetry server interceptor runs before this one (hub/api/server.py),
 so the RPC's span is current here: the caller's trace id, which the audit log
@@ -13,6 +14,7 @@ and the memories' provenance record, is that span's trace id.
 from __future__ import annotations
 
 import contextvars
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +22,7 @@ from typing import Any
 import grpc
 from opentelemetry import trace
 
+from hub.api.status import abort
 from hub.auth import TokenVerifier, bearer_token
 from hub.core.model import Caller
 from hub.errors import Unauthenticated
@@ -51,37 +54,59 @@ def current_trace_id(metadata: dict[str, Any]) -> str:
     return trace_id_from(metadata)
 
 
-class AuthInterceptor(grpc.ServerInterceptor):
+class AuthInterceptor(grpc.aio.ServerInterceptor):
+    """Verifies the bearer token of every call but health checks, on the event loop, before the handler runs."""
+
     def __init__(self, verifier: TokenVerifier) -> None:
         self._verifier = verifier
 
-    def intercept_service(self, continuation, handler_call_details):  # noqa: ANN001, ANN201 - grpc's signature
-        handler = continuation(handler_call_details)
+    async def intercept_service(self, continuation, handler_call_details):  # noqa: ANN001, ANN201 - grpc's signature
+        handler = await continuation(handler_call_details)
         method = handler_call_details.method
         if handler is None or method.startswith(_PUBLIC_PREFIXES):
             return handler
         return wrap_handler(handler, lambda behavior: self._authenticated(behavior, method))
 
+    def _caller(self, context: grpc.aio.ServicerContext, method: str) -> Caller:
+        """The verified caller; raises Unauthenticated."""
+        metadata = dict(context.invocation_metadata() or ())
+        identity = self._verifier.verify(bearer_token(metadata.get("authorization")))
+        return Caller(
+            agent_id=identity.agent_id,
+            groups=identity.groups,
+            trace_id=current_trace_id(metadata),
+            rpc=method.lstrip("/"),
+        )
+
     def _authenticated(self, behavior: Callable, method: str) -> Callable:
-        def run(request_or_iterator, context: grpc.ServicerContext):  # noqa: ANN001, ANN202
-            metadata = dict(context.invocation_metadata() or ())
+        if inspect.isasyncgenfunction(behavior):  # a streaming response (server reflection)
+
+            async def stream(request_or_iterator, context: grpc.aio.ServicerContext):  # noqa: ANN001, ANN202
+                try:
+                    caller = self._caller(context, method)
+                except Unauthenticated as exc:
+                    await abort(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
+                token = _current.set(caller)
+                try:
+                    async for response in behavior(request_or_iterator, context):
+                        yield response
+                finally:
+                    _current.reset(token)
+
+            return stream
+
+        async def unary(request_or_iterator, context: grpc.aio.ServicerContext):  # noqa: ANN001, ANN202
             try:
-                identity = self._verifier.verify(bearer_token(metadata.get("authorization")))
+                caller = self._caller(context, method)
             except Unauthenticated as exc:
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
-            caller = Caller(
-                agent_id=identity.agent_id,
-                groups=identity.groups,
-                trace_id=current_trace_id(metadata),
-                rpc=method.lstrip("/"),
-            )
+                await abort(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
             token = _current.set(caller)
             try:
-                return behavior(request_or_iterator, context)
+                return await behavior(request_or_iterator, context)
             finally:
                 _current.reset(token)
 
-        return run
+        return unary
 
 
 def wrap_handler(handler: grpc.RpcMethodHandler, wrap: Callable[[Callable], Callable]) -> grpc.RpcMethodHandler:

@@ -1,28 +1,41 @@
-"""The gRPC server: MemoryService plus health checking and reflection.
+"""The gRPC server: MemoryService and AdminService plus health checking and reflection, on ``grpc.aio``.
+
+Why asyncio: every open call of a thread-per-RPC server holds a worker
+thread, so a handful of idle streams (server reflection today, change feeds
+tomorrow) could occupy them all and freeze every other agent's calls. Here
+one event loop holds all calls; only the blocking bodies of the memory and
+admin methods use threads, from a bounded pool (``ServerConfig.max_workers``),
+and only while they work. Health and reflection are the libraries' asyncio
+servicers and use no thread at all.
+
+The loop runs in a thread of its own, so the rest of the hub (and the tests)
+stay plain blocking Python: ``HubServer.start()``/``stop()``.
 
 Interceptors, outermost first: OpenTelemetry (continues the caller's trace
-from the `traceparent` metadata and opens the RPC's server span), the span
-status (marks that span an error for every non-OK code), then the token
-check, so even UNAUTHENTICATED calls are traced. Health checks are not
+from the `traceparent` metadata and opens the RPC's server span), then the
+token check, so even UNAUTHENTICATED calls are traced. Health checks are not
 traced: probes would bury real traffic.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from concurrent import futures
+from typing import Any
 
 import grpc
+from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from memhub.v1 import admin_pb2, admin_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
-from opentelemetry import trace
-from opentelemetry.instrumentation.grpc import server_interceptor
+from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from hub.api.admin_servicer import AdminServicer
-from hub.api.identity import AuthInterceptor, wrap_handler
+from hub.api.identity import AuthInterceptor
 from hub.api.servicer import MemoryServicer
 from hub.app import Hub
 from hub.errors import StartupError
@@ -38,73 +51,110 @@ def _traced(handler_call_details: grpc.HandlerCallDetails) -> bool:
     return not handler_call_details.method.startswith(_UNTRACED_PREFIXES)
 
 
-class SpanStatusInterceptor(grpc.ServerInterceptor):
-    """Marks the current (RPC server) span as an error, with the gRPC code, when a call ends non-OK.
+class HealthReporter:
+    """Sets health statuses from any thread (the asyncio health servicer lives on the server's loop)."""
 
-    opentelemetry-instrumentation-grpc follows the semantic conventions for
-    server spans, which leave client-caused codes (PERMISSION_DENIED,
-    UNAUTHENTICATED, INVALID_ARGUMENT, NOT_FOUND...) UNSET; memhub wants a
-    denied call to stand out in a trace viewer. The code is in
-    rpc.grpc.status_code (set by the instrumentation), error.type and the
-    status description ("PERMISSION_DENIED: <details>").
-    """
+    def __init__(self, servicer: health_aio.HealthServicer, loop: asyncio.AbstractEventLoop) -> None:
+        self._servicer = servicer
+        self._loop = loop
 
-    def intercept_service(self, continuation, handler_call_details):  # noqa: ANN001, ANN201 - grpc's signature
-        handler = continuation(handler_call_details)
-        if handler is None or handler.response_streaming or not _traced(handler_call_details):
-            return handler
-        return wrap_handler(handler, _mark_status)
-
-
-def _mark_status(behavior):  # noqa: ANN001, ANN202
-    def run(request_or_iterator, context: grpc.ServicerContext):  # noqa: ANN001, ANN202
+    def set(self, service: str, status: Any) -> None:
+        """Schedule the change; calls from one thread apply in order. A stopped server ignores it."""
+        coroutine = self._servicer.set(service, status)
         try:
-            return behavior(request_or_iterator, context)
-        finally:
-            code = context.code()
-            if code is not None and code is not grpc.StatusCode.OK:
-                details = context.details() or b""
-                details = details.decode("utf-8", "replace") if isinstance(details, bytes) else str(details)
-                span = trace.get_current_span()
-                span.set_attribute("error.type", code.name)
-                span.set_status(trace.Status(trace.StatusCode.ERROR, f"{code.name}: {details}"[:500]))
+            asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        except RuntimeError:  # the loop is closed: the server has stopped
+            coroutine.close()
 
-    return run
+    def enter_graceful_shutdown(self) -> None:
+        """Every service answers NOT_SERVING from now on: load balancers stop routing before we stop answering."""
+        asyncio.run_coroutine_threadsafe(self._servicer.enter_graceful_shutdown(), self._loop).result(10)
 
 
-def build_server(hub: Hub) -> tuple[grpc.Server, int, health.HealthServicer]:
-    """Create and bind (not start) the server; returns it with the bound port and its health servicer.
+class HubServer:
+    """A ``grpc.aio`` server on its own event-loop thread, driven from blocking code."""
+
+    def __init__(self, hub: Hub) -> None:
+        self._hub = hub
+        self._pool = futures.ThreadPoolExecutor(max_workers=hub.config.server.max_workers, thread_name_prefix="memhub-rpc")
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="memhub-grpc-loop", daemon=True)
+        self._thread.start()
+        self._stopped = threading.Event()
+        try:
+            self._server, self.port, self._health = self._on_loop(self._build())
+        except BaseException:
+            self._shutdown_loop()
+            raise
+        self.health = HealthReporter(self._health, self._loop)
+
+    def start(self) -> None:
+        self._on_loop(self._server.start())
+
+    def stop(self, grace: float | None) -> threading.Event:
+        """Stop accepting calls, let running ones finish for up to ``grace`` seconds, then cancel them.
+
+        Returns once stopped (an already-set Event, so ``stop(g).wait()`` reads as before).
+        """
+        if not self._stopped.is_set():
+            try:
+                self._on_loop(self._server.stop(grace), timeout=(grace or 0) + 30)
+            finally:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._shutdown_loop()
+                self._stopped.set()
+        return self._stopped
+
+    # -- internals -------------------------------------------------------------
+
+    def _on_loop(self, coroutine: Any, timeout: float = 60.0) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+
+    def _shutdown_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    async def _build(self) -> tuple[grpc.aio.Server, int, health_aio.HealthServicer]:
+        hub = self._hub
+        config = hub.config.server
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", config.max_message_bytes),
+                ("grpc.max_send_message_length", config.max_message_bytes),
+            ],
+            interceptors=[aio_server_interceptor(filter_=_traced), AuthInterceptor(hub.verifier)],
+        )
+        pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service, self._pool), server)
+        admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool), server)
+        health_servicer = health_aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        )
+        address = f"{config.host}:{config.port}"
+        try:
+            port = server.add_insecure_port(address)
+        except RuntimeError as exc:
+            raise StartupError(f"cannot listen on {address}: {exc}; pick another port with --port or MEMHUB_PORT") from None
+        if port == 0:
+            raise StartupError(f"cannot listen on {address} (in use?); pick another port with --port or MEMHUB_PORT")
+        await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+        return server, port, health_servicer
+
+
+def build_server(hub: Hub) -> tuple[HubServer, int, HealthReporter]:
+    """Create and bind (not start) the server; returns it with the bound port and its health reporter.
 
     Every RPC but health checks is traced, then passes the token check (AuthInterceptor).
     """
-    config = hub.config.server
-    options = [
-        ("grpc.max_receive_message_length", config.max_message_bytes),
-        ("grpc.max_send_message_length", config.max_message_bytes),
-    ]
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="memhub-rpc"),
-        options=options,
-        interceptors=[server_interceptor(filter_=_traced), SpanStatusInterceptor(), AuthInterceptor(hub.verifier)],
-    )
-    pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service), server)
-    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin), server)
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    address = f"{config.host}:{config.port}"
-    try:
-        port = server.add_insecure_port(address)
-    except RuntimeError as exc:
-        raise StartupError(f"cannot listen on {address}: {exc}; pick another port with --port or MEMHUB_PORT") from None
-    if port == 0:
-        raise StartupError(f"cannot listen on {address} (in use?); pick another port with --port or MEMHUB_PORT")
-    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
-    hub.monitor.subscribe(lambda database_ok, index_ok: _report_health(health_servicer, database_ok, index_ok))
-    return server, port, health_servicer
+    server = HubServer(hub)
+    reporter = server.health
+    hub.monitor.subscribe(lambda database_ok, index_ok: _report_health(reporter, database_ok, index_ok))
+    return server, server.port, reporter
 
 
-def _report_health(servicer: health.HealthServicer, database_ok: bool, index_ok: bool) -> None:
+def _report_health(reporter: HealthReporter, database_ok: bool, index_ok: bool) -> None:
     """Per-service health for readiness probes; the overall status ("") stays SERVING: the process is alive.
 
     MemoryService needs both stores (while only the index is down, searches
@@ -112,5 +162,5 @@ def _report_health(servicer: health.HealthServicer, database_ok: bool, index_ok:
     prefer a replica that answers fully); AdminService needs Postgres only.
     """
     serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
-    servicer.set(SERVICE_NAME, serving if database_ok and index_ok else not_serving)
-    servicer.set(ADMIN_SERVICE_NAME, serving if database_ok else not_serving)
+    reporter.set(SERVICE_NAME, serving if database_ok and index_ok else not_serving)
+    reporter.set(ADMIN_SERVICE_NAME, serving if database_ok else not_serving)

@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import Executor
 
-import grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 
 from hub.api import convert
 from hub.api.identity import current_caller
-from hub.api.status import translate_errors
+from hub.api.status import blocking_rpc
 from hub.core import validation as v
 from hub.core.service import MemoryService
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: MemoryService, pool: Executor) -> None:
         self._service = service
+        self.pool = pool  # where the method bodies run (hub/api/status.py)
 
-    @translate_errors
-    def WriteMemories(self, request: pb.WriteMemoriesRequest, context: grpc.ServicerContext) -> pb.WriteMemoriesResponse:
+    @blocking_rpc
+    def WriteMemories(self, request: pb.WriteMemoriesRequest, context: None) -> pb.WriteMemoriesResponse:
         request_id = v.request_id(request.request_id, "request_id")
         caller = dataclasses.replace(current_caller(), request_id=request_id or "")
         items = convert.write_request(request)
@@ -38,8 +39,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             replayed=result.replayed,
         )
 
-    @translate_errors
-    def SearchMemories(self, request: pb.SearchMemoriesRequest, context: grpc.ServicerContext) -> pb.SearchMemoriesResponse:
+    @blocking_rpc
+    def SearchMemories(self, request: pb.SearchMemoriesRequest, context: None) -> pb.SearchMemoriesResponse:
         caller = current_caller()
         result = self._service.search(caller, convert.search_query(request))
         return pb.SearchMemoriesResponse(
@@ -48,18 +49,18 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             degraded_reason=result.degraded,
         )
 
-    @translate_errors
-    def GetMemory(self, request: pb.GetMemoryRequest, context: grpc.ServicerContext) -> pb.Memory:
+    @blocking_rpc
+    def GetMemory(self, request: pb.GetMemoryRequest, context: None) -> pb.Memory:
         caller = current_caller()
         return convert.memory(self._service.get(caller, v.memory_id(request.id, "id")))
 
-    @translate_errors
-    def ListMemories(self, request: pb.ListMemoriesRequest, context: grpc.ServicerContext) -> pb.ListMemoriesResponse:
+    @blocking_rpc
+    def ListMemories(self, request: pb.ListMemoriesRequest, context: None) -> pb.ListMemoriesResponse:
         caller = current_caller()
         return convert.list_page(self._service.list(caller, convert.list_query(request)))
 
-    @translate_errors
-    def ForgetMemories(self, request: pb.ForgetMemoriesRequest, context: grpc.ServicerContext) -> pb.ForgetMemoriesResponse:
+    @blocking_rpc
+    def ForgetMemories(self, request: pb.ForgetMemoriesRequest, context: None) -> pb.ForgetMemoriesResponse:
         request_id = v.request_id(request.request_id, "request_id")
         caller = dataclasses.replace(current_caller(), request_id=request_id or "")
         forgotten, replayed = self._service.forget(

@@ -1,13 +1,26 @@
-"""Maps the error catalog (hub.errors) to gRPC status codes."""
+"""Running servicer methods: blocking work off the event loop, the error catalog (hub.errors) to gRPC status codes.
+
+The gRPC server is ``grpc.aio``: one event loop holds every open call, so an
+idle stream or a slow client costs no thread. The memory and admin services
+are plain blocking Python (SQLAlchemy, pymilvus, the embedder), so each RPC
+method body runs in a bounded thread pool; ``blocking_rpc`` makes a plain
+method into an async handler that does that, with the caller's context
+(the verified caller, the RPC's trace span) carried into the thread.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
 import logging
 from collections.abc import Callable
-from typing import TypeVar
+from concurrent.futures import Executor
+from typing import Any, Protocol, TypeVar
 
 import grpc
+from opentelemetry import trace
+from sqlalchemy.exc import OperationalError
 
 from hub import errors
 from hub.index import IndexBackendError
@@ -24,7 +37,13 @@ _CODES: dict[type[errors.HubError], grpc.StatusCode] = {
     errors.Aborted: grpc.StatusCode.ABORTED,
 }
 
-F = TypeVar("F", bound=Callable)
+Request = TypeVar("Request")
+Response = TypeVar("Response")
+
+
+class HasPool(Protocol):
+    pool: Executor
+    """Where the servicer's method bodies run."""
 
 
 def code_for(exc: errors.HubError) -> grpc.StatusCode:
@@ -34,26 +53,61 @@ def code_for(exc: errors.HubError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-def translate_errors(method: F) -> F:
-    """Decorate a servicer method: HubError -> its status code; store outages -> UNAVAILABLE; bugs -> INTERNAL (logged)."""
+def status_for(exc: BaseException, method: str) -> tuple[grpc.StatusCode, str]:
+    """The status and message a caller gets for ``exc``; store outages are UNAVAILABLE, bugs INTERNAL (logged)."""
+    if isinstance(exc, errors.HubError):
+        return code_for(exc), str(exc)
+    if isinstance(exc, IndexBackendError):
+        # Any index failure is the store's, not the caller's: retrying later may work.
+        log.warning("retrieval index failure during %s: %s", method, exc)
+        return grpc.StatusCode.UNAVAILABLE, "the retrieval index is unavailable; retry shortly"
+    if isinstance(exc, OperationalError):
+        log.warning("Postgres unavailable during %s: %s", method, exc)
+        return grpc.StatusCode.UNAVAILABLE, "the database is unavailable; retry shortly"
+    log.error("internal error in %s", method, exc_info=exc)
+    return grpc.StatusCode.INTERNAL, "internal error; the hub log has the details"
+
+
+def mark_span(code: grpc.StatusCode, details: str) -> None:
+    """Mark the RPC's span an error for any non-OK code, client-caused ones too.
+
+    opentelemetry-instrumentation-grpc follows the semantic conventions for
+    server spans, which leave client-caused codes (PERMISSION_DENIED,
+    UNAUTHENTICATED, INVALID_ARGUMENT, NOT_FOUND...) UNSET; memhub wants a
+    denied call to stand out in a trace viewer. The code is in
+    rpc.grpc.status_code (set by the instrumentation), error.type and the
+    status description ("PERMISSION_DENIED: <details>").
+    """
+    span = trace.get_current_span()
+    span.set_attribute("error.type", code.name)
+    span.set_status(trace.Status(trace.StatusCode.ERROR, f"{code.name}: {details}"[:500]))
+
+
+async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, details: str) -> None:
+    """End the call with ``code``; always raises."""
+    try:
+        await context.abort(code, details)
+    finally:
+        # After abort: the instrumentation's own status update must not overwrite ours.
+        mark_span(code, details)
+
+
+def blocking_rpc(method: Callable[[Any, Request, Any], Response]) -> Callable[..., Any]:
+    """Make a blocking servicer method an async gRPC handler that runs it in ``self.pool``.
+
+    Errors become status codes (``status_for``); the method gets the
+    request and ``None`` for the context (aio contexts belong to the loop).
+    """
+    name = method.__name__
 
     @functools.wraps(method)
-    def wrapper(self, request, context: grpc.ServicerContext):  # noqa: ANN001, ANN202
+    async def handler(self: HasPool, request: Request, context: grpc.aio.ServicerContext) -> Response:
+        run = functools.partial(contextvars.copy_context().run, method, self, request, None)
         try:
-            return method(self, request, context)
-        except errors.HubError as exc:
-            context.abort(code_for(exc), str(exc))
-        except IndexBackendError as exc:
-            # Any index failure is the store's, not the caller's: retrying later may work.
-            log.warning("retrieval index failure during %s: %s", method.__name__, exc)
-            context.abort(grpc.StatusCode.UNAVAILABLE, "the retrieval index is unavailable; retry shortly")
-        except Exception as exc:
-            from sqlalchemy.exc import OperationalError
+            return await asyncio.get_running_loop().run_in_executor(self.pool, run)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a status
+            code, details = status_for(exc, name)
+        await abort(context, code, details)
+        raise AssertionError("unreachable: abort raises")
 
-            if isinstance(exc, OperationalError):
-                log.warning("Postgres unavailable during %s: %s", method.__name__, exc)
-                context.abort(grpc.StatusCode.UNAVAILABLE, "the database is unavailable; retry shortly")
-            log.exception("internal error in %s", method.__name__)
-            context.abort(grpc.StatusCode.INTERNAL, "internal error; the hub log has the details")
-
-    return wrapper  # type: ignore[return-value]
+    return handler
