@@ -1,15 +1,19 @@
-"""Write throughput and search latency over gRPC, on the embedded defaults.
+"""Write throughput, indexing against the raw embedder, and search latency over gRPC, on the embedded defaults.
 
-    .venv/bin/python bench/bench_throughput.py [--memories 10000] [--queries 300]
+    .venv/bin/python bench/bench_throughput.py [--memories 10000] [--queries 320]
 
 Starts `memhub serve` in a scratch data directory (embedded Postgres, Milvus
 Lite, local ONNX embedder), then measures from this process over loopback:
-1. batched writes (100 per call, 4 writers): acknowledged memories/s, and
-   memories/s until everything is searchable (embedding + Milvus included);
-2. single-memory writes from 16 concurrent clients (the embedder batches
-   across them in the indexer);
-3. search latency p50/p99 with 1 and with 16 concurrent clients, each query
-   spanning every namespace.
+1. the raw embedder alone (its batched throughput on a sample of the same
+   texts), the yardstick for indexing;
+2. batched writes (100 per call, 4 writers): acknowledged memories/s, and
+   memories/s until everything is searchable (embedding + Milvus included),
+   as a share of the raw embedder's throughput;
+3. single-memory writes from 16 concurrent clients;
+4. search latency p50/p99 with 1 and 16 concurrent clients, each query
+   spanning every namespace (17 of them);
+5. after stopping the hub: the parts of a search timed alone against whole
+   searches, on the same data (bench/anatomy.py).
 The texts are LoCoMo turns (real conversational English), the queries LoCoMo
 questions.
 """
@@ -17,19 +21,18 @@ questions.
 from __future__ import annotations
 
 import argparse
-import statistics
+import shutil
 import sys
-import threading
+import tempfile
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
+import anatomy  # noqa: E402
+from hubproc import bench_policy_dir, running_hub, wait_until_indexed  # noqa: E402
+from loadgen import Call, batched_writes, pct, raw_embedder_rate, searches, timed_clients  # noqa: E402
 from locomo import DEFAULT_PATH, load  # noqa: E402
-from tqdm import tqdm  # noqa: E402
 
 from hub.client import MemhubClient, memory_input  # noqa: E402
 
@@ -46,78 +49,6 @@ def corpus(n: int, path: Path) -> tuple[list[tuple[str, str]], list[str]]:
     return items[:n], questions
 
 
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] * 1000
-
-
-def batched_writes(hub: RunningHub, items: list[tuple[str, str]]) -> tuple[float, float]:
-    batches = [items[i : i + 100] for i in range(0, len(items), 100)]
-    clients = [MemhubClient(hub.address, token=hub.token, timeout_s=120) for i in range(4)]
-    t0 = time.perf_counter()
-    with tqdm(total=len(items), desc="batched writes", unit="mem", file=sys.stderr) as bar, ThreadPoolExecutor(4) as pool:
-
-        def send(i: int) -> None:
-            clients[i % 4].write([memory_input(ns, text) for ns, text in batches[i]])
-            bar.update(len(batches[i]))
-
-        list(pool.map(send, range(len(batches))))
-    acked = time.perf_counter() - t0
-    wait_until_indexed(clients[0])
-    indexed = time.perf_counter() - t0
-    for c in clients:
-        c.close()
-    return len(items) / acked, len(items) / indexed
-
-
-Call = Callable[[MemhubClient], object]
-
-
-def timed_clients(hub: RunningHub, concurrency: int, calls: Callable[[int], list[Call]]) -> tuple[float, list[float]]:
-    """Run calls(i) on client i, all clients at once; return (calls per second, per-call latencies)."""
-    latencies: list[float] = []
-    lock = threading.Lock()
-    clients = [MemhubClient(hub.address, token=hub.token) for _ in range(concurrency)]
-    for c in clients:  # warm the channels: connection set-up is not what we measure
-        c.healthy()
-
-    def worker(i: int) -> None:
-        for call in calls(i):
-            t0 = time.perf_counter()
-            call(clients[i])
-            with lock:
-                latencies.append(time.perf_counter() - t0)
-
-    t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - t0
-    for c in clients:
-        c.close()
-    return len(latencies) / elapsed, latencies
-
-
-def single_writes(hub: RunningHub, n: int, concurrency: int = 16) -> tuple[float, list[float]]:
-    def calls(i: int) -> list[Call]:
-        texts = [f"single write {i}-{j} {time.time()}" for j in range(n // concurrency)]
-        return [lambda c, t=t: c.write([memory_input("bench/single", t)]) for t in texts]
-
-    result = timed_clients(hub, concurrency, calls)
-    with MemhubClient(hub.address, token=hub.token) as client:
-        wait_until_indexed(client)  # the searches that follow should not compete with indexing
-    return result
-
-
-def searches(hub: RunningHub, queries: list[str], concurrency: int) -> tuple[float, list[float]]:
-    def calls(i: int) -> list[Call]:
-        return [lambda c, q=q: c.search(q, ["bench"], top_k=10) for q in queries[i::concurrency]]
-
-    return timed_clients(hub, concurrency, calls)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=10_000)
@@ -126,26 +57,38 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH, help="LoCoMo json (texts and queries)")
     args = parser.parse_args()
     items, questions = corpus(args.memories, args.data)
-    queries = (questions * (1 + args.queries // len(questions)))[: args.queries]
-    with running_hub() as hub:
-        ack_rate, indexed_rate = batched_writes(hub, items)
-        single_rate, single_lat = single_writes(hub, args.single_writes)
-        qps1, lat1 = searches(hub, queries, 1)
-        qps16, lat16 = searches(hub, queries, 16)
+    print("measuring the raw embedder...", file=sys.stderr)
+    raw_rate = raw_embedder_rate([text for _, text in items[:1500]])
+    data = Path(tempfile.mkdtemp(prefix="memhub-bench-"))
+    try:
+        with running_hub(data_dir=data) as hub:
+            ingest = batched_writes(hub, items)
+
+            def single_calls(i: int) -> list[Call]:
+                texts = [f"single write {i}-{j} {time.time()}" for j in range(args.single_writes // 16)]
+                return [lambda c, t=t: c.write([memory_input("bench/single", t)]) for t in texts]
+
+            single = timed_clients(hub, 16, single_calls)
+            with MemhubClient(hub.address, token=hub.token) as client:
+                wait_until_indexed(client)  # the searches that follow should not compete with indexing
+            one = searches(hub, questions, ["bench"], 1, args.queries)
+            sixteen = searches(hub, questions, ["bench"], 16, max(1, args.queries // 16) * 2)
+        print("timing the parts of a search...", file=sys.stderr)
+        parts = anatomy.measure(data, bench_policy_dir(data), questions, ["bench"])
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
     print(f"\nmemhub over gRPC on embedded defaults, {args.memories} memories (+{args.single_writes} single writes)")
+    print(f"raw embedder (batched, alone):          {raw_rate:7.1f} texts/s")
     print(
-        f"batched writes (100/call, 4 writers): {ack_rate:,.0f} memories/s acknowledged; "
-        f"{indexed_rate:,.0f} memories/s until searchable"
+        f"batched writes (100/call, 4 writers):   {ingest.acknowledged_per_s:7.1f} memories/s acknowledged; "
+        f"{ingest.searchable_per_s:.1f} memories/s until searchable "
+        f"= {100 * ingest.searchable_per_s / raw_rate:.0f}% of the raw embedder"
     )
-    print(
-        f"single writes (16 clients):           {single_rate:,.0f} memories/s; "
-        f"latency p50 {pct(single_lat, 0.5):.1f} ms, p99 {pct(single_lat, 0.99):.1f} ms"
-    )
-    print(
-        f"search, 1 client:   p50 {pct(lat1, 0.5):.1f} ms, p99 {pct(lat1, 0.99):.1f} ms, "
-        f"{qps1:.1f} searches/s (mean {1000 * statistics.mean(lat1):.1f} ms)"
-    )
-    print(f"search, 16 clients: p50 {pct(lat16, 0.5):.1f} ms, p99 {pct(lat16, 0.99):.1f} ms, {qps16:.1f} searches/s")
+    print(f"single writes (16 clients):             {single.summary('memories/s')}")
+    print(f"search, 1 client:                       {one.summary()}")
+    print(f"search, 16 clients:                     {sixteen.summary()}")
+    print()
+    print(anatomy.report(parts, (pct(one.latencies, 0.5), pct(one.latencies, 0.99))))
 
 
 if __name__ == "__main__":

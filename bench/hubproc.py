@@ -33,6 +33,7 @@ class RunningHub:
     address: str
     token: str
     data_dir: Path
+    pid: int
 
 
 def bench_policy_dir(root: Path, policy: str = BENCH_POLICY) -> Path:
@@ -43,13 +44,16 @@ def bench_policy_dir(root: Path, policy: str = BENCH_POLICY) -> Path:
     return folder
 
 
-def wait_until_indexed(client: MemhubClient) -> None:
+def wait_until_indexed(client: MemhubClient, *, progress: bool = False) -> None:
     """Block until everything written so far is searchable.
 
     The outbox is applied in order, so once a write made now is indexed, every earlier one is too.
+    With ``progress``, says every 10 s (each wait) that it is still waiting.
     """
+    started = time.monotonic()
     while not client.write([memory_input("bench/barrier", f"barrier {time.time()}")], wait_indexed=True).indexed:
-        pass
+        if progress:
+            print(f"  indexing... {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
@@ -76,7 +80,7 @@ def running_hub(data_dir: Path | None = None, extra_env: dict[str, str] | None =
             raise SystemExit(f"the hub did not start (exit code {proc.wait()}); see its log above")
         secret = load_secret(data / LOCAL_SECRET_NAME)
         token = issue_token(secret, agent_id="bench", groups=["bench"], ttl=timedelta(days=1)).token
-        yield RunningHub(address, token, data)
+        yield RunningHub(address, token, data, proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

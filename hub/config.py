@@ -65,8 +65,9 @@ class IndexerConfig:
     enabled: bool = True
     """Run the outbox indexer in this process (MEMHUB_INDEXER=0 to leave it to other replicas)."""
 
-    batch_size: int = 64
-    """Outbox rows claimed per batch (one embedding call, one Milvus upsert)."""
+    batch_size: int = 256
+    """Outbox rows claimed per batch (one bulk embedding, one Milvus upsert, one commit); memories are
+    locked only after their embedding, so a large batch does not hold up forgets."""
 
     poll_interval_s: float = 1.0
     """Fallback polling when no NOTIFY arrives."""

@@ -418,6 +418,11 @@ def add_span_processor(processor: SpanProcessor, *, service_name: str | None = N
     return remove
 
 
+def tracing_active() -> bool:
+    """Whether an SDK tracer provider is installed: spans are recorded somewhere (else every span is a no-op)."""
+    return _provider is not None or isinstance(trace.get_tracer_provider(), TracerProvider)
+
+
 def tracer(name: str) -> trace.Tracer:
     """A tracer for module `name`; usable before setup_tracing (it follows the provider installed later)."""
     return trace.get_tracer(name)

@@ -117,7 +117,9 @@ class MemoryOperations:
                 query, scope, top_k=top_k, kinds=list(dict.fromkeys(kinds)), occurred_start=start, occurred_end=end
             )
         )
-        return SearchOutput(query=query, namespaces=scope, hits=[search_hit(h) for h in reply.hits])
+        return SearchOutput(
+            query=query, namespaces=scope, hits=[search_hit(h) for h in reply.hits], degraded=reply.degraded_reason
+        )
 
     # -- forget -----------------------------------------------------------------
 

@@ -56,6 +56,11 @@ class SearchOutput(BaseModel):
     query: str
     namespaces: list[str] = Field(description="The namespaces searched; empty means every namespace the agent may read.")
     hits: list[SearchHit]
+    degraded: str = Field(
+        default="",
+        description="Empty for a full search. Otherwise why recall is weaker than usual (the retrieval index is down "
+        "and keyword search answered); searching again later may find more.",
+    )
 
 
 class ForgetOutput(BaseModel):
@@ -131,9 +136,12 @@ def write_text(out: WriteOutput) -> str:
 def search_text(out: SearchOutput) -> str:
     where = ", ".join(out.namespaces) if out.namespaces else "every namespace this agent may read"
     if not out.hits:
-        return f"No memories match {out.query!r} in {where}."
+        note = f" (Degraded search: {out.degraded}; try again later.)" if out.degraded else ""
+        return f"No memories match {out.query!r} in {where}.{note}"
     lines = [f"{_count(len(out.hits), 'memory', 'memories')} for {out.query!r} in {where}, best first:"]
     lines += [f"{i}. {_line(h, f' · score {h.score:.4f}')}" for i, h in enumerate(out.hits, 1)]
+    if out.degraded:
+        lines.append(f"(Degraded search: {out.degraded}. Searching again later may find more.)")
     return "\n".join(lines)
 
 

@@ -183,6 +183,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.json:
         print_json(reply)
         return 0
+    if reply.degraded:
+        print(f"degraded search: {reply.degraded_reason}", file=sys.stderr)
     if not reply.hits:
         print("no memories found")
     for i, hit in enumerate(reply.hits, start=1):

@@ -7,8 +7,11 @@ reads the memories' *current* state, upserts the servable ones into Milvus
 and deletes the rest, then deletes the outbox rows, all before commit. A
 failure leaves the rows in place with a back-off and the error recorded.
 
-The memory rows are read FOR SHARE: a forget that races with indexing waits
-for this batch to commit, and its own outbox row (created after that) then
+The servable memories are embedded first, without locking them (a batch of
+256 embeds for seconds); then the memory rows are read again FOR SHARE, and
+only those still servable with the content that was embedded are upserted.
+A forget that races with the Milvus write waits for this batch to commit
+(tens of milliseconds), and its own outbox row (created after that) then
 deletes what this batch upserted, so the index never keeps a forgotten
 memory for longer than one batch.
 
@@ -26,10 +29,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import psycopg
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from sqlalchemy import Engine, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from hub import telemetry
 from hub.core.index_health import IndexHealth
@@ -83,6 +87,10 @@ def _epoch_ms(value) -> int:  # noqa: ANN001 - datetime or None
     return int(value.timestamp() * 1000) if value is not None else 0
 
 
+def _servable(row, now_ms: int) -> bool:  # noqa: ANN001 - a row mapping
+    return row["status"] == "active" and not (0 < _epoch_ms(row["expires_at"]) <= now_ms)
+
+
 class Indexer:
     """Applies outbox rows to the index; run it in a background thread with start()."""
 
@@ -133,18 +141,19 @@ class Indexer:
                 claimed = [r[0] for r in rows]
                 batch.open(len(claimed))
                 memory_ids = list(dict.fromkeys(str(r[1]) for r in rows))
+                # Embed before locking the memories: a large batch embeds for seconds, and a
+                # forget of one of them must not wait that long for the row lock.
+                vectors = self._embed_servable(conn, memory_ids)
+                # Then lock and read the current state: a memory forgotten meanwhile is
+                # deleted, one that changed meanwhile is left to its own outbox row.
                 current = conn.execute(select(memories).where(memories.c.id.in_(memory_ids)).with_for_update(read=True)).all()
                 now_ms = int(time.time() * 1000)
-                servable = [
-                    r._mapping
-                    for r in current
-                    if r._mapping["status"] == "active" and not (0 < _epoch_ms(r._mapping["expires_at"]) <= now_ms)
-                ]
-                keep = {str(m["id"]) for m in servable}
-                gone = [mid for mid in memory_ids if mid not in keep]
-                batch.set("memhub.indexer.upserted", len(servable))
+                servable = {str(r._mapping["id"]): r._mapping for r in current if _servable(r._mapping, now_ms)}
+                upsert = [m for mid, m in servable.items() if vectors.get(mid, (None,))[0] == m["content_hash"]]
+                gone = [mid for mid in memory_ids if mid not in servable]
+                batch.set("memhub.indexer.upserted", len(upsert))
                 batch.set("memhub.indexer.deleted", len(gone))
-                self._apply(servable, gone)
+                self._apply(upsert, {mid: v for mid, (_, v) in vectors.items()}, gone)
                 conn.execute(delete(outbox).where(outbox.c.id.in_(claimed)))
         except Exception as exc:  # any store or embedding failure: back off and retry later
             batch.failed(exc)
@@ -159,10 +168,20 @@ class Indexer:
             self._progress.notify_all()
         return len(claimed)
 
-    def _apply(self, servable: Sequence, gone: Sequence[str]) -> None:  # noqa: ANN001
-        if servable:
-            # Bulk lane: queries embedded meanwhile go first (hub/embedding/batcher.py).
-            vectors = embed_bulk(self._embedder, [m["content"] for m in servable])
+    def _embed_servable(self, conn: Connection, memory_ids: list[str]) -> dict[str, tuple[str, np.ndarray]]:
+        """Embed the servable ones among ``memory_ids`` (unlocked read): id -> (content hash, vector)."""
+        now_ms = int(time.time() * 1000)
+        columns = (memories.c.id, memories.c.content, memories.c.content_hash, memories.c.status, memories.c.expires_at)
+        found = conn.execute(select(*columns).where(memories.c.id.in_(memory_ids)))
+        rows = [r._mapping for r in found if _servable(r._mapping, now_ms)]
+        if not rows:
+            return {}
+        # Bulk lane: queries embedded meanwhile go first (hub/embedding/batcher.py).
+        vectors = embed_bulk(self._embedder, [m["content"] for m in rows])
+        return {str(m["id"]): (m["content_hash"], vec) for m, vec in zip(rows, vectors, strict=True)}
+
+    def _apply(self, upsert: Sequence, vectors: dict[str, np.ndarray], gone: Sequence[str]) -> None:  # noqa: ANN001
+        if upsert:
             self._index.upsert(
                 [
                     IndexedMemory(
@@ -175,9 +194,9 @@ class Indexer:
                         occurred_at_ms=_epoch_ms(m["occurred_at"]),
                         created_at_ms=_epoch_ms(m["created_at"]),
                         expires_at_ms=_epoch_ms(m["expires_at"]),
-                        vector=vec,
+                        vector=vectors[str(m["id"])],
                     )
-                    for m, vec in zip(servable, vectors, strict=True)
+                    for m in upsert
                 ]
             )
         if gone:

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Text, and_, cast, func, literal_column, selec
 from sqlalchemy.dialects.postgresql import TSQUERY
 
 from hub.core.model import MemoryFilter
-from hub.db.memories import filter_conditions, servable_condition
+from hub.db.memories import filter_conditions, filter_params, servable_condition
 from hub.db.schema import memories
 
 # A literal, not a bound parameter: the planner uses the expression index
@@ -34,10 +34,12 @@ def search(conn: Connection, text: str, flt: MemoryFilter, allowed: Sequence[str
     # question, so OR them (the rank still prefers memories matching more).
     query = cast(func.replace(cast(func.plainto_tsquery(CONFIG, text), Text), "&", "|"), TSQUERY)
     rank = func.ts_rank_cd(vector, query)
+    params = filter_params(flt, allowed)
     rows = conn.execute(
         select(memories.c.id, rank.label("rank"))
-        .where(and_(vector.op("@@")(query), servable_condition(), *filter_conditions(flt, allowed)))
+        .where(and_(vector.op("@@")(query), servable_condition(), *filter_conditions(params)))
         .order_by(rank.desc(), memories.c.id)
-        .limit(limit)
+        .limit(limit),
+        params,
     ).all()
     return [(str(r[0]), float(r[1])) for r in rows]

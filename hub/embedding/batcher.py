@@ -91,10 +91,9 @@ class BatchingEmbedder:
         ``bulk_chunk``: texts per model call for ``embed_bulk``, so a query
         waits behind at most one small chunk of indexing per worker.
         ``workers``: batches run at once (``inner`` must be thread-safe). For
-        a local model, one single-threaded inference per core beats one
-        inference spread over all cores: measured on 2 cores with MiniLM,
-        16 concurrent queries, 2 workers x 1 thread 191-195 queries/s at
-        9.9 ms CPU each, 1 worker x 2 threads 121-153 queries/s at 11.3-14.5 ms.
+        a local model, one worker per core: measured on 2 cores with MiniLM,
+        16 concurrent queries, 2 workers 170-195 queries/s at 10-11 ms CPU
+        each, 1 worker 121-153 queries/s at 11.3-14.5 ms.
         """
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")

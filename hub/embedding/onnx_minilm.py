@@ -87,7 +87,7 @@ class OnnxMiniLMEmbedder:
         self,
         onnx_model_path: str | os.PathLike[str] | None = None,
         tokenizer_path: str | os.PathLike[str] | None = None,
-        intra_op_num_threads: int = 1,
+        intra_op_num_threads: int = 0,
         chunk_size: int = DEFAULT_CHUNK,
     ) -> None:
         """Verify both files, then load them.

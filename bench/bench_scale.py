@@ -1,0 +1,109 @@
+"""The hub at scale: 100k memories on the embedded defaults, searched by 1, 16 and 64 concurrent clients.
+
+    .venv/bin/python bench/bench_scale.py [--memories 100000] [--data-dir DIR]
+
+The corpus is built offline from LoCoMo turns (bench/synthetic.py: each
+memory splices two turns, with another speaker and date; deterministic,
+distinct, 17 namespaces). Measured from this process over gRPC:
+1. the raw embedder alone on a sample of the corpus (the yardstick);
+2. ingest: 100 memories per write call from 4 writers, until everything is
+   searchable (past 50k memories the embedded index rebuilds its dense
+   index as IVF_FLAT once, when the indexer catches up);
+3. resident memory of the hub, its Milvus Lite process and Postgres;
+4. search p50/p99 and searches/s with 1, 16 and 64 concurrent clients, every
+   query spanning all 17 namespaces;
+5. after stopping the hub: the parts of a search timed alone (bench/anatomy.py).
+
+Ingest is bounded by the embedder (a few dozen LoCoMo-sized texts a second
+on 2 cores), so 100k memories take most of an hour. ``--data-dir`` keeps the
+data directory: run again with the same directory to measure searches
+without ingesting again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import anatomy  # noqa: E402
+from hubproc import bench_policy_dir, running_hub  # noqa: E402
+from loadgen import Ingest, batched_writes, pct, raw_embedder_rate, resident_memory, searches  # noqa: E402
+from locomo import DEFAULT_PATH  # noqa: E402
+from synthetic import queries, texts  # noqa: E402
+
+from hub.client import MemhubClient  # noqa: E402
+
+ROOT = "bench/scale"
+
+
+def stored(address: str, token: str) -> int:
+    """Memories already in the benchmark's namespaces (a reused data directory)."""
+    with MemhubClient(address, token=token) as client:
+        total, page = 0, ""
+        while True:
+            reply = client.list([ROOT], page_size=500, page_token=page)
+            total += len(reply.memories)
+            page = reply.next_page_token
+            if not page:
+                return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--searches", type=int, default=640, help="searches per concurrency level (at least 4 per client)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_PATH, help="LoCoMo json")
+    parser.add_argument("--data-dir", type=Path, help="keep the hub's data here (reused when it already holds the corpus)")
+    args = parser.parse_args()
+    if args.memories < 1 or args.searches < 64:
+        parser.error("--memories must be positive and --searches at least 64")
+    corpus = list(texts(args.memories, args.data))
+    questions = queries(args.data)
+    print("measuring the raw embedder...", file=sys.stderr)
+    raw_rate = raw_embedder_rate([text for _, text in corpus[:1500]])
+    data = args.data_dir or Path(tempfile.mkdtemp(prefix="memhub-scale-"))
+    data.mkdir(parents=True, exist_ok=True)
+    ingest: Ingest | None = None
+    levels = {}
+    try:
+        with running_hub(data_dir=data) as hub:
+            present = stored(hub.address, hub.token)
+            if present < args.memories:
+                ingest = batched_writes(hub, corpus)  # already stored ones are deduplicated
+            memory = resident_memory(hub)
+            for clients in (1, 16, 64):
+                print(f"searching with {clients} clients...", file=sys.stderr)
+                levels[clients] = searches(hub, questions, [ROOT], clients, max(4, args.searches // clients))
+        print("timing the parts of a search...", file=sys.stderr)
+        parts = anatomy.measure(data, bench_policy_dir(data), questions, [ROOT])
+    finally:
+        if args.data_dir is None:
+            shutil.rmtree(data, ignore_errors=True)
+    print(f"\nmemhub at scale on embedded defaults: {args.memories} memories in 17 namespaces (LoCoMo-derived)")
+    print(f"raw embedder (batched, alone):      {raw_rate:7.1f} texts/s")
+    if ingest is not None:
+        print(
+            f"ingest (100/call, 4 writers):       {ingest.acknowledged_per_s:7.1f} memories/s acknowledged; "
+            f"searchable after {ingest.seconds_to_searchable / 60:.1f} min = {ingest.searchable_per_s:.1f} memories/s "
+            f"({100 * ingest.searchable_per_s / raw_rate:.0f}% of the raw embedder)"
+        )
+    else:
+        print("ingest: skipped (the data directory already held the corpus)")
+    print(
+        f"resident memory:                    hub {memory['hub']:.0f} MiB, Milvus Lite {memory['milvus']:.0f} MiB, "
+        f"Postgres {memory['postgres']:.0f} MiB"
+    )
+    for clients, timed in levels.items():
+        print(f"search, {clients:2d} clients (all namespaces): {timed.summary()}")
+    print()
+    one = levels[1]
+    print(anatomy.report(parts, (pct(one.latencies, 0.5), pct(one.latencies, 0.99))))
+
+
+if __name__ == "__main__":
+    main()
