@@ -6,6 +6,7 @@ import hashlib
 import json
 import shutil
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,6 +21,7 @@ from hub.embedding import (
     OnnxMiniLMEmbedder,
     OpenAICompatibleEmbedder,
     build_embedder,
+    embed_bulk,
 )
 from hub.embedding.onnx_minilm import default_model_path, default_tokenizer_path
 
@@ -407,3 +409,201 @@ def test_build_embedder_openai(server: str) -> None:
         np.testing.assert_allclose(e.embed(["q"])[0], vector_for("q", 8), atol=1e-6)
     finally:
         e.close()
+
+
+# --- batcher: bulk lane, priorities, workers ----------------------------------
+
+
+def hashed(texts: Sequence[str], dim: int = 8) -> np.ndarray:
+    """What HashEmbedder returns for ``texts``, row by row."""
+    return np.vstack([vector_for(t, dim) for t in texts]).astype(np.float32)
+
+
+def test_embed_bulk_matches_embed_row_for_row_across_chunks() -> None:
+    """embed_bulk cuts work into bulk_chunk-sized model calls and stitches the rows back in input order."""
+    inner = HashEmbedder()
+    texts = [f"bulk text {i}" for i in range(11)]  # 3 chunks of 4, 4 and 3
+    b = BatchingEmbedder(inner, bulk_chunk=4)
+    try:
+        bulk = b.embed_bulk(texts)
+        single = b.embed(texts)
+        assert b.embed_bulk([]).shape == (0, 8)
+    finally:
+        b.close()
+    np.testing.assert_array_equal(bulk, single)
+    np.testing.assert_array_equal(bulk, hashed(texts))
+    bulk_calls = inner.calls[:-1]  # the last call is the embed() of all 11
+    assert [len(c) for c in bulk_calls] == [4, 4, 3]
+    assert [t for c in bulk_calls for t in c] == texts
+
+
+def test_embed_bulk_matches_embed_with_the_real_model(onnx: OnnxMiniLMEmbedder) -> None:
+    """With the local model too, chunking on the bulk lane changes no text's vector nor the row order."""
+    texts = ["deploys freeze on Fridays", "", "the cache ran out of memory", "Alice prefers German", "ERR-4312"]
+    b = BatchingEmbedder(onnx, bulk_chunk=2, close_inner=False)
+    try:
+        bulk = b.embed_bulk(texts)
+    finally:
+        b.close()
+    np.testing.assert_allclose(bulk, onnx.embed(texts), atol=1e-5)
+
+
+class GatedEmbedder(HashEmbedder):
+    """HashEmbedder that holds a call containing one of ``holds``' texts until that text's event is set.
+
+    ``released[text]`` records whether the event came before the timeout,
+    so a test learns what had happened by the time the model got there.
+    """
+
+    def __init__(self, holds: dict[str, threading.Event], timeout_s: float = 10.0) -> None:
+        super().__init__()
+        self.holds = holds
+        self.timeout_s = timeout_s
+        self.entered: dict[str, threading.Event] = {t: threading.Event() for t in holds}
+        self.released: dict[str, bool] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        for t in texts:
+            if t in self.holds:
+                self.entered[t].set()
+                self.released[t] = self.holds[t].wait(self.timeout_s)
+        return super().embed(texts)
+
+
+def wait_for(check, what: str, timeout_s: float = 30.0) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.005)
+
+
+def test_a_query_overtakes_a_long_bulk_job() -> None:
+    """On one worker, a query arriving during a 10-chunk bulk job is served after the chunk in progress, not after the job.
+
+    The model holds the first chunk until the query is queued, and the last
+    chunk until the query's embed() has returned (or 10 s pass, which fails).
+    """
+    bulk_texts = [f"bulk {i}" for i in range(20)]
+    gate, query_returned = threading.Event(), threading.Event()
+    inner = GatedEmbedder({"bulk 0": gate, "bulk 19": query_returned})
+    b = BatchingEmbedder(inner, bulk_chunk=2, workers=1)
+    results: dict[str, np.ndarray] = {}
+
+    def bulk() -> None:
+        results["bulk"] = b.embed_bulk(bulk_texts)
+
+    def query() -> None:
+        results["query"] = b.embed(["query"])
+        query_returned.set()
+
+    threads = [threading.Thread(target=bulk), threading.Thread(target=query)]
+    try:
+        threads[0].start()
+        assert inner.entered["bulk 0"].wait(30)  # the worker is in chunk 1; chunks 2..10 wait in the bulk lane
+        threads[1].start()
+        # White-box wait: the query sits in the interactive lane before the worker may move on.
+        wait_for(lambda: len(b._queue) == 1, "the query is queued")  # noqa: SLF001
+        gate.set()
+        for t in threads:
+            t.join(60)
+    finally:
+        gate.set()
+        query_returned.set()
+        b.close()
+    assert inner.released["bulk 19"], "the query was still waiting when the bulk job's last chunk was embedded"
+    # Served right after the chunk that was running, ahead of the 9 chunks still queued.
+    assert inner.calls[0] == ["bulk 0", "bulk 1"] and inner.calls[1] == ["query"]
+    assert [len(c) for c in inner.calls[2:]] == [2] * 9
+    np.testing.assert_array_equal(results["query"], hashed(["query"]))
+    np.testing.assert_array_equal(results["bulk"], hashed(bulk_texts))
+
+
+class ConcurrencyProbe(HashEmbedder):
+    """HashEmbedder that records the most calls running at once; its first two calls wait for each other.
+
+    With fewer than two batches in flight at once the rendezvous times out and
+    those calls fail (BrokenBarrierError), so a serial batcher cannot pass.
+    """
+
+    def __init__(self, rendezvous_timeout_s: float = 10.0) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._barrier = threading.Barrier(2, timeout=rendezvous_timeout_s)
+        self._started = 0
+        self.active = 0
+        self.max_active = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            self._started += 1
+            rendezvous = self._started <= 2
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            if rendezvous:
+                self._barrier.wait()
+            return super().embed(texts)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def test_two_workers_embed_two_batches_at_once() -> None:
+    """workers=2: two queries arriving together run as two model calls side by side, and each gets its own rows."""
+    inner = ConcurrencyProbe()
+    b = BatchingEmbedder(inner, max_batch=1, workers=2)  # max_batch=1: the two queries cannot share a batch
+    try:
+        got = run_threads(2, lambda i: b.embed([f"query {i}"]))
+    finally:
+        b.close()
+    assert inner.max_active == 2
+    for i in range(2):
+        assert isinstance(got[i], np.ndarray), got[i]
+        np.testing.assert_array_equal(got[i], hashed([f"query {i}"]))
+
+
+def test_two_workers_share_the_chunks_of_one_bulk_job() -> None:
+    """workers=2: the chunks of a single embed_bulk call are embedded two at a time, rows still in input order."""
+    inner = ConcurrencyProbe(rendezvous_timeout_s=3.0)
+    texts = [f"bulk {i}" for i in range(10)]
+    b = BatchingEmbedder(inner, bulk_chunk=2, workers=2)
+    try:
+        v = b.embed_bulk(texts)
+    finally:
+        b.close()
+    assert inner.max_active == 2
+    np.testing.assert_array_equal(v, hashed(texts))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"workers": 0}, "workers"),
+        ({"workers": -1}, "workers"),
+        ({"bulk_chunk": 0}, "bulk_chunk"),
+        ({"max_batch": 0}, "max_batch"),
+        ({"max_wait_ms": -1.0}, "max_wait_ms"),
+    ],
+)
+def test_batcher_rejects_invalid_settings(kwargs: dict, field: str) -> None:
+    """Nonsense worker counts and sizes fail at construction with a ValueError naming the setting."""
+    inner = HashEmbedder()
+    with pytest.raises(ValueError, match=field):
+        BatchingEmbedder(inner, **kwargs)
+    assert not inner.closed
+
+
+def test_embed_bulk_helper_uses_the_bulk_lane_or_falls_back_to_embed() -> None:
+    """hub.embedding.embed_bulk: the bulk lane (chunked) for a batcher, plain embed() for an embedder without one."""
+    texts = [f"t{i}" for i in range(5)]
+    plain = HashEmbedder()
+    np.testing.assert_array_equal(embed_bulk(plain, texts), hashed(texts))
+    assert plain.calls == [texts]  # one embed() call with everything
+
+    inner = HashEmbedder()
+    b = BatchingEmbedder(inner, bulk_chunk=2)
+    try:
+        np.testing.assert_array_equal(embed_bulk(b, texts), hashed(texts))
+    finally:
+        b.close()
+    assert [len(c) for c in inner.calls] == [2, 2, 1]  # chunked: it went through BatchingEmbedder.embed_bulk

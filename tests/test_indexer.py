@@ -18,7 +18,9 @@ from hub.api.convert import write_request
 from hub.app import Hub
 from hub.client import memory_input
 from hub.core.indexer import Indexer
+from hub.core.model import ForgetRequest
 from hub.db.schema import outbox
+from hub.index import IndexFilter
 from hub.index.milvus_index import IndexedMemory, MilvusIndex
 
 
@@ -117,3 +119,73 @@ def test_forgotten_memories_leave_the_index(quiet: Quiet) -> None:
     quiet.hub.service.forget(TESTER, ForgetRequest(ids=tuple(ids[:2]), filter=None, reason="test"))
     quiet.hub.indexer.drain(timeout_s=60)
     assert quiet.hub.index.count() == 2
+
+
+def _outbox_memory_ids(quiet: Quiet) -> Counter[str]:
+    with quiet.hub.engine.connect() as conn:
+        return Counter(str(r[0]) for r in conn.execute(select(outbox.c.memory_id)))
+
+
+def _write_one(hub: Hub, memory: pb.MemoryInput) -> str:
+    return hub.service.write(TESTER, write_request(pb.WriteMemoriesRequest(memories=[memory]))).results[0].memory.id
+
+
+def test_backfill_queues_every_servable_memory_once_per_call(quiet: Quiet) -> None:
+    """backfill() queues one outbox row per active, unexpired memory and returns the count.
+
+    Forgotten, superseded and expired (even not yet swept) memories are left out.
+    """
+    plain = _write(quiet.hub, "idx/backfill", 5)
+    pref = {"kind": "semantic", "subject_key": "alice/drink"}
+    old_pref = _write_one(quiet.hub, memory_input("idx/backfill", "Alice likes tea", **pref))
+    new_pref = _write_one(quiet.hub, memory_input("idx/backfill", "Alice likes coffee", **pref))  # supersedes old_pref
+    quiet.hub.service.forget(TESTER, ForgetRequest(ids=(plain[0],), filter=None, reason="test"))
+    with quiet.hub.engine.begin() as conn:  # active but past its expiry, before any sweep marks it expired
+        conn.execute(text("UPDATE memories SET expires_at = now() - interval '1 minute' WHERE id = :id"), {"id": plain[1]})
+    assert quiet.hub.indexer.drain(timeout_s=60)
+    assert quiet.hub.indexer.backlog() == 0
+    servable = {*plain[2:], new_pref}
+    assert old_pref not in servable
+
+    assert quiet.hub.indexer.servable_count() == len(servable) == 4
+    assert quiet.hub.indexer.backfill() == 4
+    queued = _outbox_memory_ids(quiet)
+    assert set(queued) == servable and max(queued.values()) == 1
+    # Each call queues them again (the index may have been emptied once more in between).
+    assert quiet.hub.indexer.backfill() == 4
+    assert _outbox_memory_ids(quiet) == Counter({mid: 2 for mid in servable})
+    assert quiet.hub.indexer.drain(timeout_s=60)
+    assert quiet.hub.indexer.backlog() == 0
+
+
+def test_backfill_refills_an_emptied_index(quiet: Quiet) -> None:
+    """After the collection is recreated empty, backfill() and a drain put every memory back, findable by dense search."""
+    ids = _write(quiet.hub, "idx/refill", 6)
+    assert quiet.hub.indexer.drain(timeout_s=60)
+    quiet.hub.index.recreate()
+    assert quiet.hub.index.count() == 0
+    assert quiet.hub.indexer.backfill() == 6
+    assert quiet.hub.indexer.drain(timeout_s=60)
+    assert quiet.hub.index.count() == 6
+    vector = quiet.hub.embedder.embed(["memory 3"])[0]
+    hits = quiet.hub.index.search_dense(vector, IndexFilter(namespaces=("idx/refill",)), 6)
+    assert {h[0] for h in hits} == set(ids)
+
+
+def test_retry_now_releases_only_rows_in_back_off(quiet: Quiet) -> None:
+    """retry_now() makes outbox rows waiting out a back-off claimable at once and says how many; ready rows are not counted."""
+    failed = _write(quiet.hub, "idx/retry-now", 3)
+    with quiet.hub.engine.begin() as conn:
+        # As if they had failed 6 times already: the next failure backs off 32 s, far beyond this test.
+        conn.execute(text("UPDATE outbox SET attempts = 6"))
+    with pytest.raises(RuntimeError):
+        Indexer(quiet.hub.engine, quiet.hub.index, BrokenEmbedder()).run_once()
+    ready = _write(quiet.hub, "idx/retry-now-ready", 1)
+    assert quiet.hub.indexer.run_once() == 1  # only the fresh row is claimable
+    assert quiet.hub.indexer.pending(failed) == 3 and quiet.hub.indexer.pending(ready) == 0
+
+    assert quiet.hub.indexer.retry_now() == 3
+    assert quiet.hub.indexer.run_once() == 3
+    assert quiet.hub.indexer.backlog() == 0
+    assert quiet.hub.indexer.retry_now() == 0
+    assert quiet.hub.index.count() == 4

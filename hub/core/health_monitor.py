@@ -47,6 +47,7 @@ class HealthMonitor:
         self._interval = interval_s
         self._down_interval = down_interval_s
         self._db_ok = True
+        self._backfill_due = False  # a collection was created, its refill from Postgres not yet queued
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -110,8 +111,12 @@ class HealthMonitor:
                 self._index.probe()
             except IndexCollectionMissing:
                 self._rebuild()
+            self._backfill()
         except IndexBackendError as exc:
             self._index_health.mark_down(str(exc))
+            return
+        except Exception as exc:  # Postgres failed the rebuild's count or refill: try again next time
+            log.warning("could not refill the rebuilt index from Postgres yet: %s", exc)
             return
         self._index_health.mark_up()
         if not was_ok and self._db_ok:
@@ -119,9 +124,16 @@ class HealthMonitor:
 
     def _rebuild(self) -> None:
         """The collection is gone: create it and queue every servable memory (needs Postgres)."""
-        expected = self._indexer.servable_count()
-        if self._index.ensure_collection(expected_rows=expected):
+        if self._index.ensure_collection(expected_rows=self._indexer.servable_count()):
+            self._backfill_due = True
+        self._backfill()
+
+    def _backfill(self) -> None:
+        # Separate from the create, and remembered: if Postgres fails in between, the next
+        # check queues the refill instead of leaving an empty collection that looks healthy.
+        if self._backfill_due:
             queued = self._indexer.backfill()
+            self._backfill_due = False
             log.warning("the Milvus collection was missing; created it again and queued %d memories for indexing", queued)
 
     def _notify(self) -> None:

@@ -33,7 +33,7 @@ import numpy as np
 import psycopg
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
 
 from hub import telemetry
 from hub.core.index_health import IndexHealth
@@ -262,6 +262,7 @@ class Indexer:
         queued = insert(outbox).from_select(["memory_id"], servable).returning(outbox.c.id).cte("queued")
         with self._engine.begin() as conn:
             count = conn.execute(select(func.count()).select_from(queued)).scalar_one()
+            conn.execute(text("NOTIFY memhub_outbox"))  # at commit: every replica's indexer joins in
         self.nudge()
         return count
 

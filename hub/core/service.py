@@ -17,7 +17,7 @@ import contextvars
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -50,7 +50,7 @@ from hub.db import fulltext, idempotency
 from hub.db import memories as memories_db
 from hub.embedding import Embedder, EmbeddingError
 from hub.errors import FailedPrecondition, InvalidArgument, NotFound
-from hub.index import IndexBackendError, IndexFilter, IndexUnavailable, MilvusIndex
+from hub.index import IndexBackendError, IndexFilter, MilvusIndex
 
 log = logging.getLogger(__name__)
 
@@ -244,29 +244,30 @@ class MemoryService:
         )
         failed: list[str] = []
         rankings: dict[Channel, list] = {}
+
+        def collect(channel: Channel, ranked: Callable[[], list[tuple[str, float]]]) -> None:
+            try:
+                rankings[channel] = ranked()
+            except (IndexBackendError, EmbeddingError) as exc:
+                # Details go to the log only: the caller learns which channel, not the hub's topology.
+                log.warning("search channel %s failed: %s", channel.value, exc)
+                if isinstance(exc, IndexBackendError):
+                    # Later searches skip Milvus and the monitor probes it at once: it heals what
+                    # it can (a dead engine, a released or lost collection) and marks it up again.
+                    self._index_health.mark_down(str(exc))
+                failed.append(channel.value)
+
         if self._index_health.ok:
-            futures = {}
-            # Each task runs in its own copy of this context (one Context cannot be
-            # entered by two threads at once), so the current span travels along.
+            keyword = None
             if Channel.KEYWORD in query.channels:
-                futures[Channel.KEYWORD] = self._pool.submit(
+                # Beside the dense channel, in the pool; in a copy of this context, so the RPC span travels along.
+                keyword = self._pool.submit(
                     contextvars.copy_context().run, self._index.search_keyword, query.text, index_filter, depth
                 )
             if vector is not None:
-                # The dense search runs here, in the caller's thread, once the embedding is ready.
-                futures[Channel.DENSE] = vector
-            for channel, future in sorted(futures.items(), key=lambda kv: kv[0] != Channel.DENSE):
-                try:
-                    if channel == Channel.DENSE:
-                        rankings[channel] = self._index.search_dense(future.result(), index_filter, depth)
-                    else:
-                        rankings[channel] = future.result()
-                except (IndexBackendError, EmbeddingError) as exc:
-                    # Details go to the log only: the caller learns which channel, not the hub's topology.
-                    log.warning("search channel %s failed: %s", channel.value, exc)
-                    if isinstance(exc, IndexUnavailable):
-                        self._index_health.mark_down(str(exc))  # later searches skip Milvus until it answers
-                    failed.append(channel.value)
+                collect(Channel.DENSE, lambda: self._index.search_dense(vector.result(), index_filter, depth))
+            if keyword is not None:
+                collect(Channel.KEYWORD, keyword.result)
         if rankings:
             return rankings, f"the {' and '.join(failed)} channel failed; ranked without it" if failed else ""
         rankings[Channel.KEYWORD] = fulltext.search(conn, query.text, flt, readable, depth)

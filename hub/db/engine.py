@@ -23,7 +23,7 @@ from typing import Any
 from opentelemetry import trace
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import ArgumentError, DisconnectionError, OperationalError
+from sqlalchemy.exc import ArgumentError, InvalidatePoolError, OperationalError
 
 from hub import telemetry
 from hub.errors import StartupError
@@ -105,8 +105,9 @@ def ping_idle_connections(engine: Engine, idle_s: float = PING_AFTER_IDLE_S) -> 
             if not dbapi_connection.autocommit:
                 dbapi_connection.rollback()  # the ping opened a transaction: close it
         except Exception as exc:
-            # The pool discards this connection and checks out (or opens) another.
-            raise DisconnectionError(f"pooled connection is dead: {exc}") from exc
+            # After a restart or failover every pooled connection is dead: replace them all
+            # (the pool then opens a fresh one for this checkout), not just this one.
+            raise InvalidatePoolError(f"pooled connection is dead: {exc}") from exc
 
 
 def sql_operation(statement: str) -> str:

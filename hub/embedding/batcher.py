@@ -165,7 +165,7 @@ class BatchingEmbedder:
             if self._closed:
                 raise EmbeddingError("the embedder has been closed (the hub is shutting down); retry against a running hub")
             lane.extend(requests)
-            self._cond.notify()
+            self._cond.notify(len(requests))  # one waiting worker per chunk: a bulk job uses every worker
         return requests
 
     def _wait(self, req: _Request, span: trace.Span) -> np.ndarray:

@@ -330,7 +330,14 @@ class MilvusIndex:
         if not text or not text.strip():
             return []
         with self._span("search_keyword", _search_attributes(flt, limit)) as span:
-            hits = self._search([text], schema.SPARSE, flt, limit, "keyword search")
+            try:
+                hits = self._search([text], schema.SPARSE, flt, limit, "keyword search")
+            except IndexBackendError as exc:
+                # Milvus Lite cannot weigh BM25 terms before any row was ever written (its average
+                # document length is 0, "Invalid sparse row: NaN or Inf value"): nothing to find.
+                if "NaN or Inf" not in str(exc) or self.count() > 0:
+                    raise
+                hits = []
             span.set_attribute("memhub.milvus.hits", len(hits))
         return hits
 
