@@ -9,11 +9,13 @@ used.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -87,6 +89,29 @@ def write_policy_dir(folder: Path, *policies: str) -> Path:
     return folder
 
 
+@contextlib.contextmanager
+def serving(config: HubConfig) -> Iterator[tuple[Hub, str]]:
+    """A hub on ``config``, served over gRPC on a free loopback port: (hub, address); stopped afterwards."""
+    hub = Hub.open(config)
+    server, port, _ = build_server(hub)
+    server.start()
+    hub.start_background()
+    try:
+        yield hub, f"127.0.0.1:{port}"
+    finally:
+        server.stop(grace=None)
+        hub.close()
+
+
+def eventually(check: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
+    """Wait until ``check()`` holds; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting until {what}")
+        time.sleep(0.05)
+
+
 @dataclass
 class Stack:
     """A running hub: its parts for white-box checks, its address and a client for black-box ones."""
@@ -124,21 +149,17 @@ def stack(request: pytest.FixtureRequest, data_root: Path, tmp_path_factory: pyt
     else:
         admin_url = request.getfixturevalue("external_pg_admin_url")
         database_url = create_scratch_database(admin_url)
-    # Milvus Lite: one directory per stack (one process may open a directory once).
+    # Milvus Lite: one data file per stack (one process may open a file once).
     config = hub_config(tmp_path_factory.mktemp(f"milvus-{backend}"), database_url, "memhub_test")
-    hub = Hub.open(config)
-    server, port, _ = build_server(hub)
-    server.start()
-    hub.start_background()
-    address = f"127.0.0.1:{port}"
-    stack = Stack(backend, hub, address, None)  # type: ignore[arg-type]
-    stack.client = client = stack.client_as("tester")
     try:
-        yield stack
+        with serving(config) as (hub, address):
+            stack = Stack(backend, hub, address, None)  # type: ignore[arg-type]
+            stack.client = client = stack.client_as("tester")
+            try:
+                yield stack
+            finally:
+                client.close()
     finally:
-        client.close()
-        server.stop(grace=None)
-        hub.close()
         if admin_url is not None:
             drop_database(admin_url, database_url)
 
@@ -193,15 +214,10 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url: str) 
     config = dataclasses.replace(
         config, policy=PolicyConfig(dir=policy_dir, files=("default.cedar", "examples/fleet.cedar"), poll_interval_s=0.2)
     )
-    hub = Hub.open(config)
-    server, port, _ = build_server(hub)
-    server.start()
-    hub.start_background()
     try:
-        yield Fleet(hub, f"127.0.0.1:{port}", policy_dir)
+        with serving(config) as (hub, address):
+            yield Fleet(hub, address, policy_dir)
     finally:
-        server.stop(grace=None)
-        hub.close()
         drop_database(external_pg_admin_url, url)
 
 

@@ -19,15 +19,14 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import grpc
 import pytest
-from conftest import REPO, create_scratch_database, drop_database, hub_config, write_policy_dir
+from conftest import REPO, create_scratch_database, drop_database, eventually, hub_config, serving, write_policy_dir
 
-from hub.api.server import build_server
 from hub.app import Hub
 from hub.auth import issue_token, load_secret
 from hub.client import MemhubClient, memory_input
@@ -104,26 +103,13 @@ def outage(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url: str)
     config = hub_config(root, url, "outage", write_policy_dir(root / "policies", *POLICIES))
     config = dataclasses.replace(config, store=dataclasses.replace(config.store, milvus_uri=index_server.uri))
     assert isinstance(config.store, StoreConfig)
-    hub = Hub.open(config)
-    hub.monitor._interval = 0.5  # noqa: SLF001 - probe often, so the test does not wait long
-    server, port, _ = build_server(hub)
-    server.start()
-    hub.start_background()
     try:
-        yield Outage(hub, f"127.0.0.1:{port}", index_server)
+        with serving(config) as (hub, address):
+            hub.monitor._interval = 0.5  # noqa: SLF001 - probe often, so the test does not wait long
+            yield Outage(hub, address, index_server)
     finally:
-        server.stop(grace=None)
-        hub.close()
         index_server.stop()
         drop_database(external_pg_admin_url, url)
-
-
-def eventually(check: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting until {what}")
-        time.sleep(0.1)
 
 
 def test_search_degrades_during_an_index_outage_and_heals_after_it(outage: Outage) -> None:

@@ -20,19 +20,18 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import grpc
 import psycopg
 import pytest
-from conftest import create_scratch_database, drop_database, hub_config
+from conftest import create_scratch_database, drop_database, eventually, hub_config, serving
 from pymilvus import MilvusClient
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 
-from hub.api.server import build_server
 from hub.app import Hub
 from hub.auth import issue_token, load_secret
 from hub.client import MemhubClient, memory_input
@@ -79,31 +78,20 @@ def terminate_backends(admin: psycopg.Connection, database: str) -> int:
 def healing(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url: str) -> Iterator[Healing]:
     root = tmp_path_factory.mktemp("healing")
     url = create_scratch_database(external_pg_admin_url)
-    hub = Hub.open(hub_config(root, url, COLLECTION))
-    hub.monitor._interval = 0.5  # noqa: SLF001 - probe often, so tests do not wait 5 s for the monitor
-    server, port, _ = build_server(hub)
-    server.start()
-    hub.start_background()
-    secret = load_secret(hub.config.auth.hs256_secret_file)
-    token = issue_token(secret, agent_id="tester", groups=["testers"], ttl=timedelta(hours=1)).token
-    client = MemhubClient(f"127.0.0.1:{port}", token=token)
-    state = Healing(hub, client, url, external_pg_admin_url)
     try:
-        yield state
+        with serving(hub_config(root, url, COLLECTION)) as (hub, address):
+            hub.monitor._interval = 0.5  # noqa: SLF001 - probe often, so tests do not wait 5 s for the monitor
+            secret = load_secret(hub.config.auth.hs256_secret_file)
+            token = issue_token(secret, agent_id="tester", groups=["testers"], ttl=timedelta(hours=1)).token
+            client = MemhubClient(address, token=token)
+            state = Healing(hub, client, url, external_pg_admin_url)
+            try:
+                yield state
+            finally:
+                state.allow_connections(True)  # in case a test failed half-way
+                client.close()
     finally:
-        state.allow_connections(True)  # in case a test failed half-way
-        client.close()
-        server.stop(grace=None)
-        hub.close()
         drop_database(external_pg_admin_url, url)
-
-
-def eventually(check: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting until {what}")
-        time.sleep(0.05)
 
 
 def fresh_namespace() -> str:

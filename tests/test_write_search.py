@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 import grpc
@@ -233,3 +235,27 @@ def test_duplicates_inside_one_batch_are_stored_once(stack: Stack, ns: str) -> N
     assert not first.deduplicated and third.deduplicated
     assert third.memory.id == first.memory.id
     assert len(stack.client.list([ns]).memories) == 2
+
+
+def test_concurrent_batches_over_the_same_new_namespaces_all_commit(stack: Stack, ns: str) -> None:
+    """Writers whose batches create the same namespaces in different orders must not deadlock each other.
+
+    Found at scale: 4 writers, each batch spanning 17 new namespaces, made Postgres abort
+    one transaction as a deadlock, which reached the caller as UNAVAILABLE.
+    """
+    names = [f"{ns}/n{i:02d}" for i in range(20)]
+    writers, batches = 6, 4
+
+    def write(w: int) -> int:
+        order = random.Random(w)
+        stored = 0
+        with stack.client_as(f"writer-{w}") as client:
+            for b in range(batches):
+                shuffled = order.sample(names, len(names))
+                reply = client.write([memory_input(n, f"writer {w} batch {b} into {n}") for n in shuffled])
+                stored += sum(not r.deduplicated for r in reply.results)
+        return stored
+
+    with ThreadPoolExecutor(writers) as pool:
+        assert sum(pool.map(write, range(writers))) == writers * batches * len(names)
+    assert sum(len(stack.client.list([n], page_size=500).memories) for n in names) == writers * batches * len(names)

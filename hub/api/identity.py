@@ -78,15 +78,19 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             rpc=method.lstrip("/"),
         )
 
+    async def _enter(self, context: grpc.aio.ServicerContext, method: str) -> contextvars.Token:
+        """Verify the caller and make it current; aborts the call with UNAUTHENTICATED otherwise."""
+        try:
+            caller = self._caller(context, method)
+        except Unauthenticated as exc:
+            await abort(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
+        return _current.set(caller)
+
     def _authenticated(self, behavior: Callable, method: str) -> Callable:
         if inspect.isasyncgenfunction(behavior):  # a streaming response (server reflection)
 
             async def stream(request_or_iterator, context: grpc.aio.ServicerContext):  # noqa: ANN001, ANN202
-                try:
-                    caller = self._caller(context, method)
-                except Unauthenticated as exc:
-                    await abort(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
-                token = _current.set(caller)
+                token = await self._enter(context, method)
                 try:
                     async for response in behavior(request_or_iterator, context):
                         yield response
@@ -96,11 +100,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             return stream
 
         async def unary(request_or_iterator, context: grpc.aio.ServicerContext):  # noqa: ANN001, ANN202
-            try:
-                caller = self._caller(context, method)
-            except Unauthenticated as exc:
-                await abort(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
-            token = _current.set(caller)
+            token = await self._enter(context, method)
             try:
                 return await behavior(request_or_iterator, context)
             finally:

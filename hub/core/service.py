@@ -16,14 +16,17 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import logging
+import random
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
+from typing import TypeVar
 
 import numpy as np
 from opentelemetry import trace
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from hub.core import fusion, paging
 from hub.core.access import Action, Authorizer, denied, require
@@ -48,17 +51,39 @@ from hub.core.namespaces import minimal_roots
 from hub.core.recall_stats import RecallRecorder
 from hub.db import fulltext, idempotency
 from hub.db import memories as memories_db
+from hub.db.engine import is_transient_conflict
 from hub.embedding import Embedder, EmbeddingError
-from hub.errors import FailedPrecondition, InvalidArgument, NotFound
+from hub.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
 from hub.index import IndexBackendError, IndexFilter, MilvusIndex
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 DEGRADED_FULLTEXT = (
     "the retrieval index is unavailable; answered by Postgres full-text search "
     "(keywords only, English stemming, no Chinese word segmentation)"
 )
+
+
+_CONFLICT_ATTEMPTS = 3
+
+
+def _retrying_conflicts(transaction: Callable[[], T]) -> T:
+    """Run ``transaction`` again (up to 3 times in all) when Postgres rolled it back for a deadlock
+    or serialization failure; then report Aborted, which a client may retry. Safe: a rolled-back
+    transaction left nothing behind, and ``transaction`` does all its reading inside itself."""
+    for attempt in range(1, _CONFLICT_ATTEMPTS + 1):
+        try:
+            return transaction()
+        except DBAPIError as exc:
+            if not is_transient_conflict(exc):
+                raise
+            if attempt == _CONFLICT_ATTEMPTS:
+                raise Aborted("the request conflicted with concurrent writes; retry it") from exc
+            log.info("write transaction rolled back for a conflict (attempt %d); running it again", attempt)
+            time.sleep(random.uniform(0.005, 0.05) * attempt)  # jitter: the other writer gets ahead
+    raise AssertionError("unreachable")
 
 
 class _ConcurrentRetry(Exception):
@@ -128,7 +153,8 @@ class MemoryService:
         for ns in dict.fromkeys(item.namespace for item in items):
             require(self._authorizer, caller, Action.WRITE, ns)
         self._check_sources_readable(caller, items)
-        try:
+
+        def transaction() -> list[WriteOutcome]:
             with self._engine.begin() as conn:
                 if request_id is not None:
                     prior = idempotency.lookup(conn, caller.agent_id, request_id)
@@ -139,6 +165,10 @@ class MemoryService:
                     response = {"ids": [o.memory.id for o in outcomes], "dedup": [o.deduplicated for o in outcomes]}
                     if not idempotency.store(conn, caller.agent_id, request_id, "write", request_hash, response):
                         raise _ConcurrentRetry()  # rolls this transaction back
+            return outcomes
+
+        try:
+            outcomes = _retrying_conflicts(transaction)
         except _ConcurrentRetry:
             return self._replay_write(caller, request_id or "", request_hash)
         self._indexer.nudge()
@@ -336,7 +366,8 @@ class MemoryService:
     ) -> tuple[list[str], bool]:
         """Forget by ids or by filter; returns (ids forgotten now, replayed)."""
         scope = self._forgettable_namespaces(caller, request.filter.namespaces) if request.filter is not None else []
-        try:
+
+        def transaction() -> list[str]:
             with self._engine.begin() as conn:
                 if request_id is not None and idempotency.lookup(conn, caller.agent_id, request_id) is not None:
                     raise _ConcurrentRetry()
@@ -349,6 +380,10 @@ class MemoryService:
                     conn, caller.agent_id, request_id, "forget", request_hash, {"ids": forgotten}
                 ):
                     raise _ConcurrentRetry()
+            return forgotten
+
+        try:
+            forgotten = _retrying_conflicts(transaction)
         except _ConcurrentRetry:
             with self._engine.connect() as conn:
                 prior = idempotency.lookup(conn, caller.agent_id, request_id or "")

@@ -20,6 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from opentelemetry import trace
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
@@ -108,6 +109,11 @@ def ping_idle_connections(engine: Engine, idle_s: float = PING_AFTER_IDLE_S) -> 
             # After a restart or failover every pooled connection is dead: replace them all
             # (the pool then opens a fresh one for this checkout), not just this one.
             raise InvalidatePoolError(f"pooled connection is dead: {exc}") from exc
+
+
+def is_transient_conflict(exc: BaseException) -> bool:
+    """True for a deadlock or serialization failure: Postgres rolled the transaction back, and running it again may succeed."""
+    return isinstance(getattr(exc, "orig", None), psycopg.errors.TransactionRollback)
 
 
 def sql_operation(statement: str) -> str:
