@@ -1,11 +1,16 @@
-"""LoCoMo retrieval benchmark: recall@5 / recall@10 through the hub's gRPC API.
+"""LoCoMo retrieval benchmark: recall@5 / recall@10 through the hub's gRPC API, with an ablation table.
 
-    .venv/bin/python bench/bench_locomo.py [--data PATH] [--conversations N]
+    .venv/bin/python bench/bench_locomo.py [--data PATH] [--conversations N] [--windows 0:0,1:1]
 
-One namespace per conversation, one memory per turn (protocol in
-../shared/data/locomo/README.md). Each question is searched three times:
-dense only, keyword (BM25) only, and fused (RRF, k = 60). Prints recall per
-category and the headline (all categories but 5, adversarial).
+One namespace per conversation, one memory per turn, one hub session per
+LoCoMo session (protocol in ../shared/data/locomo/README.md). Every
+question is searched once per query mode (dense only, keyword only, fused);
+index-time settings (``--windows B:A``: the turns before and after indexed
+for keywords with each turn) each get a hub of their own, so one run prints every stage
+on and off side by side.
+
+Tune on conversations 1-5 only; 6-10 are reported apart as held-out data
+(and all 10 together). The headline is all categories but 5 (adversarial).
 """
 
 from __future__ import annotations
@@ -14,104 +19,148 @@ import argparse
 import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
-from locomo import CATEGORIES, DEFAULT_PATH, load  # noqa: E402
+from locomo import CATEGORIES, DEFAULT_PATH, Conversation, load  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from hub.client import MemhubClient, memory_input  # noqa: E402
 
-MODES = {"dense": ["dense"], "bm25": ["keyword"], "fused": []}
+# Query modes: keyword arguments of MemhubClient.search beyond query, namespace and top_k.
+MODES: dict[str, dict] = {"dense": {"channels": ["dense"]}, "bm25": {"channels": ["keyword"]}, "fused": {}}
+TUNE = range(0, 5)  # conversations 1-5: choose weights and thresholds here only
+HELD_OUT = range(5, 10)
 REFERENCE = "reference (README/issue): BM25 47.0/54.0, dense MiniLM 40.1/49.9, fused 49.6/58.8, DRAGON 56.7/66.2"
 
 
-def load_conversations(client: MemhubClient, conversations: list) -> dict[str, dict[str, list[str]]]:
-    """Write every turn; return namespace -> memory id -> dia_ids (identical turns are stored once)."""
+@dataclass
+class Result:
+    """Per-question recall by (conversation index, category, k), and latencies."""
+
+    recall: dict = field(default_factory=lambda: defaultdict(list))
+    latencies: list[float] = field(default_factory=list)
+
+    def mean(self, k: int, convs: range | None = None, cats: tuple[int, ...] = (1, 2, 3, 4)) -> float:
+        xs = [
+            x
+            for (conv, cat, kk), vals in self.recall.items()
+            if kk == k and cat in cats
+            for x in vals
+            if convs is None or conv in convs
+        ]
+        return 100 * sum(xs) / len(xs) if xs else float("nan")
+
+
+def load_conversations(client: MemhubClient, conversations: list[Conversation]) -> dict[str, dict[str, list[str]]]:
+    """Write every turn, a session at a time; return namespace -> memory id -> dia_ids (identical turns are stored once)."""
     mapping: dict[str, dict[str, list[str]]] = {}
     total = sum(len(c.turns) for c in conversations)
     with tqdm(total=total, desc="writing turns", unit="turn", file=sys.stderr) as bar:
         for conv in conversations:
             ns = f"locomo/{conv.sample_id}"
             ids: dict[str, list[str]] = {}
-            for start in range(0, len(conv.turns), 100):
-                batch = conv.turns[start : start + 100]
-                reply = client.write(
-                    [memory_input(ns, t.text, kind="episodic", type="event", occurred_at=t.occurred_at) for t in batch],
-                    request_id=f"locomo-{conv.sample_id}-{start}",
-                )
-                for turn, result in zip(batch, reply.results, strict=True):
-                    ids.setdefault(result.memory.id, []).append(turn.dia_id)
-                bar.update(len(batch))
+            for session, turns in groupby(conv.turns, key=lambda t: t.session):
+                turns = list(turns)
+                for start in range(0, len(turns), 100):
+                    batch = turns[start : start + 100]
+                    reply = client.write(
+                        [memory_input(ns, t.text, kind="episodic", type="event", occurred_at=t.occurred_at) for t in batch],
+                        request_id=f"locomo-{conv.sample_id}-{session}-{start}",
+                        session_id=f"{conv.sample_id}/{session}",
+                    )
+                    for turn, result in zip(batch, reply.results, strict=True):
+                        ids.setdefault(result.memory.id, []).append(turn.dia_id)
+                    bar.update(len(batch))
             mapping[ns] = ids
     return mapping
 
 
-def evaluate(client: MemhubClient, conversations: list, mapping: dict[str, dict[str, list[str]]]) -> dict:
-    # scores[mode][category][k] -> list of per-question recall
-    scores: dict = {m: defaultdict(lambda: defaultdict(list)) for m in MODES}
-    latencies: dict[str, list[float]] = defaultdict(list)
-    questions = [(c, q) for c in conversations for q in c.questions]
-    for conv, q in tqdm(questions, desc="searching", unit="q", file=sys.stderr):
+def evaluate(client: MemhubClient, conversations: list[Conversation], mapping: dict, modes: dict[str, dict]) -> dict[str, Result]:
+    results = {mode: Result() for mode in modes}
+    questions = [(i, c, q) for i, c in enumerate(conversations) for q in c.questions]
+    for i, conv, q in tqdm(questions, desc="searching", unit="q", file=sys.stderr):
         ns = f"locomo/{conv.sample_id}"
-        for mode, channels in MODES.items():
+        for mode, options in modes.items():
             t0 = time.perf_counter()
-            hits = client.search(q.text, [ns], top_k=10, channels=channels).hits
-            latencies[mode].append(time.perf_counter() - t0)
+            hits = client.search(q.text, [ns], top_k=10, **options).hits
+            results[mode].latencies.append(time.perf_counter() - t0)
             ranked = [mapping[ns].get(h.memory.id, []) for h in hits]
             evidence = set(q.evidence)
             for k in (5, 10):
                 found = {dia for dias in ranked[:k] for dia in dias}
-                scores[mode][q.category][k].append(len(evidence & found) / len(evidence))
-    return {"scores": scores, "latencies": latencies}
+                results[mode].recall[(i, q.category, k)].append(len(evidence & found) / len(evidence))
+    return results
 
 
-def report(result: dict, conversations: list) -> None:
-    scores = result["scores"]
+def _pair(r: Result, **kw) -> str:  # noqa: ANN003
+    return f"{r.mean(5, **kw):5.1f}/{r.mean(10, **kw):5.1f}"
+
+
+def _pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return 1000 * xs[min(len(xs) - 1, int(len(xs) * p))]
+
+
+def report(results: dict[str, Result], conversations: list[Conversation]) -> None:
+    """One row per configuration: headline @5/@10 overall, per category, tune/held-out halves, latency."""
     dropped = sum(c.dropped_questions for c in conversations)
     print(
         f"\nLoCoMo retrieval through memhub ({sum(len(c.turns) for c in conversations)} turns, "
         f"{sum(len(c.questions) for c in conversations)} questions; {dropped} without usable evidence left out)"
     )
-    header = f"{'mode':<6} " + " ".join(f"{CATEGORIES[c][:11]:>15}" for c in sorted(CATEGORIES)) + f" {'headline(1-4)':>15}"
-    print(header)
-    print(f"{'':<6} " + " ".join(f"{'@5 / @10':>15}" for _ in range(len(CATEGORIES) + 1)))
-    for mode in MODES:
-        cells = []
-        for cat in sorted(CATEGORIES):
-            r = scores[mode][cat]
-            cells.append(f"{100 * _mean(r[5]):6.1f} /{100 * _mean(r[10]):5.1f}" if r[5] else f"{'-':>15}")
-        head5 = [x for c in (1, 2, 3, 4) for x in scores[mode][c][5]]
-        head10 = [x for c in (1, 2, 3, 4) for x in scores[mode][c][10]]
-        cells.append(f"{100 * _mean(head5):6.1f} /{100 * _mean(head10):5.1f}")
-        print(f"{mode:<6} " + " ".join(f"{c:>15}" for c in cells) + f"   (n={len(head5)})")
+    print("recall@5/@10, headline = categories 1-4; tune = conversations 1-5, held-out = 6-10")
+    cats = [CATEGORIES[c][:11] for c in (1, 2, 3, 4, 5)]
+    header = ["configuration", "headline", *cats, "tune 1-5", "held-out 6-10", "p50 ms", "p99 ms"]
+    widths = [34, 11, *[11] * 5, 11, 13, 7, 7]
+    print(" ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))))
+    for name, r in results.items():
+        cells = [
+            name,
+            _pair(r),
+            *[_pair(r, cats=(c,)) for c in (1, 2, 3, 4, 5)],
+            _pair(r, convs=TUNE),
+            _pair(r, convs=HELD_OUT),
+            f"{_pct(r.latencies, 0.5):.1f}",
+            f"{_pct(r.latencies, 0.99):.1f}",
+        ]
+        print(" ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))))
     print(REFERENCE)
-    for mode, lat in result["latencies"].items():
-        lat = sorted(lat)
-        print(f"search latency {mode:<5}: p50 {1000 * lat[len(lat) // 2]:.1f} ms, p99 {1000 * lat[int(len(lat) * 0.99)]:.1f} ms")
 
 
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else 0.0
+def run(hub: RunningHub, conversations: list[Conversation], modes: dict[str, dict]) -> dict[str, Result]:
+    with MemhubClient(hub.address, token=hub.token, timeout_s=120) as client:
+        mapping = load_conversations(client, conversations)
+        wait_until_indexed(client, progress=True)
+        return evaluate(client, conversations, mapping, modes)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH)
     parser.add_argument("--conversations", type=int, default=10, help="use the first N conversations (1 to 10)")
+    parser.add_argument(
+        "--windows",
+        default="0:0,1:1",
+        help="comma-separated keyword context windows BEFORE:AFTER (turns of the same session), one hub each",
+    )
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated query modes among {', '.join(MODES)}")
     args = parser.parse_args()
     conversations = load(args.data)[: args.conversations]
-    with running_hub() as hub:
-        run(hub, conversations)
-
-
-def run(hub: RunningHub, conversations: list) -> None:
-    with MemhubClient(hub.address, token=hub.token, timeout_s=120) as client:
-        mapping = load_conversations(client, conversations)
-        wait_until_indexed(client)
-        report(evaluate(client, conversations, mapping), conversations)
+    modes = {m: MODES[m] for m in args.modes.split(",")}
+    results: dict[str, Result] = {}
+    for window in args.windows.split(","):
+        before, _, after = window.partition(":")
+        env = {"MEMHUB_KEYWORD_CONTEXT_BEFORE": before, "MEMHUB_KEYWORD_CONTEXT_AFTER": after or "0"}
+        print(f"hub with a keyword context of {before} turn(s) before, {after or 0} after...", file=sys.stderr)
+        with running_hub(extra_env=env) as hub:
+            for mode, result in run(hub, conversations, modes).items():
+                results[f"window {before}:{after or 0}, {mode}"] = result
+    report(results, conversations)
 
 
 if __name__ == "__main__":

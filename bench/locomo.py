@@ -22,6 +22,8 @@ class Turn:
     dia_id: str
     text: str
     occurred_at: datetime
+    session: str
+    """``session_N``: the hub's session id for the turn (with the sample id)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ def load(path: Path = DEFAULT_PATH) -> list[Conversation]:
                 text = f"[{date_raw}] {t['speaker']}: {t['text']}"
                 if t.get("blip_caption"):
                     text += f" (image: {t['blip_caption']})"
-                turns.append(Turn(t["dia_id"], text, when))
+                turns.append(Turn(t["dia_id"], text, when, key))
         known = {t.dia_id for t in turns}
         questions, dropped = [], 0
         for qa in sample["qa"]:

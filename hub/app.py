@@ -28,6 +28,7 @@ from hub.core.recall_stats import RecallRecorder
 from hub.core.service import MemoryService
 from hub.db import engine as db_engine
 from hub.db import migrate
+from hub.db.context import Window
 from hub.embedding import Embedder, EmbeddingError, build_embedder
 from hub.errors import StartupError
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
@@ -157,6 +158,7 @@ class Hub:
             poll_interval_s=config.indexer.poll_interval_s,
             listen_url=_psycopg_url(url),
             index_health=index_health,
+            context=Window(config.indexer.keyword_context_before, config.indexer.keyword_context_after),
         )
         prepare_index(index, indexer)
         monitor = HealthMonitor(engine, index, index_health, indexer)
@@ -172,6 +174,7 @@ class Hub:
             recorder,
             index_health,
             wait_indexed_timeout_s=config.indexer.wait_indexed_timeout_s,
+            neighbour_smoothing=config.search.neighbour_smoothing,
         )
         admin = AdminService(engine, authorizer, policies, revocations)
         return cls(

@@ -17,7 +17,7 @@ metadata itself is honoured when no span is active.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 
 import grpc
@@ -204,7 +204,11 @@ class MemhubClient:
         max_tokens: int = 0,
         occurred_start: datetime | None = None,
         occurred_end: datetime | None = None,
+        context_window: int = 0,
+        min_relevance: float = 0.0,
+        ranking: Mapping[str, bool] | None = None,
     ) -> pb.SearchMemoriesResponse:
+        """``ranking``: RankingOptions fields to set, e.g. ``{"neighbour_smoothing": False}``."""
         req = pb.SearchMemoriesRequest(
             query=query,
             namespaces=list(namespaces),
@@ -215,6 +219,9 @@ class MemhubClient:
             channels=[channel_value(c) for c in channels],
             explain=explain,
             max_tokens=max_tokens,
+            context_window=context_window,
+            min_relevance=min_relevance,
+            ranking=pb.RankingOptions(**(ranking or {})),
         )
         if occurred_start is not None:
             req.occurred.start.FromDatetime(occurred_start)

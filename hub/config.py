@@ -75,6 +75,22 @@ class IndexerConfig:
     wait_indexed_timeout_s: float = 10.0
     """Longest a write with wait_indexed waits before answering indexed=false."""
 
+    keyword_context_before: int = 1
+    """Earlier turns of the same session (same namespace) indexed for keywords with an episodic memory
+    (MEMHUB_KEYWORD_CONTEXT_BEFORE, 0 to 5; 0 with no turns after turns it off). A change applies
+    to memories indexed afterwards; ``memhub reindex`` applies it to all."""
+
+    keyword_context_after: int = 1
+    """Later turns likewise (MEMHUB_KEYWORD_CONTEXT_AFTER, 0 to 5); each write then re-indexes the turn
+    before it for keywords (its vector is reused, not embedded again)."""
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    neighbour_smoothing: float = 0.0
+    """Share of the fused score of a hit's adjacent turns (same session) added to its own
+    (MEMHUB_NEIGHBOUR_SMOOTHING, 0 to 1; 0 is off). A request may turn it on or off."""
+
 
 def default_policy_dir() -> Path:
     """The policies/ folder shipped beside the hub package."""
@@ -104,6 +120,7 @@ class HubConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     indexer: IndexerConfig = field(default_factory=IndexerConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)
     """Token verification. With no key configured, the hub uses (and on first start creates) data_dir/jwt-secret."""
@@ -124,7 +141,11 @@ class HubConfig:
             host=env.get("MEMHUB_HOST", "127.0.0.1"),
             port=_int(env, "MEMHUB_PORT", 50051, 0, 65535),
         )
-        indexer = IndexerConfig(enabled=env.get("MEMHUB_INDEXER", "1") not in ("0", "false", "no"))
+        indexer = IndexerConfig(
+            enabled=env.get("MEMHUB_INDEXER", "1") not in ("0", "false", "no"),
+            keyword_context_before=_int(env, "MEMHUB_KEYWORD_CONTEXT_BEFORE", 1, 0, 5),
+            keyword_context_after=_int(env, "MEMHUB_KEYWORD_CONTEXT_AFTER", 1, 0, 5),
+        )
         embedding = EmbeddingConfig(
             provider=env.get("MEMHUB_EMBEDDING_PROVIDER", "local"),
             base_url=env.get("MEMHUB_EMBEDDING_BASE_URL") or None,
@@ -142,10 +163,12 @@ class HubConfig:
             files=tuple(f.strip() for f in files.split(",") if f.strip()) if files else None,
         )
         retention = _int(env, "MEMHUB_AUDIT_RETENTION_DAYS", 90, 0, 36_500)
+        search = SearchConfig(neighbour_smoothing=_float(env, "MEMHUB_NEIGHBOUR_SMOOTHING", 0.0, 0.0, 1.0))
         return HubConfig(
             store=store,
             server=server,
             indexer=indexer,
+            search=search,
             embedding=embedding,
             auth=auth,
             policy=policy,
@@ -162,5 +185,18 @@ def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -
     except ValueError:
         raise StartupError(f"{name}={raw!r} is not a whole number") from None
     if not low <= value <= high:
+        raise StartupError(f"{name}={value} is out of range ({low} to {high})")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise StartupError(f"{name}={raw!r} is not a number") from None
+    if not low <= value <= high:  # also refuses NaN
         raise StartupError(f"{name}={value} is out of range ({low} to {high})")
     return value

@@ -40,6 +40,9 @@ class RecordingIndex:
     def delete(self, ids: Sequence[str]) -> None:
         self.inner.delete(ids)
 
+    def vectors(self, ids: Sequence[str]) -> dict:
+        return self.inner.vectors(ids)
+
 
 class BrokenEmbedder:
     model_id = "broken"

@@ -179,6 +179,9 @@ def search_query(req: pb.SearchMemoriesRequest) -> SearchQuery:
         channels=channels,
         explain=req.explain,
         max_tokens=v.max_tokens(req.max_tokens, "max_tokens"),
+        context_window=v.context_window(req.context_window, "context_window"),
+        min_relevance=v.min_relevance(req.min_relevance, "min_relevance"),
+        neighbour_smoothing=(req.ranking.neighbour_smoothing if req.ranking.HasField("neighbour_smoothing") else None),
     )
 
 
@@ -264,6 +267,9 @@ def search_hit(hit: SearchHit) -> pb.SearchHit:
         memory=memory(hit.memory),
         score=hit.score,
         channel_ranks=[pb.ChannelRank(channel=_CHANNEL_TO_PB[c.channel], rank=c.rank, score=c.score) for c in hit.channel_ranks],
+        relevance=hit.relevance,
+        before=[memory(m) for m in hit.before],
+        after=[memory(m) for m in hit.after],
     )
 
 

@@ -20,6 +20,7 @@ from hub import logs
 from hub.app import open_database, open_embedder, open_index
 from hub.cli.serve import config_from_args
 from hub.core.indexer import Indexer
+from hub.db.context import Window
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
     engine, _ = open_database(config)
     embedder = open_embedder(config)
     index = open_index(config, embedder)
-    indexer = Indexer(engine, index, embedder)
+    indexer = Indexer(
+        engine, index, embedder, context=Window(config.indexer.keyword_context_before, config.indexer.keyword_context_after)
+    )
     index.recreate(expected_rows=indexer.servable_count())
     queued = indexer.backfill()
     print(f"reindexing {queued} memories with {embedder.model_id} (dense index {index.dense_index_type})", file=sys.stderr)

@@ -15,6 +15,10 @@ A forget that races with the Milvus write waits for this batch to commit
 deletes what this batch upserted, so the index never keeps a forgotten
 memory for longer than one batch.
 
+Episodic memories are indexed for keywords with the turns around them in
+their session (hub/db/context.py); a memory queued only because a neighbour
+changed reuses its vector from the index.
+
 Tracing: each batch that claims rows is a root span "indexer.batch" (not
 linked to the writes that queued the rows; the embedding, Milvus and
 Postgres work are its children); idle polls make no spans. The work after
@@ -37,6 +41,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, text, u
 
 from hub import telemetry
 from hub.core.index_health import IndexHealth
+from hub.db import context
 from hub.db.memories import enqueue_index, servable_condition
 from hub.db.schema import memories, outbox
 from hub.embedding import Embedder, embed_bulk
@@ -105,6 +110,7 @@ class Indexer:
         expiry_sweep_s: float = 30.0,
         listen_url: str | None = None,
         index_health: IndexHealth | None = None,
+        context: context.Window = context.Window(),
     ) -> None:
         self._engine = engine
         self._index = index
@@ -114,6 +120,7 @@ class Indexer:
         self._expiry_sweep_s = expiry_sweep_s
         self._listen_url = listen_url
         self._index_health = index_health
+        self._context = context
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._progress = threading.Condition()
@@ -130,7 +137,7 @@ class Indexer:
         try:
             with self._engine.begin() as conn:
                 rows = conn.execute(
-                    select(outbox.c.id, outbox.c.memory_id)
+                    select(outbox.c.id, outbox.c.memory_id, outbox.c.context_only)
                     .where(outbox.c.available_at <= func.now())
                     .order_by(outbox.c.id)
                     .limit(self._batch_size)
@@ -141,9 +148,12 @@ class Indexer:
                 claimed = [r[0] for r in rows]
                 batch.open(len(claimed))
                 memory_ids = list(dict.fromkeys(str(r[1]) for r in rows))
+                # Queued only because a neighbour changed: the content (and so the vector) is as indexed.
+                entered_or_left = list(dict.fromkeys(str(r[1]) for r in rows if not r[2]))
+                reusable = set(memory_ids) - set(entered_or_left)
                 # Embed before locking the memories: a large batch embeds for seconds, and a
                 # forget of one of them must not wait that long for the row lock.
-                vectors = self._embed_servable(conn, memory_ids)
+                vectors = self._embed_servable(conn, memory_ids, reusable)
                 # Then lock and read the current state: a memory forgotten meanwhile is
                 # deleted, one that changed meanwhile is left to its own outbox row.
                 current = conn.execute(select(memories).where(memories.c.id.in_(memory_ids)).with_for_update(read=True)).all()
@@ -153,8 +163,11 @@ class Indexer:
                 gone = [mid for mid in memory_ids if mid not in servable]
                 batch.set("memhub.indexer.upserted", len(upsert))
                 batch.set("memhub.indexer.deleted", len(gone))
-                self._apply(upsert, {mid: v for mid, (_, v) in vectors.items()}, gone)
+                contexts = context.surrounding_turns(conn, [str(m["id"]) for m in upsert], self._context)
+                self._apply(upsert, {mid: v for mid, (_, v) in vectors.items()}, contexts, gone)
                 conn.execute(delete(outbox).where(outbox.c.id.in_(claimed)))
+                # The turns around a memory that came or went hold it in their keyword context.
+                enqueue_index(conn, context.holders(conn, entered_or_left, self._context, claimed), context_only=True)
         except Exception as exc:  # any store or embedding failure: back off and retry later
             batch.failed(exc)
             if isinstance(exc, IndexUnavailable) and self._index_health is not None:
@@ -168,19 +181,30 @@ class Indexer:
             self._progress.notify_all()
         return len(claimed)
 
-    def _embed_servable(self, conn: Connection, memory_ids: list[str]) -> dict[str, tuple[str, np.ndarray]]:
-        """Embed the servable ones among ``memory_ids`` (unlocked read): id -> (content hash, vector)."""
+    def _embed_servable(self, conn: Connection, memory_ids: list[str], reusable: set[str]) -> dict[str, tuple[str, np.ndarray]]:
+        """Embed the servable ones among ``memory_ids`` (unlocked read): id -> (content hash, vector).
+
+        ``reusable``: ids whose vector the index already holds, if it does (a
+        memory's content never changes while it is servable); read, not embedded.
+        """
         now_ms = int(time.time() * 1000)
         columns = (memories.c.id, memories.c.content, memories.c.content_hash, memories.c.status, memories.c.expires_at)
         found = conn.execute(select(*columns).where(memories.c.id.in_(memory_ids)))
         rows = [r._mapping for r in found if _servable(r._mapping, now_ms)]
         if not rows:
             return {}
-        # Bulk lane: queries embedded meanwhile go first (hub/embedding/batcher.py).
-        vectors = embed_bulk(self._embedder, [m["content"] for m in rows])
-        return {str(m["id"]): (m["content_hash"], vec) for m, vec in zip(rows, vectors, strict=True)}
+        held = self._index.vectors([str(m["id"]) for m in rows if str(m["id"]) in reusable]) if reusable else {}
+        out = {str(m["id"]): (m["content_hash"], held[str(m["id"])]) for m in rows if str(m["id"]) in held}
+        fresh = [m for m in rows if str(m["id"]) not in held]
+        if fresh:
+            # Bulk lane: queries embedded meanwhile go first (hub/embedding/batcher.py).
+            vectors = embed_bulk(self._embedder, [m["content"] for m in fresh])
+            out.update({str(m["id"]): (m["content_hash"], vec) for m, vec in zip(fresh, vectors, strict=True)})
+        return out
 
-    def _apply(self, upsert: Sequence, vectors: dict[str, np.ndarray], gone: Sequence[str]) -> None:  # noqa: ANN001
+    def _apply(
+        self, upsert: Sequence, vectors: dict[str, np.ndarray], contexts: dict[str, list[str]], gone: Sequence[str]
+    ) -> None:
         if upsert:
             self._index.upsert(
                 [
@@ -189,7 +213,7 @@ class Indexer:
                         namespace=m["namespace"],
                         kind=m["kind"],
                         type=m["type"],
-                        content=m["content"],
+                        content=context.keyword_text(m["content"], contexts.get(str(m["id"]), ())),
                         tags=tuple(m["tags"]),
                         occurred_at_ms=_epoch_ms(m["occurred_at"]),
                         created_at_ms=_epoch_ms(m["created_at"]),

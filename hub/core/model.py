@@ -147,6 +147,11 @@ class SearchQuery:
     channels: tuple[Channel, ...]
     explain: bool
     max_tokens: int
+    context_window: int = 0
+    """Turns before and after each episodic hit to return with it (0: none)."""
+    min_relevance: float = 0.0
+    neighbour_smoothing: bool | None = None
+    """None: the hub's default."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,9 @@ class SearchHit:
     memory: MemoryRecord
     score: float
     channel_ranks: tuple[ChannelHit, ...]
+    relevance: float = 0.0
+    before: tuple[MemoryRecord, ...] = ()
+    after: tuple[MemoryRecord, ...] = ()
 
 
 @dataclass(frozen=True)

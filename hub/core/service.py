@@ -28,7 +28,7 @@ from opentelemetry import trace
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from hub.core import fusion, paging
+from hub.core import fusion, paging, ranking
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -38,6 +38,7 @@ from hub.core.model import (
     ForgetRequest,
     ListPage,
     ListQuery,
+    MemoryFilter,
     MemoryRecord,
     NewMemory,
     SearchHit,
@@ -49,7 +50,7 @@ from hub.core.model import (
 )
 from hub.core.namespaces import minimal_roots
 from hub.core.recall_stats import RecallRecorder
-from hub.db import fulltext, idempotency
+from hub.db import context, fulltext, idempotency
 from hub.db import memories as memories_db
 from hub.db.engine import is_transient_conflict
 from hub.embedding import Embedder, EmbeddingError
@@ -114,6 +115,7 @@ class MemoryService:
         *,
         wait_indexed_timeout_s: float = 10.0,
         search_threads: int = 16,
+        neighbour_smoothing: float = 0.0,
     ) -> None:
         self._engine = engine
         # Read-only work runs in autocommit: no BEGIN/ROLLBACK round trip per statement batch.
@@ -125,6 +127,7 @@ class MemoryService:
         self._recorder = recorder
         self._index_health = index_health or IndexHealth()
         self._wait_timeout = wait_indexed_timeout_s
+        self._smoothing = neighbour_smoothing
         # Channels of one search run side by side: dense waits on the embedder, keyword on Milvus.
         self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
 
@@ -230,6 +233,10 @@ class MemoryService:
                 rankings, degraded = self._rankings(conn, query, readable, depth, vector)
                 vector = None
                 fused = fusion.rrf(rankings)
+                smoothing = ranking.smoothing_weight(self._smoothing, query.neighbour_smoothing)
+                if smoothing and fused:
+                    adjacent = context.neighbour_ids(conn, [f.id for f in fused], context.Window(1, 1))
+                    fused = ranking.smooth(fused, adjacent, smoothing)
                 # Hydrate in rank order, only as deep as top_k needs: most candidates are never
                 # returned, and turning rows into records is the hub's own biggest cost here.
                 flt = query.filter
@@ -239,18 +246,47 @@ class MemoryService:
                 records = memories_db.hydrate(conn, ids[:head], flt, readable)
                 if len(records) < query.top_k and len(ids) > head:  # stale or filtered hits: look deeper
                     records.update(memories_db.hydrate(conn, ids[head:], flt, readable))
+                channels_ran = len(rankings)
+                hits = [
+                    SearchHit(
+                        records[f.id],
+                        f.score,
+                        f.channels if query.explain else (),
+                        relevance=ranking.relevance(f.score, channels_ran),
+                    )
+                    for f in fused
+                    if f.id in records
+                ][: query.top_k]
+                hits = [h for h in hits if h.relevance >= query.min_relevance]
+                hits = hits[: fusion.fit_budget([h.memory.content for h in hits], query.max_tokens)]
+                if query.context_window and hits:
+                    hits = self._with_context(conn, hits, query.context_window, readable)
         finally:
             if vector is not None:
                 vector.cancel()  # not needed after all (nothing readable, or an error)
-        hits = [SearchHit(records[f.id], f.score, f.channels if query.explain else ()) for f in fused if f.id in records][
-            : query.top_k
-        ]
-        hits = hits[: fusion.fit_budget([h.memory.content for h in hits], query.max_tokens)]
         self._recorder.record(h.memory.id for h in hits)
         span.set_attribute("memhub.search.hits", len(hits))
         if degraded:
             span.set_attribute("memhub.search.degraded", True)
         return SearchResult(tuple(hits), degraded)
+
+    @staticmethod
+    def _with_context(conn: Connection, hits: list[SearchHit], turns: int, readable: list[str]) -> list[SearchHit]:
+        """Attach the turns around each episodic hit in its session (servable, same namespace, so readable)."""
+        around = context.neighbour_ids(conn, [h.memory.id for h in hits], context.Window(turns, turns))
+        wanted = list(dict.fromkeys(nid for before, after in around.values() for nid in (*before, *after)))
+        records = memories_db.hydrate(conn, wanted, MemoryFilter(namespaces=()), readable)
+        out = []
+        for h in hits:
+            before, after = around.get(h.memory.id, ((), ()))
+            out.append(
+                dataclasses.replace(
+                    h,
+                    before=tuple(records[n] for n in before if n in records),
+                    after=tuple(records[n] for n in after if n in records),
+                )
+            )
+        return out
 
     def _rankings(
         self, conn: Connection, query: SearchQuery, readable: list[str], depth: int, vector: Future | None

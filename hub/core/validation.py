@@ -162,6 +162,21 @@ def max_tokens(value: int, field: str) -> int:
     return value
 
 
+MAX_CONTEXT_WINDOW = 5
+
+
+def context_window(value: int, field: str) -> int:
+    if not 0 <= value <= MAX_CONTEXT_WINDOW:
+        raise InvalidArgument(field, f"is {value}; use 0 (none) to {MAX_CONTEXT_WINDOW} turns")
+    return value
+
+
+def min_relevance(value: float, field: str) -> float:
+    if not 0.0 <= value <= 1.0:  # also refuses NaN
+        raise InvalidArgument(field, f"is {value}; use 0 (keep every hit) to 1")
+    return float(value)
+
+
 def time_window(start: datetime | None, end: datetime | None, field: str) -> None:
     if start is not None and end is not None and end <= start:
         raise InvalidArgument(field, f"end ({end.isoformat()}) must be after start ({start.isoformat()})")

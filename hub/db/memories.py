@@ -82,9 +82,12 @@ _RECORD_COLUMNS = [
 ]
 
 
-def enqueue_index(conn: Connection, memory_ids: Iterable[str]) -> None:
-    """Record that these memories changed; the indexer brings Milvus in line after commit."""
-    rows = [{"memory_id": mid} for mid in memory_ids]
+def enqueue_index(conn: Connection, memory_ids: Iterable[str], *, context_only: bool = False) -> None:
+    """Record that these memories changed; the indexer brings Milvus in line after commit.
+
+    ``context_only``: only their keyword context changed (hub/db/context.py).
+    """
+    rows = [{"memory_id": mid, "context_only": context_only} for mid in memory_ids]
     if rows:
         conn.execute(outbox.insert(), rows)
         # Delivered at commit: wakes the indexer of every replica (LISTEN memhub_outbox).
@@ -111,7 +114,7 @@ def insert_memories(
     changed: list[str] = []
     plain = [i for i, item in enumerate(items) if item.subject_key is None]
     if plain:
-        values = {i: _row_values(items[i], caller, session_id, embedding_model) for i in plain}
+        values = {i: _row_values(items[i], i, caller, session_id, embedding_model) for i in plain}
         plain.sort(key=lambda i: (values[i]["namespace"], values[i]["content_hash"]))
         # Conflicts (an active copy of the same content) are skipped here and resolved below.
         inserted = {
@@ -134,7 +137,7 @@ def insert_memories(
             outcomes[i] = WriteOutcome(match, deduplicated=True)
     keyed = sorted((i for i, item in enumerate(items) if item.subject_key is not None), key=lambda i: _order(items[i]))
     for i in keyed:
-        outcomes[i] = _insert_with_subject(conn, items[i], _row_values(items[i], caller, session_id, embedding_model), changed)
+        outcomes[i] = _insert_with_subject(conn, items[i], _row_values(items[i], i, caller, session_id, embedding_model), changed)
     enqueue_index(conn, changed)
     return [outcomes[i] for i in range(len(items))]
 
@@ -143,8 +146,9 @@ def _order(item: NewMemory) -> tuple[str, str, str]:
     return item.namespace, item.subject_key or "", content_hash(item.content)
 
 
-def _row_values(item: NewMemory, caller: Caller, session_id: str, embedding_model: str) -> dict:
+def _row_values(item: NewMemory, position: int, caller: Caller, session_id: str, embedding_model: str) -> dict:
     return {
+        "write_pos": position,
         "id": str(uuid.uuid4()),
         "namespace": item.namespace,
         "kind": item.kind.value,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Index,
@@ -58,6 +59,9 @@ memories = Table(
     Column("forgotten_at", DateTime(timezone=True)),
     Column("forgotten_by", String(255)),
     Column("forget_reason", Text),
+    # Position of the memory in its write request: with occurred_at and created_at (the
+    # transaction's time) it orders a session's turns, which sorted inserts would not.
+    Column("write_pos", SmallInteger, nullable=False, server_default="0"),
     # Newest-first listing within a namespace, keyset-paged on (created_at, id).
     Index("ix_memories_ns_created", "namespace", text("created_at DESC"), text("id DESC")),
     # One active copy of a content per namespace: the database enforces dedup, so two
@@ -85,6 +89,17 @@ memories = Table(
         postgresql_using="gin",
         postgresql_where=text("status = 'active'"),
     ),
+    # A session's turns in order, for the keyword context of episodic memories (hub/db/context.py).
+    Index(
+        "ix_memories_session_order",
+        "namespace",
+        "source_session",
+        "occurred_at",
+        "created_at",
+        "write_pos",
+        "id",
+        postgresql_where=text("status = 'active' AND kind = 'episodic' AND source_session <> ''"),
+    ),
     Index("ix_memories_expiry", "expires_at", postgresql_where=text("status = 'active' AND expires_at IS NOT NULL")),
 )
 
@@ -104,6 +119,9 @@ outbox = Table(
     Column("available_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("attempts", Integer, nullable=False, server_default="0"),
     Column("last_error", Text),
+    # Queued only because a neighbour's change altered this memory's keyword context:
+    # indexing it must not queue its own neighbours in turn (hub/db/context.py).
+    Column("context_only", Boolean, nullable=False, server_default=text("false")),
     Index("ix_outbox_available", "available_at", "id"),
     Index("ix_outbox_memory", "memory_id"),
 )

@@ -33,6 +33,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 from opentelemetry import trace
 from pymilvus import MilvusClient
 from pymilvus.client.types import LoadState
@@ -340,6 +341,22 @@ class MilvusIndex:
                 hits = []
             span.set_attribute("memhub.milvus.hits", len(hits))
         return hits
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored dense vectors of those ``ids`` the index holds (to re-upsert a row without embedding it again)."""
+        unique = sorted(set(ids))
+        out: dict[str, np.ndarray] = {}
+        with self._span("get_vectors", {"memhub.milvus.rows": len(unique)}):
+            for start in range(0, len(unique), _DELETE_BATCH):
+                expr = f"{schema.ID} in [" + ", ".join(quote(i) for i in unique[start : start + _DELETE_BATCH]) + "]"
+                rows = self._healing(
+                    "get vectors",
+                    lambda e=expr: self._client.query(
+                        self._collection, filter=e, output_fields=[schema.ID, schema.DENSE], timeout=self._timeout
+                    ),
+                )
+                out.update({str(r[schema.ID]): np.asarray(r[schema.DENSE], dtype=np.float32) for r in rows})
+        return out
 
     def count(self) -> int:
         """Rows currently in the collection."""

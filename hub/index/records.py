@@ -19,7 +19,8 @@ class IndexedMemory:
     type: str
     """Memory type such as ``fact`` or ``preference`` (up to 32 characters)."""
     content: str
-    """Text analysed for BM25 (up to 16384 characters; cut to 65535 UTF-8 bytes if longer)."""
+    """Text analysed for BM25: the memory's content, for episodic memories followed by the turns
+    before it (hub/db/context.py); cut to 65535 UTF-8 bytes if longer, context first."""
     tags: tuple[str, ...]
     """Exact-match tags; any string is allowed (they are encoded before they reach Milvus)."""
     occurred_at_ms: int

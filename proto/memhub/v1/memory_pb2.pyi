@@ -226,7 +226,7 @@ class WriteMemoriesResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[WriteResult, _Mapping]]] = ..., indexed: _Optional[bool] = ..., replayed: _Optional[bool] = ...) -> None: ...
 
 class SearchMemoriesRequest(_message.Message):
-    __slots__ = ("query", "namespaces", "kinds", "types", "tags", "occurred", "top_k", "channels", "explain", "max_tokens")
+    __slots__ = ("query", "namespaces", "kinds", "types", "tags", "occurred", "top_k", "channels", "explain", "max_tokens", "context_window", "min_relevance", "ranking")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
@@ -237,6 +237,9 @@ class SearchMemoriesRequest(_message.Message):
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
     EXPLAIN_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    MIN_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    RANKING_FIELD_NUMBER: _ClassVar[int]
     query: str
     namespaces: _containers.RepeatedScalarFieldContainer[str]
     kinds: _containers.RepeatedScalarFieldContainer[MemoryKind]
@@ -247,7 +250,16 @@ class SearchMemoriesRequest(_message.Message):
     channels: _containers.RepeatedScalarFieldContainer[RetrievalChannel]
     explain: bool
     max_tokens: int
-    def __init__(self, query: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., top_k: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[RetrievalChannel, str]]] = ..., explain: _Optional[bool] = ..., max_tokens: _Optional[int] = ...) -> None: ...
+    context_window: int
+    min_relevance: float
+    ranking: RankingOptions
+    def __init__(self, query: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., top_k: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[RetrievalChannel, str]]] = ..., explain: _Optional[bool] = ..., max_tokens: _Optional[int] = ..., context_window: _Optional[int] = ..., min_relevance: _Optional[float] = ..., ranking: _Optional[_Union[RankingOptions, _Mapping]] = ...) -> None: ...
+
+class RankingOptions(_message.Message):
+    __slots__ = ("neighbour_smoothing",)
+    NEIGHBOUR_SMOOTHING_FIELD_NUMBER: _ClassVar[int]
+    neighbour_smoothing: bool
+    def __init__(self, neighbour_smoothing: _Optional[bool] = ...) -> None: ...
 
 class ChannelRank(_message.Message):
     __slots__ = ("channel", "rank", "score")
@@ -260,14 +272,20 @@ class ChannelRank(_message.Message):
     def __init__(self, channel: _Optional[_Union[RetrievalChannel, str]] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ...) -> None: ...
 
 class SearchHit(_message.Message):
-    __slots__ = ("memory", "score", "channel_ranks")
+    __slots__ = ("memory", "score", "channel_ranks", "relevance", "before", "after")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     CHANNEL_RANKS_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     score: float
     channel_ranks: _containers.RepeatedCompositeFieldContainer[ChannelRank]
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., channel_ranks: _Optional[_Iterable[_Union[ChannelRank, _Mapping]]] = ...) -> None: ...
+    relevance: float
+    before: _containers.RepeatedCompositeFieldContainer[Memory]
+    after: _containers.RepeatedCompositeFieldContainer[Memory]
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., channel_ranks: _Optional[_Iterable[_Union[ChannelRank, _Mapping]]] = ..., relevance: _Optional[float] = ..., before: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ...) -> None: ...
 
 class SearchMemoriesResponse(_message.Message):
     __slots__ = ("hits", "degraded", "degraded_reason")

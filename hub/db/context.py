@@ -1,0 +1,147 @@
+"""The keyword context of episodic memories: the turns around them in the same session.
+
+A reply such as "Yes, every Sunday!" carries none of the words of the
+question it answers; indexing it for keywords together with the turn before
+it (and, optionally, after it) lets the question find it. The context never
+changes a memory's content or its embedding (only what the keyword channel
+sees), and it comes only from servable episodic memories of the same
+namespace and session, so it cannot carry words across read rights or bring
+back a forgotten memory's words.
+
+A session's order is (occurred_at, created_at, write_pos, id): event time
+first, then commit order, then the position in the write request.
+
+Keeping it true as memories come and go: when a memory enters or leaves a
+session (written, forgotten, superseded, expired), the turns that hold it in
+their window are queued again (``context_only``); the indexer reuses their
+vectors from the index instead of embedding them again. With no turns after
+in the window, turns written in order queue nothing; with one, each write
+queues the turn before it once. Rows queued for context only never queue
+their own neighbours (no cascade).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY, BIGINT, TEXT
+
+
+@dataclass(frozen=True)
+class Window:
+    """How many turns before and after a memory join its keyword text."""
+
+    before: int = 1
+    after: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return self.before <= 0 and self.after <= 0
+
+
+# The rows a context may come from, as SQL on alias "p" (ix_memories_session_order covers it).
+_SAME_SESSION = """
+    p.namespace = m.namespace AND p.source_session = m.source_session
+    AND p.status = 'active' AND p.kind = 'episodic' AND p.source_session <> ''
+    AND (p.expires_at IS NULL OR p.expires_at > now())
+"""
+_P = "(p.occurred_at, p.created_at, p.write_pos, p.id)"
+_M = "(m.occurred_at, m.created_at, m.write_pos, m.id)"
+_DESC = "p.occurred_at DESC, p.created_at DESC, p.write_pos DESC, p.id DESC"
+_ASC = "p.occurred_at, p.created_at, p.write_pos, p.id"
+_EPISODIC_IN = "m.id::text = ANY(:ids) AND m.kind = 'episodic' AND m.source_session <> ''"
+
+# side 0: turns before, nearest first; side 1: turns after, nearest first.
+_AROUND = text(
+    f"""
+    SELECT m.id::text AS id, 0 AS side, c.content, c.n FROM memories m
+    CROSS JOIN LATERAL (
+        SELECT p.content, row_number() OVER (ORDER BY {_DESC}) AS n FROM memories p
+        WHERE {_SAME_SESSION} AND {_P} < {_M} ORDER BY {_DESC} LIMIT :before
+    ) c WHERE {_EPISODIC_IN}
+    UNION ALL
+    SELECT m.id::text AS id, 1 AS side, c.content, c.n FROM memories m
+    CROSS JOIN LATERAL (
+        SELECT p.content, row_number() OVER (ORDER BY {_ASC}) AS n FROM memories p
+        WHERE {_SAME_SESSION} AND {_P} > {_M} ORDER BY {_ASC} LIMIT :after
+    ) c WHERE {_EPISODIC_IN}
+    ORDER BY 1, 2, 4
+    """
+).bindparams(bindparam("ids", type_=ARRAY(TEXT)))
+
+# Turns holding one of :ids in their window: the next :before after it and the previous :after before it.
+_HOLDERS = text(
+    f"""
+    SELECT DISTINCT h.id FROM (
+        SELECT c.id FROM memories m CROSS JOIN LATERAL (
+            SELECT p.id FROM memories p WHERE {_SAME_SESSION} AND {_P} > {_M} ORDER BY {_ASC} LIMIT :before
+        ) c WHERE {_EPISODIC_IN}
+        UNION ALL
+        SELECT c.id FROM memories m CROSS JOIN LATERAL (
+            SELECT p.id FROM memories p WHERE {_SAME_SESSION} AND {_P} < {_M} ORDER BY {_DESC} LIMIT :after
+        ) c WHERE {_EPISODIC_IN}
+    ) h
+    WHERE NOT h.id::text = ANY(:ids)
+      AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.memory_id = h.id AND NOT o.id = ANY(:claimed))
+    """
+).bindparams(bindparam("ids", type_=ARRAY(TEXT)), bindparam("claimed", type_=ARRAY(BIGINT)))
+
+
+def surrounding_turns(conn: Connection, memory_ids: Sequence[str], window: Window) -> dict[str, list[str]]:
+    """For the episodic memories among ``memory_ids`` that have a session: the contents of the servable
+    turns in their window, the ones before (nearest first) then the ones after (nearest first)."""
+    if window.empty or not memory_ids:
+        return {}
+    out: dict[str, list[str]] = {}
+    params = {"ids": list(memory_ids), "before": window.before, "after": window.after}
+    for mid, _side, content, _n in conn.execute(_AROUND, params):
+        out.setdefault(mid, []).append(content)
+    return out
+
+
+def holders(conn: Connection, changed_ids: Sequence[str], window: Window, claimed_outbox_ids: Sequence[int]) -> list[str]:
+    """Servable turns whose window holds one of ``changed_ids``, except those among ``changed_ids``
+    or already waiting in the outbox beyond the rows being applied (they will be indexed anyway)."""
+    if window.empty or not changed_ids:
+        return []
+    params = {"ids": list(changed_ids), "before": window.before, "after": window.after, "claimed": list(claimed_outbox_ids)}
+    return [str(row[0]) for row in conn.execute(_HOLDERS, params)]
+
+
+def keyword_text(content: str, context: Sequence[str]) -> str:
+    """What the keyword channel indexes: the content first (so a cut keeps it whole), then its context."""
+    return "\n".join([content, *context]) if context else content
+
+
+_NEIGHBOUR_IDS = text(
+    f"""
+    SELECT m.id::text, 0 AS side, c.id::text, c.n FROM memories m
+    CROSS JOIN LATERAL (
+        SELECT p.id, row_number() OVER (ORDER BY {_DESC}) AS n FROM memories p
+        WHERE {_SAME_SESSION} AND {_P} < {_M} ORDER BY {_DESC} LIMIT :before
+    ) c WHERE {_EPISODIC_IN}
+    UNION ALL
+    SELECT m.id::text, 1 AS side, c.id::text, c.n FROM memories m
+    CROSS JOIN LATERAL (
+        SELECT p.id, row_number() OVER (ORDER BY {_ASC}) AS n FROM memories p
+        WHERE {_SAME_SESSION} AND {_P} > {_M} ORDER BY {_ASC} LIMIT :after
+    ) c WHERE {_EPISODIC_IN}
+    """
+).bindparams(bindparam("ids", type_=ARRAY(TEXT)))
+
+
+def neighbour_ids(conn: Connection, memory_ids: Sequence[str], window: Window) -> dict[str, tuple[list[str], list[str]]]:
+    """For the episodic memories among ``memory_ids``: the ids of the servable turns before them in their
+    session (oldest first) and after them (in order), up to ``window`` on each side."""
+    if window.empty or not memory_ids:
+        return {}
+    out: dict[str, tuple[list[tuple[int, str]], list[tuple[int, str]]]] = {}
+    params = {"ids": list(memory_ids), "before": window.before, "after": window.after}
+    for mid, side, nid, n in conn.execute(_NEIGHBOUR_IDS, params):
+        out.setdefault(mid, ([], []))[side].append((n, nid))
+    return {
+        mid: ([nid for _, nid in sorted(before, reverse=True)], [nid for _, nid in sorted(after)])
+        for mid, (before, after) in out.items()
+    }

@@ -1,0 +1,88 @@
+"""Search returns the session around a hit, a relevance in [0, 1], and the neighbour-smoothing stage, over real gRPC."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from conftest import Stack, rpc_error
+
+from hub.client import memory_input
+from hub.core.fusion import Fused
+from hub.core.ranking import relevance, smooth
+
+TURNS = [
+    "Morning! How was the trip?",
+    "Do you still go hiking in the mountains on weekends?",
+    "Yes, every Sunday! The ridge trail is my favourite.",
+    "Nice. I have been baking sourdough bread instead.",
+]
+
+
+def _session(stack: Stack, ns: str, session: str, turns: list[str]) -> list[str]:
+    reply = stack.client.write(
+        [memory_input(ns, t, kind="episodic", type="event") for t in turns], session_id=session, wait_indexed=True
+    )
+    assert reply.indexed
+    return [r.memory.id for r in reply.results]
+
+
+def test_context_window_returns_the_turns_around_each_hit_in_order(stack: Stack, ns: str) -> None:
+    ids = _session(stack, ns, "s1", TURNS)
+    _session(stack, ns, "s2", ["An unrelated session about tax forms."])
+    hits = stack.client.search("sourdough bread baking", [ns], top_k=1, context_window=2).hits
+    assert hits[0].memory.id == ids[3]
+    assert [m.id for m in hits[0].before] == ids[1:3]  # oldest first
+    assert list(hits[0].after) == []
+    first = stack.client.search("How was the trip this morning?", [ns], top_k=1, context_window=1).hits[0]
+    assert first.memory.id == ids[0] and [m.id for m in first.after] == [ids[1]] and list(first.before) == []
+    # Without the window nothing comes along.
+    plain = stack.client.search("sourdough bread baking", [ns], top_k=1).hits[0]
+    assert list(plain.before) == [] and list(plain.after) == []
+
+
+def test_context_never_includes_forgotten_turns(stack: Stack, ns: str) -> None:
+    ids = _session(stack, ns, "s1", TURNS)
+    stack.client.forget(ids=[ids[2]], reason="test")
+    hit = stack.client.search("sourdough bread baking", [ns], top_k=1, context_window=1).hits[0]
+    assert [m.id for m in hit.before] == [ids[1]]
+
+
+def test_relevance_is_in_unit_range_and_min_relevance_filters(stack: Stack, ns: str) -> None:
+    _session(stack, ns, "s1", TURNS)
+    hits = stack.client.search("hiking in the mountains on weekends", [ns], top_k=4, explain=True).hits
+    assert all(0.0 < h.relevance <= 1.0 for h in hits)
+    for h in hits:  # the fused score over the score of first place in both channels
+        assert h.relevance == pytest.approx(sum(1 / (60 + c.rank) for c in h.channel_ranks) / (2 / 61), rel=1e-5)
+    assert [h.relevance for h in hits] == sorted((h.relevance for h in hits), reverse=True)
+    cut = (hits[0].relevance + hits[1].relevance) / 2
+    strict = stack.client.search("hiking in the mountains on weekends", [ns], top_k=4, min_relevance=cut).hits
+    assert [h.memory.id for h in strict] == [hits[0].memory.id]
+    with pytest.raises(grpc.RpcError) as err:
+        stack.client.search("hiking", [ns], min_relevance=1.5)
+    assert rpc_error(err)[0] == grpc.StatusCode.INVALID_ARGUMENT and "min_relevance" in rpc_error(err)[1]
+    with pytest.raises(grpc.RpcError) as err:
+        stack.client.search("hiking", [ns], context_window=6)
+    assert rpc_error(err)[0] == grpc.StatusCode.INVALID_ARGUMENT and "context_window" in rpc_error(err)[1]
+
+
+def test_smoothing_reorders_candidates_but_never_adds_one(stack: Stack, ns: str) -> None:
+    _session(stack, ns, "s1", TURNS)
+    off = stack.client.search("hiking trail", [ns], top_k=10, ranking={"neighbour_smoothing": False}).hits
+    on = stack.client.search("hiking trail", [ns], top_k=10, ranking={"neighbour_smoothing": True}).hits
+    assert {h.memory.id for h in on} == {h.memory.id for h in off}  # the same candidates, re-ranked
+    assert sum(h.score for h in on) > sum(h.score for h in off)  # neighbours added evidence
+
+
+def test_smooth_adds_adjacent_candidates_scores_only() -> None:
+    fused = [Fused("a", 0.03, ()), Fused("b", 0.02, ()), Fused("c", 0.019, ())]
+    # c sits next to a; b's neighbour x is not a candidate and adds nothing.
+    out = smooth(fused, {"c": (["a"], []), "b": ([], ["x"])}, 0.5)
+    assert [f.id for f in out] == ["c", "a", "b"]
+    assert out[0].score == pytest.approx(0.019 + 0.5 * 0.03)
+    assert out[2].score == pytest.approx(0.02)
+
+
+def test_relevance_is_one_only_for_first_in_every_channel() -> None:
+    assert relevance(2 / 61, 2) == pytest.approx(1.0)
+    assert relevance(1 / 61, 2) == pytest.approx(0.5)
+    assert relevance(5.0, 2) == 1.0 and relevance(0.1, 0) == 0.0
