@@ -33,6 +33,7 @@ from hub.embedding import Embedder, EmbeddingError, build_embedder
 from hub.errors import StartupError
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
 from hub.policy import PolicyError, PolicyStore
+from hub.rerank import Reranker, open_reranker
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,8 @@ class Hub:
             index_health,
             wait_indexed_timeout_s=config.indexer.wait_indexed_timeout_s,
             neighbour_smoothing=config.search.neighbour_smoothing,
+            reranker=_open_reranker(config),
+            rerank_depth=config.rerank.depth,
         )
         admin = AdminService(engine, authorizer, policies, revocations)
         return cls(
@@ -215,6 +218,13 @@ class Hub:
         self.index.close()
         self.embedder.close()
         self.engine.dispose()
+
+
+def _open_reranker(config: HubConfig) -> Reranker | None:
+    try:
+        return open_reranker(config.rerank)
+    except ValueError as exc:
+        raise StartupError(f"rerank configuration: {exc}") from None
 
 
 def _psycopg_url(url: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from hub.auth import AuthConfig
 from hub.embedding import EmbeddingConfig
 from hub.errors import StartupError
+from hub.rerank.config import RerankConfig
 
 
 def default_data_dir() -> Path:
@@ -121,6 +122,7 @@ class HubConfig:
     server: ServerConfig = field(default_factory=ServerConfig)
     indexer: IndexerConfig = field(default_factory=IndexerConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)
     """Token verification. With no key configured, the hub uses (and on first start creates) data_dir/jwt-secret."""
@@ -164,11 +166,23 @@ class HubConfig:
         )
         retention = _int(env, "MEMHUB_AUDIT_RETENTION_DAYS", 90, 0, 36_500)
         search = SearchConfig(neighbour_smoothing=_float(env, "MEMHUB_NEIGHBOUR_SMOOTHING", 0.0, 0.0, 1.0))
+        rerank = RerankConfig(
+            mode=env.get("MEMHUB_RERANK", "off"),
+            depth=_int(env, "MEMHUB_RERANK_DEPTH", 30, 1, 300),
+            url=env.get("MEMHUB_RERANK_URL") or None,
+            api=env.get("MEMHUB_RERANK_API", "tei"),
+            model=env.get("MEMHUB_RERANK_MODEL", ""),
+        )
+        try:
+            rerank.validate()
+        except ValueError as exc:
+            raise StartupError(f"rerank configuration: {exc}") from None
         return HubConfig(
             store=store,
             server=server,
             indexer=indexer,
             search=search,
+            rerank=rerank,
             embedding=embedding,
             auth=auth,
             policy=policy,

@@ -182,6 +182,7 @@ def search_query(req: pb.SearchMemoriesRequest) -> SearchQuery:
         context_window=v.context_window(req.context_window, "context_window"),
         min_relevance=v.min_relevance(req.min_relevance, "min_relevance"),
         neighbour_smoothing=(req.ranking.neighbour_smoothing if req.ranking.HasField("neighbour_smoothing") else None),
+        rerank=req.ranking.rerank if req.ranking.HasField("rerank") else None,
     )
 
 

@@ -152,6 +152,8 @@ class SearchQuery:
     min_relevance: float = 0.0
     neighbour_smoothing: bool | None = None
     """None: the hub's default."""
+    rerank: bool | None = None
+    """None: the hub's default."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from opentelemetry import trace
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
+from hub import telemetry
 from hub.core import fusion, paging, ranking
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
@@ -56,8 +57,11 @@ from hub.db.engine import is_transient_conflict
 from hub.embedding import Embedder, EmbeddingError
 from hub.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
 from hub.index import IndexBackendError, IndexFilter, MilvusIndex
+from hub.rerank import Candidate, Reranker, RerankError
+from hub.rerank.local import LocalReranker
 
 log = logging.getLogger(__name__)
+_tracer = telemetry.tracer(__name__)
 T = TypeVar("T")
 
 
@@ -116,6 +120,8 @@ class MemoryService:
         wait_indexed_timeout_s: float = 10.0,
         search_threads: int = 16,
         neighbour_smoothing: float = 0.0,
+        reranker: Reranker | None = None,
+        rerank_depth: int = 30,
     ) -> None:
         self._engine = engine
         # Read-only work runs in autocommit: no BEGIN/ROLLBACK round trip per statement batch.
@@ -128,6 +134,9 @@ class MemoryService:
         self._index_health = index_health or IndexHealth()
         self._wait_timeout = wait_indexed_timeout_s
         self._smoothing = neighbour_smoothing
+        self._reranker = reranker
+        self._rerank_depth = rerank_depth
+        self._local_reranker = LocalReranker()
         # Channels of one search run side by side: dense waits on the embedder, keyword on Milvus.
         self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
 
@@ -137,6 +146,8 @@ class MemoryService:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._reranker is not None:
+            self._reranker.close()
 
     # -- write ------------------------------------------------------------------
 
@@ -241,11 +252,16 @@ class MemoryService:
                 # returned, and turning rows into records is the hub's own biggest cost here.
                 flt = query.filter
                 ids = [f.id for f in fused]
+                reranker = self._reranker_for(query)
                 # A few spare rows cover hits that turn out stale or filtered; a second round covers the rest.
-                head = query.top_k + 3
+                head = max(query.top_k + 3, self._rerank_depth if reranker else 0)
                 records = memories_db.hydrate(conn, ids[:head], flt, readable)
                 if len(records) < query.top_k and len(ids) > head:  # stale or filtered hits: look deeper
                     records.update(memories_db.hydrate(conn, ids[head:], flt, readable))
+                fused = [f for f in fused if f.id in records]
+                if reranker is not None:
+                    fused, failure = self._reranked(reranker, query.text, fused, records)
+                    degraded = degraded or failure
                 channels_ran = len(rankings)
                 hits = [
                     SearchHit(
@@ -269,6 +285,29 @@ class MemoryService:
         if degraded:
             span.set_attribute("memhub.search.degraded", True)
         return SearchResult(tuple(hits), degraded)
+
+    def _reranker_for(self, query: SearchQuery) -> Reranker | None:
+        if query.rerank is None:
+            return self._reranker
+        if not query.rerank:
+            return None
+        return self._reranker or self._local_reranker
+
+    def _reranked(
+        self, reranker: Reranker, text: str, fused: list[fusion.Fused], records: dict[str, MemoryRecord]
+    ) -> tuple[list[fusion.Fused], str]:
+        """The best ``rerank_depth`` candidates in the reranker's order, the rest after them; on failure the
+        fused order and why."""
+        top, rest = fused[: self._rerank_depth], fused[self._rerank_depth :]
+        candidates = [Candidate(f.id, records[f.id].content, f.score, records[f.id].entities) for f in top]
+        with _tracer.start_as_current_span("rerank", attributes={"memhub.rerank.candidates": len(top)}):
+            try:
+                scores = reranker.scores(text, candidates)
+            except RerankError as exc:
+                log.warning("rerank failed, keeping the fused order: %s", exc)
+                return fused, "the rerank stage failed; hits are in fused order"
+        order = sorted(range(len(top)), key=lambda i: -scores[i])  # stable: ties keep the fused order
+        return [top[i] for i in order] + rest, ""
 
     @staticmethod
     def _with_context(conn: Connection, hits: list[SearchHit], turns: int, readable: list[str]) -> list[SearchHit]:

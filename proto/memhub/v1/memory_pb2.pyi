@@ -256,10 +256,12 @@ class SearchMemoriesRequest(_message.Message):
     def __init__(self, query: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., top_k: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[RetrievalChannel, str]]] = ..., explain: _Optional[bool] = ..., max_tokens: _Optional[int] = ..., context_window: _Optional[int] = ..., min_relevance: _Optional[float] = ..., ranking: _Optional[_Union[RankingOptions, _Mapping]] = ...) -> None: ...
 
 class RankingOptions(_message.Message):
-    __slots__ = ("neighbour_smoothing",)
+    __slots__ = ("neighbour_smoothing", "rerank")
     NEIGHBOUR_SMOOTHING_FIELD_NUMBER: _ClassVar[int]
+    RERANK_FIELD_NUMBER: _ClassVar[int]
     neighbour_smoothing: bool
-    def __init__(self, neighbour_smoothing: _Optional[bool] = ...) -> None: ...
+    rerank: bool
+    def __init__(self, neighbour_smoothing: _Optional[bool] = ..., rerank: _Optional[bool] = ...) -> None: ...
 
 class ChannelRank(_message.Message):
     __slots__ = ("channel", "rank", "score")

@@ -1,0 +1,31 @@
+"""What a reranker sees and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class RerankError(RuntimeError):
+    """The reranker could not score; the search keeps the fused order and says it is degraded."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One search candidate, best fused first."""
+
+    id: str
+    content: str
+    fused_score: float
+    entities: tuple[str, ...] = ()
+
+
+class Reranker(Protocol):
+    name: str
+
+    def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+        """One score per candidate, higher is better; the search sorts by it (stable for ties)."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,153 @@
+"""The rerank stage: the HTTP client against a local /rerank server (both wire formats); search through a reranking hub."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from conftest import Stack, create_scratch_database, drop_database, hub_config, serving
+
+from hub.client import memory_input
+from hub.rerank import Candidate, RerankConfig, RerankError
+from hub.rerank.http import HttpReranker
+from hub.rerank.local import LocalReranker
+
+
+class RerankServer:
+    """A /rerank endpoint with scripted scores: by default it prefers texts containing the word 'ZEBRA'."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.reply: object | None = None  # a fixed body instead of the scripted scores
+        self.status = 200
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                server.requests.append({"path": self.path, "auth": self.headers.get("authorization"), **body})
+                texts = body.get("texts") or body.get("documents") or []
+                scored = [{"index": i, "score": float("ZEBRA" in t)} for i, t in enumerate(texts)]
+                if "documents" in body:  # Cohere/Jina shape
+                    payload: object = {"results": [{"index": s["index"], "relevance_score": s["score"]} for s in scored]}
+                else:
+                    payload = sorted(scored, key=lambda s: -s["score"])  # TEI answers best first
+                data = json.dumps(server.reply if server.reply is not None else payload).encode()
+                self.send_response(server.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def rerank_server() -> Iterator[RerankServer]:
+    server = RerankServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+CANDIDATES = [Candidate("a", "plain text", 0.03), Candidate("b", "a ZEBRA here", 0.02), Candidate("c", "nothing", 0.01)]
+
+
+def test_tei_wire_format_scores_in_input_order(rerank_server: RerankServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMHUB_RERANK_API_KEY", "sekret")
+    reranker = HttpReranker(rerank_server.url, api="tei")
+    assert reranker.scores("q", CANDIDATES) == [0.0, 1.0, 0.0]
+    sent = rerank_server.requests[-1]
+    assert sent["path"] == "/rerank" and sent["query"] == "q" and sent["texts"] == ["plain text", "a ZEBRA here", "nothing"]
+    assert sent["auth"] == "Bearer sekret"
+
+
+def test_cohere_wire_format_sends_model_and_documents(rerank_server: RerankServer) -> None:
+    reranker = HttpReranker(rerank_server.url + "/v1/rerank", api="cohere", model="bge-reranker-base")
+    assert reranker.scores("q", CANDIDATES) == [0.0, 1.0, 0.0]
+    sent = rerank_server.requests[-1]
+    assert sent["path"] == "/v1/rerank" and sent["model"] == "bge-reranker-base" and len(sent["documents"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "message"),
+    [
+        ({"nope": 1}, 200, "neither a list nor has 'results'"),
+        ([{"index": 0, "score": 1.0}], 200, "scored 1 of 3"),
+        ([{"index": 0, "score": 1}, {"index": 0, "score": 2}, {"index": 1, "score": 0}], 200, "duplicate"),
+        ([{"index": 7, "score": 1}], 200, "out-of-range"),
+        ([{"index": i, "score": "high"} for i in range(3)], 200, "not a finite number"),
+        ({"error": "model not loaded"}, 503, "HTTP 503"),
+        ({"error": "no"}, 401, "MEMHUB_RERANK_API_KEY"),
+    ],
+)
+def test_bad_replies_are_errors_that_name_the_problem(
+    rerank_server: RerankServer, reply: object, status: int, message: str
+) -> None:
+    rerank_server.reply, rerank_server.status = reply, status
+    with pytest.raises(RerankError, match=message):
+        HttpReranker(rerank_server.url).scores("q", CANDIDATES)
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="http:// or https://"):
+        HttpReranker("ftp://x")
+    with pytest.raises(ValueError, match="one of tei, cohere"):
+        HttpReranker("http://x", api="grpc")
+    with pytest.raises(ValueError, match="model is required"):
+        HttpReranker("http://x", api="cohere")
+    with pytest.raises(ValueError, match="needs a url"):
+        RerankConfig(mode="http").validate()
+    with pytest.raises(ValueError, match="depth"):
+        RerankConfig(mode="local", depth=0).validate()
+
+
+def test_local_reranker_prefers_covering_more_of_the_query() -> None:
+    candidates = [
+        Candidate("x", "We talked about painting.", 0.030),
+        Candidate("y", "Melanie painted a sunset by the lake.", 0.029),
+    ]
+    scores = LocalReranker().scores("What did Melanie paint at the lake?", candidates)
+    assert scores[1] > scores[0]
+
+
+def test_search_through_a_reranking_hub_follows_the_server_and_degrades_when_it_fails(
+    tmp_path: Path, rerank_server: RerankServer, external_pg_admin_url: str
+) -> None:
+    db = create_scratch_database(external_pg_admin_url)
+    config = replace(hub_config(tmp_path, db, "rerank"), rerank=RerankConfig(mode="http", url=rerank_server.url, depth=10))
+    try:
+        with serving(config) as (hub, address):
+            with Stack("external-pg", hub, address, None).client_as("tester") as client:  # type: ignore[arg-type]
+                texts = ["Deploys go out on Tuesdays", "Deploy freezes start in December", "The ZEBRA note about deploys"]
+                client.write([memory_input("rr", t) for t in texts], wait_indexed=True)
+                hits = client.search("when do deploys happen?", ["rr"], top_k=3).hits
+                assert hits[0].memory.content == "The ZEBRA note about deploys"
+                assert rerank_server.requests and not client.search("deploys", ["rr"]).degraded
+                # Per request, the stage can be turned off: fused order, no call to the server.
+                before = len(rerank_server.requests)
+                client.search("when do deploys happen?", ["rr"], ranking={"rerank": False})
+                assert len(rerank_server.requests) == before
+                # The server fails: same hits in fused order, marked degraded.
+                rerank_server.status = 500
+                failed = client.search("when do deploys happen?", ["rr"], top_k=3)
+                assert failed.degraded and "rerank" in failed.degraded_reason
+                fused = client.search("when do deploys happen?", ["rr"], top_k=3, ranking={"rerank": False})
+                assert [h.memory.id for h in failed.hits] == [h.memory.id for h in fused.hits]
+    finally:
+        drop_database(external_pg_admin_url, db)
