@@ -23,8 +23,10 @@ from hub.core.admin import AdminService
 from hub.core.health_monitor import HealthMonitor
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
+from hub.core.model import Channel
 from hub.core.policy_authorizer import PolicyAuthorizer
 from hub.core.recall_stats import RecallRecorder
+from hub.core.retrieval import RetrievalSettings
 from hub.core.service import MemoryService
 from hub.db import engine as db_engine
 from hub.db import migrate
@@ -175,7 +177,11 @@ class Hub:
             recorder,
             index_health,
             wait_indexed_timeout_s=config.indexer.wait_indexed_timeout_s,
-            neighbour_smoothing=config.search.neighbour_smoothing,
+            retrieval=RetrievalSettings(
+                weights={Channel(name): weight for name, weight in config.search.channel_weights},
+                neighbour_smoothing=config.search.neighbour_smoothing,
+                expansion=config.search.expansion,
+            ),
             reranker=_open_reranker(config),
             rerank_depth=config.rerank.depth,
         )

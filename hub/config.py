@@ -86,11 +86,47 @@ class IndexerConfig:
     before it for keywords (its vector is reused, not embedded again)."""
 
 
+CHANNEL_WEIGHT_NAMES = ("dense", "keyword", "entity", "time", "expansion")
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     neighbour_smoothing: float = 0.0
     """Share of the fused score of a hit's adjacent turns (same session) added to its own
     (MEMHUB_NEIGHBOUR_SMOOTHING, 0 to 1; 0 is off). A request may turn it on or off."""
+
+    channel_weights: tuple[tuple[str, float], ...] = (
+        ("dense", 1.0),
+        ("keyword", 1.0),
+        ("entity", 0.5),
+        ("time", 0.5),
+        ("expansion", 0.5),
+    )
+    """Weight of each channel in the fusion (MEMHUB_CHANNEL_WEIGHTS, e.g. "entity=0.3,time=1";
+    names not given keep these defaults)."""
+
+    expansion: bool = False
+    """Run the second, expanded retrieval round by default (MEMHUB_EXPANSION=1). A request may turn it on or off."""
+
+
+def _weights(env: Mapping[str, str]) -> tuple[tuple[str, float], ...]:
+    weights = dict(SearchConfig.channel_weights)
+    raw = env.get("MEMHUB_CHANNEL_WEIGHTS", "")
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or name not in CHANNEL_WEIGHT_NAMES:
+            raise StartupError(
+                f"MEMHUB_CHANNEL_WEIGHTS: {part!r} is not NAME=WEIGHT with NAME one of {', '.join(CHANNEL_WEIGHT_NAMES)}"
+            )
+        try:
+            weight = float(value)
+        except ValueError:
+            raise StartupError(f"MEMHUB_CHANNEL_WEIGHTS: weight of {name} ({value!r}) is not a number") from None
+        if not 0.0 <= weight <= 10.0:
+            raise StartupError(f"MEMHUB_CHANNEL_WEIGHTS: weight of {name} is {weight}; use 0 to 10")
+        weights[name] = weight
+    return tuple(weights.items())
 
 
 def default_policy_dir() -> Path:
@@ -165,7 +201,11 @@ class HubConfig:
             files=tuple(f.strip() for f in files.split(",") if f.strip()) if files else None,
         )
         retention = _int(env, "MEMHUB_AUDIT_RETENTION_DAYS", 90, 0, 36_500)
-        search = SearchConfig(neighbour_smoothing=_float(env, "MEMHUB_NEIGHBOUR_SMOOTHING", 0.0, 0.0, 1.0))
+        search = SearchConfig(
+            neighbour_smoothing=_float(env, "MEMHUB_NEIGHBOUR_SMOOTHING", 0.0, 0.0, 1.0),
+            channel_weights=_weights(env),
+            expansion=env.get("MEMHUB_EXPANSION", "0") in ("1", "true", "yes"),
+        )
         rerank = RerankConfig(
             mode=env.get("MEMHUB_RERANK", "off"),
             depth=_int(env, "MEMHUB_RERANK_DEPTH", 30, 1, 300),

@@ -17,6 +17,7 @@ from memhub.v1 import memory_pb2 as pb
 
 from hub.core import validation as v
 from hub.core.model import (
+    DEFAULT_CHANNELS,
     Channel,
     ForgetRequest,
     Kind,
@@ -57,7 +58,12 @@ _STATUSES = {
     pb.MEMORY_STATUS_FORGOTTEN: Status.FORGOTTEN,
     pb.MEMORY_STATUS_EXPIRED: Status.EXPIRED,
 }
-_CHANNELS = {pb.RETRIEVAL_CHANNEL_DENSE: Channel.DENSE, pb.RETRIEVAL_CHANNEL_KEYWORD: Channel.KEYWORD}
+_CHANNELS = {
+    pb.RETRIEVAL_CHANNEL_DENSE: Channel.DENSE,
+    pb.RETRIEVAL_CHANNEL_KEYWORD: Channel.KEYWORD,
+    pb.RETRIEVAL_CHANNEL_ENTITY: Channel.ENTITY,
+    pb.RETRIEVAL_CHANNEL_TIME: Channel.TIME,
+}
 
 
 def _invert(table: dict[int, E]) -> dict[E, int]:
@@ -65,7 +71,7 @@ def _invert(table: dict[int, E]) -> dict[E, int]:
 
 
 _KIND_TO_PB, _TYPE_TO_PB = _invert(_KINDS), _invert(_TYPES)
-_STATUS_TO_PB, _CHANNEL_TO_PB = _invert(_STATUSES), _invert(_CHANNELS)
+_STATUS_TO_PB, _CHANNEL_TO_PB = _invert(_STATUSES), _invert(_CHANNELS) | {Channel.EXPANSION: pb.RETRIEVAL_CHANNEL_EXPANSION}
 
 MAX_TTL = timedelta(days=36_500)
 
@@ -165,7 +171,7 @@ def write_request(req: pb.WriteMemoriesRequest) -> list[NewMemory]:
 
 
 def search_query(req: pb.SearchMemoriesRequest) -> SearchQuery:
-    channels = _enums(req.channels, _CHANNELS, pb.RetrievalChannel, "channels") or tuple(Channel)
+    channels = _enums(req.channels, _CHANNELS, pb.RetrievalChannel, "channels") or DEFAULT_CHANNELS
     return SearchQuery(
         text=v.query_text(req.query, "query"),
         filter=MemoryFilter(
@@ -183,6 +189,8 @@ def search_query(req: pb.SearchMemoriesRequest) -> SearchQuery:
         min_relevance=v.min_relevance(req.min_relevance, "min_relevance"),
         neighbour_smoothing=(req.ranking.neighbour_smoothing if req.ranking.HasField("neighbour_smoothing") else None),
         rerank=req.ranking.rerank if req.ranking.HasField("rerank") else None,
+        expansion=req.ranking.expansion if req.ranking.HasField("expansion") else None,
+        as_of=_time(req, "as_of", "search"),
     )
 
 
@@ -267,7 +275,10 @@ def search_hit(hit: SearchHit) -> pb.SearchHit:
     return pb.SearchHit(
         memory=memory(hit.memory),
         score=hit.score,
-        channel_ranks=[pb.ChannelRank(channel=_CHANNEL_TO_PB[c.channel], rank=c.rank, score=c.score) for c in hit.channel_ranks],
+        channel_ranks=[
+            pb.ChannelRank(channel=_CHANNEL_TO_PB[c.channel], rank=c.rank, score=c.score, contribution=c.contribution)
+            for c in hit.channel_ranks
+        ],
         relevance=hit.relevance,
         before=[memory(m) for m in hit.before],
         after=[memory(m) for m in hit.after],

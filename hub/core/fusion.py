@@ -19,17 +19,22 @@ class Fused:
     channels: tuple[ChannelHit, ...]
 
 
-def rrf(rankings: Mapping[Channel, Sequence[tuple[str, float]]], k: int = RRF_K) -> list[Fused]:
-    """Fuse best-first (id, score) lists: score(id) = sum over channels of 1 / (k + rank).
+def rrf(
+    rankings: Mapping[Channel, Sequence[tuple[str, float]]], weights: Mapping[Channel, float] | None = None, k: int = RRF_K
+) -> list[Fused]:
+    """Fuse best-first (id, score) lists: score(id) = sum over channels of weight / (k + rank).
 
-    Ties are broken by the best single rank, then by id, so results are stable.
+    ``weights`` default to 1 per channel. Ties are broken by the best single
+    rank, then by id, so results are stable.
     """
     scores: dict[str, float] = {}
     hits: dict[str, list[ChannelHit]] = {}
     for channel, ranked in rankings.items():
+        weight = 1.0 if weights is None else weights.get(channel, 1.0)
         for rank, (mid, raw) in enumerate(ranked, start=1):
-            scores[mid] = scores.get(mid, 0.0) + 1.0 / (k + rank)
-            hits.setdefault(mid, []).append(ChannelHit(channel, rank, float(raw)))
+            part = weight / (k + rank)
+            scores[mid] = scores.get(mid, 0.0) + part
+            hits.setdefault(mid, []).append(ChannelHit(channel, rank, float(raw), part))
     order = sorted(scores, key=lambda m: (-scores[m], min(h.rank for h in hits[m]), m))
     return [Fused(m, scores[m], tuple(hits[m])) for m in order]
 

@@ -34,6 +34,14 @@ class Status(enum.StrEnum):
 class Channel(enum.StrEnum):
     DENSE = "dense"
     KEYWORD = "keyword"
+    ENTITY = "entity"
+    TIME = "time"
+    EXPANSION = "expansion"
+    """The second round of a search expanded by its first round's best hits (not requestable as a channel)."""
+
+
+# Channels a search uses when the request names none.
+DEFAULT_CHANNELS = (Channel.DENSE, Channel.KEYWORD, Channel.ENTITY, Channel.TIME)
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,10 @@ class SearchQuery:
     """None: the hub's default."""
     rerank: bool | None = None
     """None: the hub's default."""
+    expansion: bool | None = None
+    """None: the hub's default."""
+    as_of: datetime | None = None
+    """What time expressions in the query are relative to; None: now."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +173,8 @@ class ChannelHit:
     channel: Channel
     rank: int  # 1-based
     score: float
+    contribution: float = 0.0
+    """What this channel added to the fused score: weight / (k + rank)."""
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,9 @@ def smooth(fused: Sequence[Fused], neighbours: Mapping[str, tuple[Sequence[str],
     return sorted(out, key=lambda f: (-f.score, order[f.id]))
 
 
-def relevance(score: float, channels_ran: int, k: int = RRF_K) -> float:
-    """The fused score over the best any memory could reach (rank 1 in every channel that ran), capped at 1."""
+def relevance(score: float, channels_ran: float, k: int = RRF_K) -> float:
+    """The fused score over the best any memory could reach: rank 1 in every channel that returned
+    something (``channels_ran``: the sum of their weights), capped at 1 (smoothing can add more)."""
     if channels_ran <= 0:
         return 0.0
     return min(1.0, score / (channels_ran / (k + 1)))

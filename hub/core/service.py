@@ -19,7 +19,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TypeVar
 
@@ -51,24 +51,19 @@ from hub.core.model import (
 )
 from hub.core.namespaces import minimal_roots
 from hub.core.recall_stats import RecallRecorder
-from hub.db import context, fulltext, idempotency
+from hub.core.retrieval import Retrieval, RetrievalSettings
+from hub.db import context, idempotency
 from hub.db import memories as memories_db
 from hub.db.engine import is_transient_conflict
-from hub.embedding import Embedder, EmbeddingError
+from hub.embedding import Embedder
 from hub.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
-from hub.index import IndexBackendError, IndexFilter, MilvusIndex
+from hub.index import IndexFilter, MilvusIndex
 from hub.rerank import Candidate, Reranker, RerankError
 from hub.rerank.local import LocalReranker
 
 log = logging.getLogger(__name__)
 _tracer = telemetry.tracer(__name__)
 T = TypeVar("T")
-
-
-DEGRADED_FULLTEXT = (
-    "the retrieval index is unavailable; answered by Postgres full-text search "
-    "(keywords only, English stemming, no Chinese word segmentation)"
-)
 
 
 _CONFLICT_ATTEMPTS = 3
@@ -95,6 +90,19 @@ class _ConcurrentRetry(Exception):
     """A call with the same request_id committed while this one ran: replay its result."""
 
 
+def _index_filter(query: SearchQuery, readable: list[str]) -> IndexFilter:
+    flt = query.filter
+    return IndexFilter(
+        namespaces=tuple(readable),
+        kinds=tuple(k.value for k in flt.kinds),
+        types=tuple(t.value for t in flt.types),
+        tags_any=flt.tags_any,
+        occurred_from_ms=_ms(flt.occurred.start),
+        occurred_to_ms=_ms(flt.occurred.end),
+        now_ms=int(time.time() * 1000),
+    )
+
+
 def _ms(value: datetime | None) -> int | None:
     return int(value.timestamp() * 1000) if value is not None else None
 
@@ -119,7 +127,7 @@ class MemoryService:
         *,
         wait_indexed_timeout_s: float = 10.0,
         search_threads: int = 16,
-        neighbour_smoothing: float = 0.0,
+        retrieval: RetrievalSettings | None = None,
         reranker: Reranker | None = None,
         rerank_depth: int = 30,
     ) -> None:
@@ -133,12 +141,12 @@ class MemoryService:
         self._recorder = recorder
         self._index_health = index_health or IndexHealth()
         self._wait_timeout = wait_indexed_timeout_s
-        self._smoothing = neighbour_smoothing
         self._reranker = reranker
         self._rerank_depth = rerank_depth
         self._local_reranker = LocalReranker()
         # Channels of one search run side by side: dense waits on the embedder, keyword on Milvus.
         self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
+        self._retrieval = Retrieval(index, self._index_health, self._pool, retrieval or RetrievalSettings())
 
     @property
     def embedding_model(self) -> str:
@@ -241,15 +249,9 @@ class MemoryService:
                     return SearchResult(())
                 # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits.
                 depth = min(max(query.top_k * 3, 30), 300)
-                rankings, degraded = self._rankings(conn, query, readable, depth, vector)
+                ranked = self._retrieval.rank(conn, query, readable, depth, vector, _index_filter(query, readable))
                 vector = None
-                fused = fusion.rrf(rankings)
-                smoothing = ranking.smoothing_weight(self._smoothing, query.neighbour_smoothing)
-                if smoothing and fused:
-                    adjacent = context.neighbour_ids(conn, [f.id for f in fused], context.Window(1, 1))
-                    fused = ranking.smooth(fused, adjacent, smoothing)
-                # Hydrate in rank order, only as deep as top_k needs: most candidates are never
-                # returned, and turning rows into records is the hub's own biggest cost here.
+                fused, degraded = ranked.fused, ranked.degraded
                 flt = query.filter
                 ids = [f.id for f in fused]
                 reranker = self._reranker_for(query)
@@ -262,13 +264,12 @@ class MemoryService:
                 if reranker is not None:
                     fused, failure = self._reranked(reranker, query.text, fused, records)
                     degraded = degraded or failure
-                channels_ran = len(rankings)
                 hits = [
                     SearchHit(
                         records[f.id],
                         f.score,
                         f.channels if query.explain else (),
-                        relevance=ranking.relevance(f.score, channels_ran),
+                        relevance=ranking.relevance(f.score, ranked.channels_ran),
                     )
                     for f in fused
                     if f.id in records
@@ -326,57 +327,6 @@ class MemoryService:
                 )
             )
         return out
-
-    def _rankings(
-        self, conn: Connection, query: SearchQuery, readable: list[str], depth: int, vector: Future | None
-    ) -> tuple[dict[Channel, list], str]:
-        """Each requested channel's best-first (id, score) list, and why the answer is degraded ("" if it is not).
-
-        A channel that fails (Milvus unreachable, the embedder down) is left
-        out and the answer marked degraded; when no channel can answer, or
-        the index is known to be down, Postgres full-text search answers.
-        ``vector``: the query's embedding, under way.
-        """
-        flt = query.filter
-        index_filter = IndexFilter(
-            namespaces=tuple(readable),
-            kinds=tuple(k.value for k in flt.kinds),
-            types=tuple(t.value for t in flt.types),
-            tags_any=flt.tags_any,
-            occurred_from_ms=_ms(flt.occurred.start),
-            occurred_to_ms=_ms(flt.occurred.end),
-            now_ms=int(time.time() * 1000),
-        )
-        failed: list[str] = []
-        rankings: dict[Channel, list] = {}
-
-        def collect(channel: Channel, ranked: Callable[[], list[tuple[str, float]]]) -> None:
-            try:
-                rankings[channel] = ranked()
-            except (IndexBackendError, EmbeddingError) as exc:
-                # Details go to the log only: the caller learns which channel, not the hub's topology.
-                log.warning("search channel %s failed: %s", channel.value, exc)
-                if isinstance(exc, IndexBackendError):
-                    # Later searches skip Milvus and the monitor probes it at once: it heals what
-                    # it can (a dead engine, a released or lost collection) and marks it up again.
-                    self._index_health.mark_down(str(exc))
-                failed.append(channel.value)
-
-        if self._index_health.ok:
-            keyword = None
-            if Channel.KEYWORD in query.channels:
-                # Beside the dense channel, in the pool; in a copy of this context, so the RPC span travels along.
-                keyword = self._pool.submit(
-                    contextvars.copy_context().run, self._index.search_keyword, query.text, index_filter, depth
-                )
-            if vector is not None:
-                collect(Channel.DENSE, lambda: self._index.search_dense(vector.result(), index_filter, depth))
-            if keyword is not None:
-                collect(Channel.KEYWORD, keyword.result)
-        if rankings:
-            return rankings, f"the {' and '.join(failed)} channel failed; ranked without it" if failed else ""
-        rankings[Channel.KEYWORD] = fulltext.search(conn, query.text, flt, readable, depth)
-        return rankings, DEGRADED_FULLTEXT
 
     def _readable_namespaces(self, caller: Caller, roots: Sequence[str], conn: Connection | None = None) -> list[str]:
         """The existing namespaces under `roots` (all, when empty) that the caller may read.

@@ -27,10 +27,12 @@ from hub.core.model import (
     MemoryType,
     NewMemory,
     Status,
+    TimeWindow,
     WriteOutcome,
 )
 from hub.db.schema import memories, namespaces, outbox
 from hub.errors import Aborted
+from hub.recall.entities import keys_for as entity_keys_for
 
 
 def content_hash(content: str) -> str:
@@ -157,6 +159,7 @@ def _row_values(item: NewMemory, position: int, caller: Caller, session_id: str,
         "content_hash": content_hash(item.content),
         "tags": list(item.tags),
         "entities": list(item.entities),
+        "entity_keys": entity_keys_for(item.content, item.entities),
         "importance": item.importance,
         "confidence": item.confidence,
         "occurred_at": item.occurred_at if item.occurred_at is not None else func.now(),
@@ -368,6 +371,7 @@ def forget(conn: Connection, ids: Sequence[str], caller: Caller, reason: str) ->
             status=Status.FORGOTTEN.value,
             content="",
             entities=[],
+            entity_keys=[],
             forgotten_at=func.now(),
             forgotten_by=caller.agent_id,
             forget_reason=reason,
@@ -420,3 +424,30 @@ def record_recalls(conn: Connection, counts: dict[str, int]) -> None:
         ),
         {"ids": ids, "ns": [counts[i] for i in ids]},
     )
+
+
+def occurred_within(conn: Connection, ids: Sequence[str], window: TimeWindow) -> set[str]:
+    """Those of ``ids`` whose occurred_at falls in ``window`` (half-open; either bound may be open)."""
+    if not ids:
+        return set()
+    conditions = [memories.c.id == any_(cast(bindparam("o_ids", type_=ARRAY(Text)), ARRAY(UUID(as_uuid=False))))]
+    if window.start is not None:
+        conditions.append(memories.c.occurred_at >= window.start)
+    if window.end is not None:
+        conditions.append(memories.c.occurred_at < window.end)
+    return {str(r[0]) for r in conn.execute(select(memories.c.id).where(*conditions), {"o_ids": list(ids)})}
+
+
+def entity_keys_of(conn: Connection, ids: Sequence[str]) -> list[str]:
+    """The entity keys of the servable memories among ``ids``, in the order of ``ids``, without repeats."""
+    if not ids:
+        return []
+    rows = conn.execute(
+        select(memories.c.id, memories.c.entity_keys).where(
+            memories.c.id == any_(cast(bindparam("k_ids", type_=ARRAY(Text)), ARRAY(UUID(as_uuid=False)))),
+            servable_condition(),
+        ),
+        {"k_ids": list(ids)},
+    ).all()
+    by_id = {str(r[0]): r[1] for r in rows}
+    return list(dict.fromkeys(k for mid in ids for k in by_id.get(mid, ())))

@@ -62,6 +62,9 @@ memories = Table(
     # Position of the memory in its write request: with occurred_at and created_at (the
     # transaction's time) it orders a session's turns, which sorted inserts would not.
     Column("write_pos", SmallInteger, nullable=False, server_default="0"),
+    # Entity keys for the entity channel: the writer's entities and those found in the
+    # content, normalised (hub/recall/entities.py). ``entities`` keeps what the writer gave.
+    Column("entity_keys", ARRAY(Text), nullable=False, server_default="{}"),
     # Newest-first listing within a namespace, keyset-paged on (created_at, id).
     Index("ix_memories_ns_created", "namespace", text("created_at DESC"), text("id DESC")),
     # One active copy of a content per namespace: the database enforces dedup, so two
@@ -100,6 +103,7 @@ memories = Table(
         "id",
         postgresql_where=text("status = 'active' AND kind = 'episodic' AND source_session <> ''"),
     ),
+    Index("ix_memories_entity_keys", "entity_keys", postgresql_using="gin", postgresql_where=text("status = 'active'")),
     Index("ix_memories_expiry", "expires_at", postgresql_where=text("status = 'active' AND expires_at IS NOT NULL")),
 )
 

@@ -43,6 +43,9 @@ class RetrievalChannel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RETRIEVAL_CHANNEL_UNSPECIFIED: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_DENSE: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_KEYWORD: _ClassVar[RetrievalChannel]
+    RETRIEVAL_CHANNEL_ENTITY: _ClassVar[RetrievalChannel]
+    RETRIEVAL_CHANNEL_TIME: _ClassVar[RetrievalChannel]
+    RETRIEVAL_CHANNEL_EXPANSION: _ClassVar[RetrievalChannel]
 MEMORY_KIND_UNSPECIFIED: MemoryKind
 MEMORY_KIND_EPISODIC: MemoryKind
 MEMORY_KIND_SEMANTIC: MemoryKind
@@ -64,6 +67,9 @@ MEMORY_STATUS_EXPIRED: MemoryStatus
 RETRIEVAL_CHANNEL_UNSPECIFIED: RetrievalChannel
 RETRIEVAL_CHANNEL_DENSE: RetrievalChannel
 RETRIEVAL_CHANNEL_KEYWORD: RetrievalChannel
+RETRIEVAL_CHANNEL_ENTITY: RetrievalChannel
+RETRIEVAL_CHANNEL_TIME: RetrievalChannel
+RETRIEVAL_CHANNEL_EXPANSION: RetrievalChannel
 
 class TimeRange(_message.Message):
     __slots__ = ("start", "end")
@@ -226,7 +232,7 @@ class WriteMemoriesResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[WriteResult, _Mapping]]] = ..., indexed: _Optional[bool] = ..., replayed: _Optional[bool] = ...) -> None: ...
 
 class SearchMemoriesRequest(_message.Message):
-    __slots__ = ("query", "namespaces", "kinds", "types", "tags", "occurred", "top_k", "channels", "explain", "max_tokens", "context_window", "min_relevance", "ranking")
+    __slots__ = ("query", "namespaces", "kinds", "types", "tags", "occurred", "top_k", "channels", "explain", "max_tokens", "context_window", "min_relevance", "ranking", "as_of")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
@@ -240,6 +246,7 @@ class SearchMemoriesRequest(_message.Message):
     CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
     MIN_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     RANKING_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
     query: str
     namespaces: _containers.RepeatedScalarFieldContainer[str]
     kinds: _containers.RepeatedScalarFieldContainer[MemoryKind]
@@ -253,25 +260,30 @@ class SearchMemoriesRequest(_message.Message):
     context_window: int
     min_relevance: float
     ranking: RankingOptions
-    def __init__(self, query: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., top_k: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[RetrievalChannel, str]]] = ..., explain: _Optional[bool] = ..., max_tokens: _Optional[int] = ..., context_window: _Optional[int] = ..., min_relevance: _Optional[float] = ..., ranking: _Optional[_Union[RankingOptions, _Mapping]] = ...) -> None: ...
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, query: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., top_k: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[RetrievalChannel, str]]] = ..., explain: _Optional[bool] = ..., max_tokens: _Optional[int] = ..., context_window: _Optional[int] = ..., min_relevance: _Optional[float] = ..., ranking: _Optional[_Union[RankingOptions, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class RankingOptions(_message.Message):
-    __slots__ = ("neighbour_smoothing", "rerank")
+    __slots__ = ("neighbour_smoothing", "rerank", "expansion")
     NEIGHBOUR_SMOOTHING_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
+    EXPANSION_FIELD_NUMBER: _ClassVar[int]
     neighbour_smoothing: bool
     rerank: bool
-    def __init__(self, neighbour_smoothing: _Optional[bool] = ..., rerank: _Optional[bool] = ...) -> None: ...
+    expansion: bool
+    def __init__(self, neighbour_smoothing: _Optional[bool] = ..., rerank: _Optional[bool] = ..., expansion: _Optional[bool] = ...) -> None: ...
 
 class ChannelRank(_message.Message):
-    __slots__ = ("channel", "rank", "score")
+    __slots__ = ("channel", "rank", "score", "contribution")
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    CONTRIBUTION_FIELD_NUMBER: _ClassVar[int]
     channel: RetrievalChannel
     rank: int
     score: float
-    def __init__(self, channel: _Optional[_Union[RetrievalChannel, str]] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ...) -> None: ...
+    contribution: float
+    def __init__(self, channel: _Optional[_Union[RetrievalChannel, str]] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ..., contribution: _Optional[float] = ...) -> None: ...
 
 class SearchHit(_message.Message):
     __slots__ = ("memory", "score", "channel_ranks", "relevance", "before", "after")
