@@ -1,21 +1,26 @@
 """LoCoMo retrieval benchmark: recall@5 / recall@10 through the hub's gRPC API, with an ablation table.
 
-    .venv/bin/python bench/bench_locomo.py [--data PATH] [--conversations N] [--windows 0:0,1:1]
+    .venv/bin/python bench/bench_locomo.py [--conversations N] [--windows 0:0,1:1] [--modes a,b] [--env K=V]
+                                           [--questions all|tune|held-out] [--data-dir DIR]
 
 One namespace per conversation, one memory per turn, one hub session per
-LoCoMo session (protocol in ../shared/data/locomo/README.md). Every
-question is searched once per query mode (dense only, keyword only, fused);
-index-time settings (``--windows B:A``: the turns before and after indexed
-for keywords with each turn) each get a hub of their own, so one run prints every stage
-on and off side by side.
+LoCoMo session (protocol in ../shared/data/locomo/README.md). Index-time
+settings (``--windows B:A``: the turns before and after indexed for keywords
+with each turn) each get a hub and a data directory of their own; within
+one, every query mode (a row of the ablation table: channels and ranking
+stages switched per request) searches every question. ``--env`` passes hub
+settings (weights, smoothing) to every hub; ``--data-dir`` keeps each
+window's data so a later run (other ``--env``) skips the ingest.
 
-Tune on conversations 1-5 only; 6-10 are reported apart as held-out data
-(and all 10 together). The headline is all categories but 5 (adversarial).
+Tune on conversations 1-5 only (``--questions tune``); 6-10 are held out and
+reported apart, and with all 10 together. The headline is all categories but
+5 (adversarial).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections import defaultdict
@@ -31,8 +36,21 @@ from tqdm import tqdm  # noqa: E402
 
 from hub.client import MemhubClient, memory_input  # noqa: E402
 
-# Query modes: keyword arguments of MemhubClient.search beyond query, namespace and top_k.
-MODES: dict[str, dict] = {"dense": {"channels": ["dense"]}, "bm25": {"channels": ["keyword"]}, "fused": {}}
+# Query modes (rows of the ablation): keyword arguments of MemhubClient.search beyond query, namespace, top_k.
+_OFF = {"neighbour_smoothing": False, "expansion": False, "rerank": False}
+MODES: dict[str, dict] = {
+    "dense": {"channels": ["dense"], "ranking": _OFF},
+    "bm25": {"channels": ["keyword"], "ranking": _OFF},
+    "dense+bm25": {"channels": ["dense", "keyword"], "ranking": _OFF},
+    "+entity": {"channels": ["dense", "keyword", "entity"], "ranking": _OFF},
+    "+time": {"ranking": _OFF},
+    "+smoothing": {"ranking": _OFF | {"neighbour_smoothing": True}},
+    "+expansion": {"ranking": _OFF | {"expansion": True}},
+    "+rerank": {"ranking": _OFF | {"rerank": True}},
+    "all stages": {"ranking": {"neighbour_smoothing": True, "expansion": True, "rerank": True}},
+    "hub defaults": {},
+}
+QUESTION_SETS = {"all": range(0, 10), "tune": range(0, 5), "held-out": range(5, 10)}
 TUNE = range(0, 5)  # conversations 1-5: choose weights and thresholds here only
 HELD_OUT = range(5, 10)
 REFERENCE = "reference (README/issue): BM25 47.0/54.0, dense MiniLM 40.1/49.9, fused 49.6/58.8, DRAGON 56.7/66.2"
@@ -80,9 +98,11 @@ def load_conversations(client: MemhubClient, conversations: list[Conversation]) 
     return mapping
 
 
-def evaluate(client: MemhubClient, conversations: list[Conversation], mapping: dict, modes: dict[str, dict]) -> dict[str, Result]:
+def evaluate(
+    client: MemhubClient, conversations: list[Conversation], mapping: dict, modes: dict[str, dict], asked: range
+) -> dict[str, Result]:
     results = {mode: Result() for mode in modes}
-    questions = [(i, c, q) for i, c in enumerate(conversations) for q in c.questions]
+    questions = [(i, c, q) for i, c in enumerate(conversations) if i in asked for q in c.questions]
     for i, conv, q in tqdm(questions, desc="searching", unit="q", file=sys.stderr):
         ns = f"locomo/{conv.sample_id}"
         for mode, options in modes.items():
@@ -132,11 +152,16 @@ def report(results: dict[str, Result], conversations: list[Conversation]) -> Non
     print(REFERENCE)
 
 
-def run(hub: RunningHub, conversations: list[Conversation], modes: dict[str, dict]) -> dict[str, Result]:
+def run(hub: RunningHub, conversations: list[Conversation], modes: dict[str, dict], asked: range, saved: Path | None) -> dict:
     with MemhubClient(hub.address, token=hub.token, timeout_s=120) as client:
-        mapping = load_conversations(client, conversations)
+        if saved is not None and saved.is_file():
+            mapping = json.loads(saved.read_text())
+        else:
+            mapping = load_conversations(client, conversations)
+            if saved is not None:
+                saved.write_text(json.dumps(mapping))
         wait_until_indexed(client, progress=True)
-        return evaluate(client, conversations, mapping, modes)
+        return evaluate(client, conversations, mapping, modes, asked)
 
 
 def main() -> None:
@@ -148,18 +173,32 @@ def main() -> None:
         default="0:0,1:1",
         help="comma-separated keyword context windows BEFORE:AFTER (turns of the same session), one hub each",
     )
-    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated query modes among {', '.join(MODES)}")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated query modes among: {', '.join(MODES)}")
+    parser.add_argument("--questions", choices=list(QUESTION_SETS), default="all", help="which conversations' questions to ask")
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE hub setting for every hub (repeatable)")
+    parser.add_argument("--data-dir", type=Path, help="keep each window's hub data here, and reuse it when present")
     args = parser.parse_args()
     conversations = load(args.data)[: args.conversations]
+    unknown = [m for m in args.modes.split(",") if m not in MODES]
+    if unknown:
+        parser.error(f"unknown modes {unknown}; choose among {', '.join(MODES)}")
     modes = {m: MODES[m] for m in args.modes.split(",")}
+    extra = dict(kv.split("=", 1) for kv in args.env)
     results: dict[str, Result] = {}
     for window in args.windows.split(","):
         before, _, after = window.partition(":")
-        env = {"MEMHUB_KEYWORD_CONTEXT_BEFORE": before, "MEMHUB_KEYWORD_CONTEXT_AFTER": after or "0"}
+        env = extra | {"MEMHUB_KEYWORD_CONTEXT_BEFORE": before, "MEMHUB_KEYWORD_CONTEXT_AFTER": after or "0"}
+        data_dir = saved = None
+        if args.data_dir is not None:
+            data_dir = args.data_dir / f"window-{before}-{after or 0}-{args.conversations}"
+            data_dir.mkdir(parents=True, exist_ok=True)
+            saved = data_dir / "locomo-mapping.json"
         print(f"hub with a keyword context of {before} turn(s) before, {after or 0} after...", file=sys.stderr)
-        with running_hub(extra_env=env) as hub:
-            for mode, result in run(hub, conversations, modes).items():
+        with running_hub(data_dir=data_dir, extra_env=env) as hub:
+            for mode, result in run(hub, conversations, modes, QUESTION_SETS[args.questions], saved).items():
                 results[f"window {before}:{after or 0}, {mode}"] = result
+    if extra:
+        print(f"hub settings: {' '.join(args.env)}")
     report(results, conversations)
 
 

@@ -107,6 +107,8 @@ class MemoryOperations:
         top_k: int,
         occurred_after: datetime | None,
         occurred_before: datetime | None,
+        context_window: int = 0,
+        min_relevance: float = 0.0,
     ) -> SearchOutput:
         scope = _checked(lambda: self.narrowing.scope(namespaces, "namespaces"))
         start, end = _utc(occurred_after), _utc(occurred_before)
@@ -114,7 +116,14 @@ class MemoryOperations:
             raise ToolError(f"occurred_before ({end.isoformat()}) must be later than occurred_after ({start.isoformat()})")
         reply = await self.call(
             lambda: self.hub.search(
-                query, scope, top_k=top_k, kinds=list(dict.fromkeys(kinds)), occurred_start=start, occurred_end=end
+                query,
+                scope,
+                top_k=top_k,
+                kinds=list(dict.fromkeys(kinds)),
+                occurred_start=start,
+                occurred_end=end,
+                context_window=context_window,
+                min_relevance=min_relevance,
             )
         )
         return SearchOutput(

@@ -41,8 +41,19 @@ class MemoryRecord(BaseModel):
     status: Status
 
 
+class ContextTurn(BaseModel):
+    id: str
+    content: str
+    occurred_at: str | None
+
+
 class SearchHit(MemoryRecord):
-    score: float = Field(description="Fused relevance; higher is better. Only comparable within one search.")
+    score: float = Field(description="Fused score; higher is better. Only comparable within one search.")
+    relevance: float = Field(
+        description="0 to 1: how strongly the retrieval channels agree this is the best match (1 = first in every one)."
+    )
+    before: list[ContextTurn] = Field(default=[], description="With context_window: the turns before it in its session.")
+    after: list[ContextTurn] = Field(default=[], description="With context_window: the turns after it in its session.")
 
 
 class WriteOutput(BaseModel):
@@ -102,8 +113,19 @@ def memory_record(m: pb.Memory) -> MemoryRecord:
     )
 
 
+def _turn(m: pb.Memory) -> ContextTurn:
+    record = memory_record(m)
+    return ContextTurn(id=record.id, content=record.content, occurred_at=record.occurred_at)
+
+
 def search_hit(h: pb.SearchHit) -> SearchHit:
-    return SearchHit(**memory_record(h.memory).model_dump(), score=round(float(h.score), 6))
+    return SearchHit(
+        **memory_record(h.memory).model_dump(),
+        score=round(float(h.score), 6),
+        relevance=round(float(h.relevance), 3),
+        before=[_turn(m) for m in h.before],
+        after=[_turn(m) for m in h.after],
+    )
 
 
 # -- text for the model ----------------------------------------------------------
@@ -139,7 +161,9 @@ def search_text(out: SearchOutput) -> str:
         note = f" (Degraded search: {out.degraded}; try again later.)" if out.degraded else ""
         return f"No memories match {out.query!r} in {where}.{note}"
     lines = [f"{_count(len(out.hits), 'memory', 'memories')} for {out.query!r} in {where}, best first:"]
-    lines += [f"{i}. {_line(h, f' · score {h.score:.4f}')}" for i, h in enumerate(out.hits, 1)]
+    for i, h in enumerate(out.hits, 1):
+        lines.append(f"{i}. {_line(h, f' · relevance {h.relevance:.2f}')}")
+        lines += [f"   (before) {t.content}" for t in h.before] + [f"   (after) {t.content}" for t in h.after]
     if out.degraded:
         lines.append(f"(Degraded search: {out.degraded}. Searching again later may find more.)")
     return "\n".join(lines)

@@ -169,6 +169,12 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
             datetime | SkipJsonSchema[None],
             _optional("Only memories of things that happened before this time (ISO-8601, UTC if no offset)."),
         ] = None,
+        context_window: Annotated[
+            int, Field(ge=0, le=5, description="Also return this many turns before and after each hit in its conversation.")
+        ] = 0,
+        min_relevance: Annotated[
+            float, Field(ge=0.0, le=1.0, description="Leave out hits with a lower relevance (0 to 1; 0 keeps all).")
+        ] = 0.0,
     ) -> Annotated[CallToolResult, SearchOutput]:
         out = await ops.search(
             query,
@@ -177,6 +183,8 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
             top_k=top_k,
             occurred_after=occurred_after,
             occurred_before=occurred_before,
+            context_window=context_window,
+            min_relevance=min_relevance,
         )
         return _result(out, search_text(out))
 

@@ -371,3 +371,20 @@ async def test_tool_calls_are_traced_into_the_hub_continuing_the_callers_trace(f
     for span in mine:
         assert all("baggage" not in k for k in span.attributes)
         assert all(token not in str(v) for v in span.attributes.values())
+
+
+async def test_search_returns_relevance_and_the_turns_around_a_hit(stack: Stack, ns: str) -> None:
+    turns = ["Do you still go hiking on weekends?", "Yes, every Sunday, on the ridge trail.", "I switched to baking bread."]
+    written = stack.client.write(
+        [memory_input(ns, t, kind="episodic", type="event") for t in turns], session_id="chat-1", wait_indexed=True
+    )
+    ids = [r.memory.id for r in written.results]
+    async with connected(stack.address, stack.token("tester")) as client:
+        found = await call_ok(
+            client, "search_memories", {"query": "ridge trail on Sundays", "namespaces": [ns], "top_k": 1, "context_window": 1}
+        )
+        hit = found["hits"][0]
+        assert hit["id"] == ids[1] and 0 < hit["relevance"] <= 1
+        assert [t["id"] for t in hit["before"]] == [ids[0]] and [t["id"] for t in hit["after"]] == [ids[2]]
+        result = await client.call_tool("search_memories", {"query": "ridge", "namespaces": [ns], "context_window": 9})
+        assert result.is_error and "context_window" in text(result)
