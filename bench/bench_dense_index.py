@@ -1,0 +1,148 @@
+"""Dense index choice for the embedded Milvus Lite: FLAT vs IVF_FLAT (nlist, nprobe) on real vectors.
+
+    .venv/bin/python bench/bench_dense_index.py --data-dir DIR [--queries 200]
+
+Reads the vectors of a hub's embedded index (e.g. the data directory that
+bench/bench_scale.py kept: 100k LoCoMo-derived memories in 17 namespaces),
+copies them into scratch collections built as FLAT and as IVF_FLAT with each
+nlist, and searches them with LoCoMo questions (embedded by the hub's model)
+under two namespace filters: all 17 namespaces and 3 of them. Prints, per
+index and nprobe: recall@10 against FLAT's exact answer, single-query p50,
+and queries/s from 16 threads. backend.py takes its IVF settings from this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from pymilvus import DataType, MilvusClient
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from locomo import DEFAULT_PATH, load  # noqa: E402
+
+from hub.embedding import EmbeddingConfig, build_embedder  # noqa: E402
+from hub.index import lite_server, schema  # noqa: E402
+
+SCRATCH = "dense_choice"
+
+
+def read_vectors(data_dir: Path) -> tuple[list[str], np.ndarray]:
+    server = lite_server.acquire(data_dir / "milvus-index.db")
+    try:
+        client = MilvusClient(server.uri)
+        names = client.list_collections()
+        if not names:
+            raise SystemExit(f"no collection in {data_dir / 'milvus-index.db'}; run bench/bench_scale.py --data-dir {data_dir}")
+        it = client.query_iterator(names[0], batch_size=2000, filter="", output_fields=[schema.NAMESPACE, schema.DENSE])
+        namespaces, vectors = [], []
+        with tqdm(desc="reading vectors", unit="row", file=sys.stderr) as bar:
+            while batch := it.next():
+                namespaces += [r[schema.NAMESPACE] for r in batch]
+                vectors += [r[schema.DENSE] for r in batch]
+                bar.update(len(batch))
+        it.close()
+        client.close()
+        return namespaces, np.asarray(vectors, dtype=np.float32)
+    finally:
+        lite_server.release(server)
+
+
+def build(client: MilvusClient, name: str, namespaces: list[str], vectors: np.ndarray, index: str, params: dict) -> None:
+    if client.has_collection(name):
+        client.drop_collection(name)
+    s = MilvusClient.create_schema(auto_id=False)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("namespace", DataType.VARCHAR, max_length=1024)
+    s.add_field("dense", DataType.FLOAT_VECTOR, dim=vectors.shape[1])
+    ip = MilvusClient.prepare_index_params()
+    ip.add_index(field_name="dense", index_type=index, metric_type="IP", params=params)
+    client.create_collection(name, schema=s, index_params=ip)
+    for start in tqdm(range(0, len(vectors), 2000), desc=f"building {name}", file=sys.stderr):
+        rows = [
+            {"id": i, "namespace": namespaces[i], "dense": vectors[i].tolist()}
+            for i in range(start, min(len(vectors), start + 2000))
+        ]
+        client.insert(name, rows)
+    client.flush(name)
+    client.load_collection(name)
+
+
+def search(client: MilvusClient, name: str, q: np.ndarray, expr: str, nprobe: int | None) -> list[int]:
+    params = {"metric_type": "IP", "params": {"nprobe": nprobe} if nprobe else {}}
+    res = client.search(name, data=[q.tolist()], anns_field="dense", limit=10, filter=expr, search_params=params)
+    return [h["id"] for h in res[0]]
+
+
+def measure(client: MilvusClient, name: str, queries: np.ndarray, expr: str, probe: int | None) -> tuple[list, float, float]:
+    """Every query's top 10, the single-query p50 (ms, first 100 queries) and queries/s from 16 threads."""
+    found = [search(client, name, q, expr, probe) for q in queries]
+    lat = []
+    for q in queries[:100]:
+        t0 = time.perf_counter()
+        search(client, name, q, expr, probe)
+        lat.append(time.perf_counter() - t0)
+    with ThreadPoolExecutor(16) as pool:
+        t0 = time.perf_counter()
+        list(pool.map(lambda q: search(client, name, q, expr, probe), list(queries) * 2))
+        rate = 2 * len(queries) / (time.perf_counter() - t0)
+    return found, 1000 * statistics.median(lat), rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="a hub data directory with an embedded index")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--nlists", default="256,1024")
+    parser.add_argument("--nprobes", default="8,16,32,64")
+    args = parser.parse_args()
+    namespaces, vectors = read_vectors(args.data_dir)
+    spaces = sorted(set(namespaces))
+    questions = [q.text for c in load(DEFAULT_PATH) for q in c.questions][: args.queries]
+    embedder = build_embedder(EmbeddingConfig())
+    queries = embedder.embed(questions)
+    filters = {
+        f"all {len(spaces)} namespaces": "namespace in [" + ", ".join(f'"{n}"' for n in spaces) + "]",
+        f"3 of {len(spaces)}": "namespace in [" + ", ".join(f'"{n}"' for n in spaces[:3]) + "]",
+    }
+    print(f"{len(vectors)} vectors of {vectors.shape[1]} dimensions, {len(spaces)} namespaces, {len(queries)} LoCoMo questions")
+    with tempfile.TemporaryDirectory() as tmp:
+        server = lite_server.acquire(Path(tmp) / "choice.db")
+        client = MilvusClient(server.uri)
+        try:
+            configs = [("FLAT", {}, [None])] + [
+                ("IVF_FLAT", {"nlist": n}, [int(p) for p in args.nprobes.split(",")]) for n in map(int, args.nlists.split(","))
+            ]
+            truth: dict[str, list[list[int]]] = {}
+            print(f"{'index':<22} {'filter':<20} {'recall@10':>9} {'p50 ms':>8} {'16 threads q/s':>15}")
+            for index, params, probes in configs:
+                name = f"{SCRATCH}_{index.lower()}_{params.get('nlist', 0)}"
+                t0 = time.perf_counter()
+                build(client, name, namespaces, vectors, index, params)
+                print(f"  (built {name} in {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+                for probe in probes:
+                    for label, expr in filters.items():
+                        found, p50, rate = measure(client, name, queries, expr, probe)
+                        if index == "FLAT":
+                            truth[label] = found
+                        recall = statistics.mean(
+                            len(set(f) & set(t)) / max(1, len(t)) for f, t in zip(found, truth[label], strict=True)
+                        )
+                        what = index if probe is None else f"{index} {params['nlist']}/{probe}"
+                        print(f"{what:<22} {label:<20} {recall:9.3f} {p50:8.1f} {rate:15.0f}", flush=True)
+                client.drop_collection(name)
+        finally:
+            client.close()
+            lite_server.release(server)
+
+
+if __name__ == "__main__":
+    main()
