@@ -1,0 +1,63 @@
+"""Recall settings from the environment: every stage's switch and weight, and clear errors for bad values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hub.config import HubConfig
+from hub.errors import StartupError
+
+
+def _config(tmp_path: Path, **env: str) -> HubConfig:
+    return HubConfig.from_env({"MEMHUB_DATA_DIR": str(tmp_path), **env})
+
+
+def test_defaults_and_overrides(tmp_path: Path) -> None:
+    default = _config(tmp_path)
+    assert (default.indexer.keyword_context_before, default.indexer.keyword_context_after) == (1, 1)
+    assert default.rerank.mode == "off"
+    config = _config(
+        tmp_path,
+        MEMHUB_KEYWORD_CONTEXT_BEFORE="2",
+        MEMHUB_KEYWORD_CONTEXT_AFTER="0",
+        MEMHUB_CHANNEL_WEIGHTS="entity=0.3, time=1",
+        MEMHUB_NEIGHBOUR_SMOOTHING="0.2",
+        MEMHUB_EXPANSION="1",
+        MEMHUB_RERANK="http",
+        MEMHUB_RERANK_URL="http://reranker:8080",
+        MEMHUB_RERANK_API="cohere",
+        MEMHUB_RERANK_MODEL="bge-reranker-base",
+        MEMHUB_RERANK_DEPTH="20",
+    )
+    assert (config.indexer.keyword_context_before, config.indexer.keyword_context_after) == (2, 0)
+    weights = dict(config.search.channel_weights)
+    assert (
+        weights["entity"] == 0.3 and weights["time"] == 1.0 and weights["dense"] == dict(default.search.channel_weights)["dense"]
+    )
+    assert config.search.neighbour_smoothing == 0.2 and config.search.expansion
+    assert (config.rerank.mode, config.rerank.url, config.rerank.api, config.rerank.depth) == (
+        "http",
+        "http://reranker:8080",
+        "cohere",
+        20,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"MEMHUB_KEYWORD_CONTEXT_BEFORE": "9"}, "MEMHUB_KEYWORD_CONTEXT_BEFORE=9 is out of range"),
+        ({"MEMHUB_CHANNEL_WEIGHTS": "semantic=1"}, "NAME one of dense, keyword, entity, time, expansion"),
+        ({"MEMHUB_CHANNEL_WEIGHTS": "entity"}, "is not NAME=WEIGHT"),
+        ({"MEMHUB_CHANNEL_WEIGHTS": "entity=lots"}, "weight of entity ('lots') is not a number"),
+        ({"MEMHUB_CHANNEL_WEIGHTS": "entity=-1"}, "use 0 to 10"),
+        ({"MEMHUB_NEIGHBOUR_SMOOTHING": "nan"}, "MEMHUB_NEIGHBOUR_SMOOTHING=nan is out of range"),
+        ({"MEMHUB_RERANK": "cross-encoder"}, "rerank mode must be one of off, local, http"),
+        ({"MEMHUB_RERANK": "http"}, "needs a url"),
+    ],
+)
+def test_bad_values_name_the_variable(tmp_path: Path, env: dict[str, str], message: str) -> None:
+    with pytest.raises(StartupError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _config(tmp_path, **env)
