@@ -70,6 +70,7 @@ def open_index(config: HubConfig, embedder: Embedder) -> MilvusIndex:
             collection=config.store.milvus_collection,
             model_id=embedder.model_id,
             dimension=embedder.dimension,
+            lite_approximate_rows=config.store.lite_approximate_rows,
         )
     except IndexUnavailable as exc:
         raise StartupError(str(exc)) from None
@@ -87,6 +88,8 @@ def prepare_index(index: MilvusIndex, indexer: Indexer) -> None:
             queued = indexer.backfill()
             if queued:
                 log.warning("created a new Milvus collection; indexing %d memories from Postgres in the background", queued)
+        elif index.fit_dense_index():  # built under another setting (or by an older memhub)
+            log.warning("rebuilt the dense index as %s for its size and settings", index.dense_index_type)
     except (IndexModelMismatch, IndexUnavailable) as exc:
         index.close()  # stops the embedded Milvus Lite, so `memhub reindex` can open its file
         raise StartupError(str(exc)) from None

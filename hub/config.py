@@ -41,6 +41,11 @@ class StoreConfig:
     milvus_collection: str = "memhub_memories"
     """Collection name (MEMHUB_MILVUS_COLLECTION)."""
 
+    lite_approximate_rows: int | None = None
+    """Milvus Lite only: past this many rows, search an approximate dense index instead of an exact one
+    (MEMHUB_LITE_APPROXIMATE_ROWS; unset or 0: always exact). Measured at 100k rows: about 4x faster,
+    recall@10 0.73 (hub/index/backend.py)."""
+
     def resolved_milvus_uri(self) -> str:
         # Not "milvus.db": that name is the directory the old Milvus Lite 3.x made.
         return self.milvus_uri or str(self.data_dir / "milvus-index.db")
@@ -174,6 +179,7 @@ class HubConfig:
             database_url=env.get("MEMHUB_DATABASE_URL") or None,
             milvus_uri=env.get("MEMHUB_MILVUS_URI") or None,
             milvus_collection=env.get("MEMHUB_MILVUS_COLLECTION", "memhub_memories"),
+            lite_approximate_rows=_int(env, "MEMHUB_LITE_APPROXIMATE_ROWS", 0, 0, 10**9) or None,
         )
         server = ServerConfig(
             host=env.get("MEMHUB_HOST", "127.0.0.1"),

@@ -502,7 +502,10 @@ def test_server_schema_makes_namespace_the_partition_key() -> None:
     assert schema.parse_description(built.description)[schema.RECORD_MODEL] == MODEL
     lite = Backend(lite=True)
     assert not lite.namespace_partition_key
-    assert lite.dense_index(10).index_type == "FLAT" and lite.dense_index(10**6).index_type == "IVF_FLAT"
+    # Exact at every size unless the operator opts in to Lite's approximate index (recall@10 0.73 at 100k).
+    assert lite.dense_index(10).index_type == "FLAT" and lite.dense_index(10**7).index_type == "FLAT"
+    opted = Backend(lite=True, lite_approximate_rows=50_000)
+    assert opted.dense_index(49_999).index_type == "FLAT" and opted.dense_index(50_000).index_type == "IVF_FLAT"
 
 
 def test_detect_tells_lite_from_a_server() -> None:
@@ -534,17 +537,29 @@ def test_partition_key_filters_fail_on_lite(uri: str) -> None:
     index.close()
 
 
-def test_dense_index_grows_to_ivf(fresh_index: MilvusIndex) -> None:
+def test_dense_index_follows_the_approximate_setting_both_ways(fresh_index: MilvusIndex) -> None:
     rows = [mem(f"row {i}", vector=unit(300 + i)) for i in range(300)]
     fresh_index.upsert(rows)
-    assert fresh_index.upgrade_dense_index(10**6)
-    assert fresh_index.dense_index_type == "IVF_FLAT"
-    assert not fresh_index.upgrade_dense_index(10**6)
-    assert fresh_index.search_dense(rows[42].vector, IndexFilter(namespaces=("t/a",)), 3)[0][0] == rows[42].id
-    # A reopened index learns the dense index from the collection.
+    assert not fresh_index.fit_dense_index()  # exact by default, at any size
+    # An operator opts in to the approximate index past 100 rows.
+    opted = MilvusIndex(
+        fresh_index._uri,  # noqa: SLF001
+        collection=fresh_index._collection,  # noqa: SLF001
+        model_id=MODEL,
+        dimension=DIM,
+        lite_approximate_rows=100,
+    )
+    opted.ensure_collection()
+    assert opted.fit_dense_index() and opted.dense_index_type == "IVF_FLAT"
+    assert not opted.fit_dense_index()
+    assert opted.search_dense(rows[42].vector, IndexFilter(namespaces=("t/a",)), 3)[0][0] == rows[42].id
+    opted.close()
+    # A hub with the default setting learns the index from the collection and takes it back to exact.
     again = MilvusIndex(fresh_index._uri, collection=fresh_index._collection, model_id=MODEL, dimension=DIM)  # noqa: SLF001
     again.ensure_collection()
     assert again.dense_index_type == "IVF_FLAT"
+    assert again.fit_dense_index() and again.dense_index_type == "FLAT"
+    assert again.search_dense(rows[42].vector, IndexFilter(namespaces=("t/a",)), 3)[0][0] == rows[42].id
     again.close()
 
 

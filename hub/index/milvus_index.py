@@ -87,6 +87,7 @@ class MilvusIndex:
         consistency_level: str = "Strong",
         timeout_s: float = 10.0,
         search_timeout_s: float = 5.0,
+        lite_approximate_rows: int | None = None,
     ) -> None:
         """Connect to Milvus (starting the embedded server for a ``.db`` path); nothing is created until ``ensure_collection``.
 
@@ -145,7 +146,11 @@ class MilvusIndex:
         try:
             with self._call("connect"):
                 self._client = MilvusClient(connect_uri, **kwargs)
-                self.backend = backends.Backend(lite=True) if self._server else backends.detect(self._client.get_server_version)
+                self.backend = (
+                    backends.Backend(lite=True, lite_approximate_rows=lite_approximate_rows)
+                    if self._server
+                    else backends.detect(self._client.get_server_version, lite_approximate_rows)
+                )
         except BaseException:
             if self._server is not None:
                 lite_server.release(self._server)
@@ -278,8 +283,12 @@ class MilvusIndex:
             return
         if self.backend.flush_after_writes:
             self.flush()
-        if self.backend.lite and self._dense.index_type != backends.LITE_IVF.index_type:
-            self.upgrade_dense_index(self.count())
+        self.fit_dense_index()
+
+    def fit_dense_index(self) -> bool:
+        """On Lite, rebuild the dense index if its size (or the settings) call for another one; True if it did.
+        At start: an index built approximate by an earlier setting goes back to exact, and vice versa."""
+        return self.backend.lite and self.upgrade_dense_index(self.count())
 
     def upgrade_dense_index(self, rows: int) -> bool:
         """Rebuild the dense index if the backend wants another one at ``rows`` rows; True if it did.
