@@ -81,12 +81,12 @@ class IndexerConfig:
     wait_indexed_timeout_s: float = 10.0
     """Longest a write with wait_indexed waits before answering indexed=false."""
 
-    keyword_context_before: int = 1
+    keyword_context_before: int = 2
     """Earlier turns of the same session (same namespace) indexed for keywords with an episodic memory
     (MEMHUB_KEYWORD_CONTEXT_BEFORE, 0 to 5; 0 with no turns after turns it off). A change applies
     to memories indexed afterwards; ``memhub reindex`` applies it to all."""
 
-    keyword_context_after: int = 1
+    keyword_context_after: int = 2
     """Later turns likewise (MEMHUB_KEYWORD_CONTEXT_AFTER, 0 to 5); each write then re-indexes the turn
     before it for keywords (its vector is reused, not embedded again)."""
 
@@ -96,19 +96,20 @@ CHANNEL_WEIGHT_NAMES = ("dense", "keyword", "entity", "time", "expansion")
 
 @dataclass(frozen=True)
 class SearchConfig:
-    neighbour_smoothing: float = 0.0
+    neighbour_smoothing: float = 0.1
     """Share of the fused score of a hit's adjacent turns (same session) added to its own
     (MEMHUB_NEIGHBOUR_SMOOTHING, 0 to 1; 0 is off). A request may turn it on or off."""
 
     channel_weights: tuple[tuple[str, float], ...] = (
         ("dense", 1.0),
         ("keyword", 1.0),
-        ("entity", 0.5),
+        ("entity", 0.0),
         ("time", 0.5),
         ("expansion", 0.5),
     )
     """Weight of each channel in the fusion (MEMHUB_CHANNEL_WEIGHTS, e.g. "entity=0.3,time=1";
-    names not given keep these defaults)."""
+    names not given keep these defaults; a channel weighted 0 does not run). Chosen on LoCoMo
+    conversations 1-5 (README, Benchmarks): the entity channel cost recall there at 0.5 and 0.15."""
 
     expansion: bool = False
     """Run the second, expanded retrieval round by default (MEMHUB_EXPANSION=1). A request may turn it on or off."""
@@ -187,8 +188,8 @@ class HubConfig:
         )
         indexer = IndexerConfig(
             enabled=env.get("MEMHUB_INDEXER", "1") not in ("0", "false", "no"),
-            keyword_context_before=_int(env, "MEMHUB_KEYWORD_CONTEXT_BEFORE", 1, 0, 5),
-            keyword_context_after=_int(env, "MEMHUB_KEYWORD_CONTEXT_AFTER", 1, 0, 5),
+            keyword_context_before=_int(env, "MEMHUB_KEYWORD_CONTEXT_BEFORE", 2, 0, 5),
+            keyword_context_after=_int(env, "MEMHUB_KEYWORD_CONTEXT_AFTER", 2, 0, 5),
         )
         embedding = EmbeddingConfig(
             provider=env.get("MEMHUB_EMBEDDING_PROVIDER", "local"),
@@ -208,12 +209,12 @@ class HubConfig:
         )
         retention = _int(env, "MEMHUB_AUDIT_RETENTION_DAYS", 90, 0, 36_500)
         search = SearchConfig(
-            neighbour_smoothing=_float(env, "MEMHUB_NEIGHBOUR_SMOOTHING", 0.0, 0.0, 1.0),
+            neighbour_smoothing=_float(env, "MEMHUB_NEIGHBOUR_SMOOTHING", 0.1, 0.0, 1.0),
             channel_weights=_weights(env),
             expansion=env.get("MEMHUB_EXPANSION", "0") in ("1", "true", "yes"),
         )
         rerank = RerankConfig(
-            mode=env.get("MEMHUB_RERANK", "off"),
+            mode=env.get("MEMHUB_RERANK", "local"),
             depth=_int(env, "MEMHUB_RERANK_DEPTH", 30, 1, 300),
             url=env.get("MEMHUB_RERANK_URL") or None,
             api=env.get("MEMHUB_RERANK_API", "tei"),

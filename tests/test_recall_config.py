@@ -16,8 +16,8 @@ def _config(tmp_path: Path, **env: str) -> HubConfig:
 
 def test_defaults_and_overrides(tmp_path: Path) -> None:
     default = _config(tmp_path)
-    assert (default.indexer.keyword_context_before, default.indexer.keyword_context_after) == (1, 1)
-    assert default.rerank.mode == "off"
+    assert (default.indexer.keyword_context_before, default.indexer.keyword_context_after) == (2, 2)
+    assert default.rerank.mode == "local" and default.search.neighbour_smoothing == 0.1
     config = _config(
         tmp_path,
         MEMHUB_KEYWORD_CONTEXT_BEFORE="2",

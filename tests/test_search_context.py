@@ -49,14 +49,17 @@ def test_context_never_includes_forgotten_turns(stack: Stack, ns: str) -> None:
 
 def test_relevance_is_in_unit_range_and_min_relevance_filters(stack: Stack, ns: str) -> None:
     _session(stack, ns, "s1", TURNS)
-    hits = stack.client.search("hiking in the mountains on weekends", [ns], top_k=4, explain=True).hits
+    plain = {"neighbour_smoothing": False, "rerank": False}  # the fused order and score, nothing after
+    hits = stack.client.search("hiking in the mountains on weekends", [ns], top_k=4, explain=True, ranking=plain).hits
     assert all(0.0 < h.relevance <= 1.0 for h in hits)
     for h in hits:  # the fused score over the score of first place in both channels
         assert h.relevance == pytest.approx(sum(1 / (60 + c.rank) for c in h.channel_ranks) / (2 / 61), rel=1e-5)
     assert [h.relevance for h in hits] == sorted((h.relevance for h in hits), reverse=True)
-    cut = (hits[0].relevance + hits[1].relevance) / 2
-    strict = stack.client.search("hiking in the mountains on weekends", [ns], top_k=4, min_relevance=cut).hits
-    assert [h.memory.id for h in strict] == [hits[0].memory.id]
+    lower = next(h.relevance for h in hits if h.relevance < hits[0].relevance)
+    cut = (hits[0].relevance + lower) / 2
+    strict = stack.client.search("hiking in the mountains on weekends", [ns], top_k=4, min_relevance=cut, ranking=plain).hits
+    kept = [h.memory.id for h in hits if h.relevance >= cut]
+    assert [h.memory.id for h in strict] == kept and 0 < len(kept) < len(hits)
     with pytest.raises(grpc.RpcError) as err:
         stack.client.search("hiking", [ns], min_relevance=1.5)
     assert rpc_error(err)[0] == grpc.StatusCode.INVALID_ARGUMENT and "min_relevance" in rpc_error(err)[1]

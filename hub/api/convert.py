@@ -191,6 +191,7 @@ def search_query(req: pb.SearchMemoriesRequest) -> SearchQuery:
         rerank=req.ranking.rerank if req.ranking.HasField("rerank") else None,
         expansion=req.ranking.expansion if req.ranking.HasField("expansion") else None,
         as_of=_time(req, "as_of", "search"),
+        channels_named=bool(req.channels),
     )
 
 

@@ -166,6 +166,8 @@ class SearchQuery:
     """None: the hub's default."""
     as_of: datetime | None = None
     """What time expressions in the query are relative to; None: now."""
+    channels_named: bool = False
+    """The request named its channels (a channel it names runs even if the hub weighs it 0)."""
 
 
 @dataclass(frozen=True)

@@ -47,12 +47,12 @@ class RetrievalSettings:
         default_factory=lambda: {
             Channel.DENSE: 1.0,
             Channel.KEYWORD: 1.0,
-            Channel.ENTITY: 0.5,
+            Channel.ENTITY: 0.0,
             Channel.TIME: 0.5,
             Channel.EXPANSION: 0.5,
         }
     )
-    neighbour_smoothing: float = 0.0
+    neighbour_smoothing: float = 0.1
     expansion: bool = False
     expansion_seeds: int = 3
     """How many of the first round's best hits seed the second round."""
@@ -81,10 +81,12 @@ class Retrieval:
     def rank(
         self, conn: Connection, query: SearchQuery, readable: list[str], depth: int, vector: Future | None, flt: IndexFilter
     ) -> Ranked:
-        weights = self.settings.weights
-        rankings, degraded = self._channels(conn, query, readable, depth, vector, flt)
+        weights = dict(self.settings.weights)
+        if query.channels_named:  # a channel asked for by name counts, even one the hub leaves out by default
+            weights |= {c: 1.0 for c in query.channels if weights.get(c, 1.0) <= 0}
+        rankings, degraded = self._channels(conn, query, readable, depth, vector, flt, weights)
         fused = fusion.rrf(rankings, weights)
-        if Channel.TIME in query.channels and fused:
+        if Channel.TIME in query.channels and weights.get(Channel.TIME, 1.0) > 0 and fused:
             when = timeparse.window(query.text, query.as_of or datetime.now(timezone.utc))
             if when is not None:
                 inside = memories_db.occurred_within(conn, [f.id for f in fused], when)
@@ -100,13 +102,21 @@ class Retrieval:
                 degraded = degraded or "the expansion stage failed; ranked by the first round"
         smoothing = ranking.smoothing_weight(self.settings.neighbour_smoothing, query.neighbour_smoothing)
         if smoothing and fused:
-            adjacent = context.neighbour_ids(conn, [f.id for f in fused], context.Window(1, 1))
+            # Neighbours of the head only: hits far down the list are not returned, whatever they gain.
+            adjacent = context.neighbour_ids(conn, [f.id for f in fused[: max(30, 2 * query.top_k)]], context.Window(1, 1))
             fused = ranking.smooth(fused, adjacent, smoothing)
         ran = sum(weights.get(c, 1.0) for c, hits in rankings.items() if hits)
         return Ranked(fused, ran, degraded)
 
     def _channels(
-        self, conn: Connection, query: SearchQuery, readable: list[str], depth: int, vector: Future | None, flt: IndexFilter
+        self,
+        conn: Connection,
+        query: SearchQuery,
+        readable: list[str],
+        depth: int,
+        vector: Future | None,
+        flt: IndexFilter,
+        weights: Mapping[Channel, float],
     ) -> tuple[dict[Channel, list], str]:
         """Each requested channel's best-first (id, score) list, and why the answer is degraded ("" if it is not).
 
@@ -146,7 +156,7 @@ class Retrieval:
             degraded = DEGRADED_FULLTEXT
         elif failed:
             degraded = f"the {' and '.join(failed)} channel failed; ranked without it"
-        if Channel.ENTITY in query.channels:
+        if Channel.ENTITY in query.channels and weights.get(Channel.ENTITY, 1.0) > 0:
             keys = entities.extract(query.text)
             if keys:
                 rankings[Channel.ENTITY] = entity_search.search(conn, keys, query.filter, readable, depth)

@@ -11,7 +11,7 @@ MODES = ("off", "local", "http")
 
 @dataclass(frozen=True)
 class RerankConfig:
-    mode: str = "off"
+    mode: str = "local"
     """"off", "local" (no model: fused rank plus word and entity overlap) or "http" (a /rerank server)."""
 
     depth: int = 30
