@@ -8,14 +8,17 @@ directory, the bundled embedding model, loopback only.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from hub.auth import AuthConfig
 from hub.embedding import EmbeddingConfig
 from hub.errors import StartupError
 from hub.rerank.config import RerankConfig
+
+N = TypeVar("N", int, float)
 
 
 def default_data_dir() -> Path:
@@ -238,26 +241,21 @@ class HubConfig:
 
 
 def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = env.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise StartupError(f"{name}={raw!r} is not a whole number") from None
-    if not low <= value <= high:
-        raise StartupError(f"{name}={value} is out of range ({low} to {high})")
-    return value
+    return _number(env, name, default, low, high, int, "a whole number")
 
 
 def _float(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+    return _number(env, name, default, low, high, float, "a number")
+
+
+def _number(env: Mapping[str, str], name: str, default: N, low: N, high: N, parse: Callable[[str], N], kind: str) -> N:
     raw = env.get(name)
     if raw in (None, ""):
         return default
     try:
-        value = float(raw)
+        value = parse(raw)
     except ValueError:
-        raise StartupError(f"{name}={raw!r} is not a number") from None
+        raise StartupError(f"{name}={raw!r} is not {kind}") from None
     if not low <= value <= high:  # also refuses NaN
         raise StartupError(f"{name}={value} is out of range ({low} to {high})")
     return value

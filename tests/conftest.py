@@ -13,9 +13,11 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -31,6 +33,7 @@ from hub.client import MemhubClient
 from hub.config import HubConfig, IndexerConfig, PolicyConfig, ServerConfig, StoreConfig
 from hub.core.model import Caller
 from hub.db import engine as db_engine
+from hub.index import IndexedMemory, MilvusIndex
 
 REPO = Path(__file__).resolve().parent.parent
 # The policy most hub tests run under: group "testers" may do everything. The
@@ -225,3 +228,23 @@ def rpc_error(excinfo: pytest.ExceptionInfo) -> tuple[grpc.StatusCode, str]:
     err = excinfo.value
     assert isinstance(err, grpc.RpcError), f"expected an RpcError, got {err!r}"
     return err.code(), err.details()
+
+
+class RecordingIndex:
+    """The real index, plus a count of upserts per memory (to count work, not to replace Milvus)."""
+
+    def __init__(self, inner: MilvusIndex) -> None:
+        self.inner = inner
+        self.upserted: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def upsert(self, rows: Sequence[IndexedMemory]) -> None:
+        self.inner.upsert(rows)
+        with self._lock:
+            self.upserted.update(r.id for r in rows)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.inner.delete(ids)
+
+    def vectors(self, ids: Sequence[str]) -> dict:
+        return self.inner.vectors(ids)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TESTER, create_scratch_database, drop_database, hub_config
+from conftest import TESTER, RecordingIndex, create_scratch_database, drop_database, hub_config
 from memhub.v1 import memory_pb2 as pb
 from sqlalchemy import select, text
 
@@ -21,27 +21,6 @@ from hub.core.indexer import Indexer
 from hub.core.model import ForgetRequest
 from hub.db.schema import outbox
 from hub.index import IndexFilter
-from hub.index.milvus_index import IndexedMemory, MilvusIndex
-
-
-class RecordingIndex:
-    """The real index, plus a log of what was upserted (to count work, not to replace Milvus)."""
-
-    def __init__(self, inner: MilvusIndex) -> None:
-        self.inner = inner
-        self.upserted: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def upsert(self, rows: Sequence[IndexedMemory]) -> None:
-        self.inner.upsert(rows)
-        with self._lock:
-            self.upserted.update(r.id for r in rows)
-
-    def delete(self, ids: Sequence[str]) -> None:
-        self.inner.delete(ids)
-
-    def vectors(self, ids: Sequence[str]) -> dict:
-        return self.inner.vectors(ids)
 
 
 class BrokenEmbedder:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TESTER, create_scratch_database, drop_database, hub_config
+from conftest import TESTER, RecordingIndex, create_scratch_database, drop_database, hub_config
 from memhub.v1 import memory_pb2 as pb
 
 from hub.api.convert import write_request
@@ -21,31 +20,11 @@ from hub.core.indexer import Indexer
 from hub.core.model import ForgetRequest
 from hub.db.context import Window
 from hub.embedding import Embedder
-from hub.index import IndexedMemory, IndexFilter, MilvusIndex
+from hub.index import IndexFilter
 
 QUESTION = "Do you still go hiking in the mountains on weekends?"
 REPLY = "Yes, every Sunday!"
 START = datetime(2024, 5, 8, 13, 56, tzinfo=timezone.utc)
-
-
-class CountingIndex:
-    """The real index, counting upserts per memory (to see re-indexing, not to replace Milvus)."""
-
-    def __init__(self, inner: MilvusIndex) -> None:
-        self.inner = inner
-        self.upserted: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def upsert(self, rows: Sequence[IndexedMemory]) -> None:
-        self.inner.upsert(rows)
-        with self._lock:
-            self.upserted.update(r.id for r in rows)
-
-    def delete(self, ids: Sequence[str]) -> None:
-        self.inner.delete(ids)
-
-    def vectors(self, ids: Sequence[str]) -> dict:
-        return self.inner.vectors(ids)
 
 
 class CountingEmbedder:
@@ -67,7 +46,7 @@ class CountingEmbedder:
 @dataclass
 class Setup:
     hub: Hub
-    index: CountingIndex
+    index: RecordingIndex
     embedder: CountingEmbedder
     indexer: Indexer
 
@@ -93,7 +72,7 @@ def setup(tmp_path: Path, external_pg_admin_url: str) -> Iterator[Setup]:
     # The hub's own indexer stays off: the test's counting one does the work.
     hub = Hub.open(replace(config, indexer=replace(config.indexer, enabled=False)))
     try:
-        index, embedder = CountingIndex(hub.index), CountingEmbedder(hub.embedder)
+        index, embedder = RecordingIndex(hub.index), CountingEmbedder(hub.embedder)
         yield Setup(hub, index, embedder, Indexer(hub.engine, index, embedder, context=Window(before=1, after=0)))
     finally:
         hub.close()

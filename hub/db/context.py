@@ -53,21 +53,22 @@ _DESC = "p.occurred_at DESC, p.created_at DESC, p.write_pos DESC, p.id DESC"
 _ASC = "p.occurred_at, p.created_at, p.write_pos, p.id"
 _EPISODIC_IN = "m.id::text = ANY(:ids) AND m.kind = 'episodic' AND m.source_session <> ''"
 
-# side 0: turns before, nearest first; side 1: turns after, nearest first.
+# Each memory's window: (memory id, side, neighbour id, neighbour content, distance); side 0 is
+# before, 1 after; distance 1 is the adjacent turn.
 _AROUND = text(
     f"""
-    SELECT m.id::text AS id, 0 AS side, c.content, c.n FROM memories m
+    SELECT m.id::text, 0 AS side, c.id::text, c.content, c.n FROM memories m
     CROSS JOIN LATERAL (
-        SELECT p.content, row_number() OVER (ORDER BY {_DESC}) AS n FROM memories p
+        SELECT p.id, p.content, row_number() OVER (ORDER BY {_DESC}) AS n FROM memories p
         WHERE {_SAME_SESSION} AND {_P} < {_M} ORDER BY {_DESC} LIMIT :before
     ) c WHERE {_EPISODIC_IN}
     UNION ALL
-    SELECT m.id::text AS id, 1 AS side, c.content, c.n FROM memories m
+    SELECT m.id::text, 1 AS side, c.id::text, c.content, c.n FROM memories m
     CROSS JOIN LATERAL (
-        SELECT p.content, row_number() OVER (ORDER BY {_ASC}) AS n FROM memories p
+        SELECT p.id, p.content, row_number() OVER (ORDER BY {_ASC}) AS n FROM memories p
         WHERE {_SAME_SESSION} AND {_P} > {_M} ORDER BY {_ASC} LIMIT :after
     ) c WHERE {_EPISODIC_IN}
-    ORDER BY 1, 2, 4
+    ORDER BY 1, 2, 5
     """
 ).bindparams(bindparam("ids", type_=ARRAY(TEXT)))
 
@@ -89,14 +90,17 @@ _HOLDERS = text(
 ).bindparams(bindparam("ids", type_=ARRAY(TEXT)), bindparam("claimed", type_=ARRAY(BIGINT)))
 
 
+def _windows(conn: Connection, memory_ids: Sequence[str], window: Window) -> list:
+    if window.empty or not memory_ids:
+        return []
+    return conn.execute(_AROUND, {"ids": list(memory_ids), "before": window.before, "after": window.after}).all()
+
+
 def surrounding_turns(conn: Connection, memory_ids: Sequence[str], window: Window) -> dict[str, list[str]]:
     """For the episodic memories among ``memory_ids`` that have a session: the contents of the servable
     turns in their window, the ones before (nearest first) then the ones after (nearest first)."""
-    if window.empty or not memory_ids:
-        return {}
     out: dict[str, list[str]] = {}
-    params = {"ids": list(memory_ids), "before": window.before, "after": window.after}
-    for mid, _side, content, _n in conn.execute(_AROUND, params):
+    for mid, _side, _nid, content, _n in _windows(conn, memory_ids, window):
         out.setdefault(mid, []).append(content)
     return out
 
@@ -115,33 +119,15 @@ def keyword_text(content: str, context: Sequence[str]) -> str:
     return "\n".join([content, *context]) if context else content
 
 
-_NEIGHBOUR_IDS = text(
-    f"""
-    SELECT m.id::text, 0 AS side, c.id::text, c.n FROM memories m
-    CROSS JOIN LATERAL (
-        SELECT p.id, row_number() OVER (ORDER BY {_DESC}) AS n FROM memories p
-        WHERE {_SAME_SESSION} AND {_P} < {_M} ORDER BY {_DESC} LIMIT :before
-    ) c WHERE {_EPISODIC_IN}
-    UNION ALL
-    SELECT m.id::text, 1 AS side, c.id::text, c.n FROM memories m
-    CROSS JOIN LATERAL (
-        SELECT p.id, row_number() OVER (ORDER BY {_ASC}) AS n FROM memories p
-        WHERE {_SAME_SESSION} AND {_P} > {_M} ORDER BY {_ASC} LIMIT :after
-    ) c WHERE {_EPISODIC_IN}
-    """
-).bindparams(bindparam("ids", type_=ARRAY(TEXT)))
-
-
 def neighbour_ids(conn: Connection, memory_ids: Sequence[str], window: Window) -> dict[str, tuple[list[str], list[str]]]:
     """For the episodic memories among ``memory_ids``: the ids of the servable turns before them in their
     session (oldest first) and after them (in order), up to ``window`` on each side."""
-    if window.empty or not memory_ids:
-        return {}
-    out: dict[str, tuple[list[tuple[int, str]], list[tuple[int, str]]]] = {}
-    params = {"ids": list(memory_ids), "before": window.before, "after": window.after}
-    for mid, side, nid, n in conn.execute(_NEIGHBOUR_IDS, params):
-        out.setdefault(mid, ([], []))[side].append((n, nid))
-    return {
-        mid: ([nid for _, nid in sorted(before, reverse=True)], [nid for _, nid in sorted(after)])
-        for mid, (before, after) in out.items()
-    }
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for mid, side, nid, _content, _n in _windows(conn, memory_ids, window):
+        before, after = out.setdefault(mid, ([], []))
+        # Rows come nearest first on each side: the turns before are reversed into reading order.
+        if side == 0:
+            before.insert(0, nid)
+        else:
+            after.append(nid)
+    return out

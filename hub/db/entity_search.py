@@ -22,7 +22,7 @@ from hub.core.model import MemoryFilter
 from hub.db.memories import filter_conditions, filter_params, servable_condition
 from hub.db.schema import memories
 
-MAX_MATCHES = 5000
+MAX_MATCHES = 1000
 
 
 def search(

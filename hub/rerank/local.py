@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from hub.recall import entities
 from hub.rerank.base import Candidate
 
 # Lucene's English stop words plus question words and auxiliaries, which a question always carries.
@@ -40,15 +41,6 @@ def content_terms(text: str) -> set[str]:
     return {_stem(w) for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP and len(w) > 1}
 
 
-def capitalised(text: str) -> set[str]:
-    """Words written with a capital inside a sentence, lowercased: names, places, products."""
-    out = set()
-    for sentence in re.split(r"[.!?]\s+", text):
-        words = _WORD.findall(sentence)
-        out.update(w.lower() for w in words[1:] if w[:1].isupper())
-    return out
-
-
 class LocalReranker:
     name = "local"
 
@@ -60,14 +52,16 @@ class LocalReranker:
         if not candidates:
             return []
         terms = content_terms(query)
-        names = capitalised(query)
+        names = set(entities.extract(query))  # the entity channel's rules, so both see the same names
         best = max(c.fused_score for c in candidates) or 1.0
         out = []
         for c in candidates:
             words = content_terms(c.content)
             covered = len(terms & words) / len(terms) if terms else 0.0
-            entities = {e.lower() for e in c.entities} | {w.lower() for w in _WORD.findall(c.content)}
-            named = len(names & entities) / len(names) if names else 0.0
+            # A name counts when the candidate's words contain it whole (multi-word names too) or the writer gave it.
+            text = " " + " ".join(w.lower() for w in _WORD.findall(c.content)) + " "
+            given = {entities.key(e) for e in c.entities}
+            named = sum(1 for n in names if n in given or f" {n} " in text) / len(names) if names else 0.0
             out.append(c.fused_score / best + self.term_weight * covered + self.entity_weight * named)
         return out
 
