@@ -9,6 +9,7 @@ asserts on how long anything takes.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -470,6 +471,25 @@ def test_revoked_token_is_refused_and_named(all_algs: AuthConfig) -> None:
     assert v.verify(token).token_id == c["jti"]
     revoked.add(c["jti"])
     assert refused(v, token) == f"token {c['jti']} was revoked"
+
+
+def test_a_token_verified_once_still_expires(all_algs: AuthConfig) -> None:
+    # Verified tokens are remembered; their expiry must still be judged on every call.
+    config = dataclasses.replace(all_algs, leeway_s=0.0)
+    v = make_verifier(config)
+    token = hs(claims(exp=int(time.time()) + 2))
+    assert v.verify(token).agent_id == "agent-1"
+    time.sleep(max(0.0, v.verify(token).expires_at.timestamp() - time.time()) + 0.1)
+    assert refused(v, token) == "token expired"
+
+
+def test_remembered_tokens_are_bounded(verifier: TokenVerifier) -> None:
+    from hub.auth.verifier import VERIFIED_CACHE_SIZE
+
+    tokens = [hs(claims()) for _ in range(VERIFIED_CACHE_SIZE + 5)]
+    assert all(verifier.verify(t).agent_id == "agent-1" for t in tokens)
+    assert len(verifier._verified) == VERIFIED_CACHE_SIZE  # noqa: SLF001 - the bound is the point
+    assert tokens[0] not in verifier._verified and tokens[-1] in verifier._verified  # noqa: SLF001
 
 
 def test_revocation_is_only_consulted_for_otherwise_valid_tokens(all_algs: AuthConfig) -> None:

@@ -51,7 +51,9 @@ _P = "(p.occurred_at, p.created_at, p.write_pos, p.id)"
 _M = "(m.occurred_at, m.created_at, m.write_pos, m.id)"
 _DESC = "p.occurred_at DESC, p.created_at DESC, p.write_pos DESC, p.id DESC"
 _ASC = "p.occurred_at, p.created_at, p.write_pos, p.id"
-_EPISODIC_IN = "m.id::text = ANY(:ids) AND m.kind = 'episodic' AND m.source_session <> ''"
+# ``m.id = ANY(uuid[])`` rather than ``m.id::text = ANY(text[])``: the cast on the column hid the primary
+# key, so every window query scanned the whole table (10 ms per search at 10k memories).
+_EPISODIC_IN = "m.id = ANY(CAST(:ids AS uuid[])) AND m.kind = 'episodic' AND m.source_session <> ''"
 
 # Each memory's window: (memory id, side, neighbour id, neighbour content, distance); side 0 is
 # before, 1 after; distance 1 is the adjacent turn.
@@ -84,7 +86,7 @@ _HOLDERS = text(
             SELECT p.id FROM memories p WHERE {_SAME_SESSION} AND {_P} < {_M} ORDER BY {_DESC} LIMIT :after
         ) c WHERE {_EPISODIC_IN}
     ) h
-    WHERE NOT h.id::text = ANY(:ids)
+    WHERE NOT h.id = ANY(CAST(:ids AS uuid[]))
       AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.memory_id = h.id AND NOT o.id = ANY(:claimed))
     """
 ).bindparams(bindparam("ids", type_=ARRAY(TEXT)), bindparam("claimed", type_=ARRAY(BIGINT)))

@@ -14,6 +14,7 @@ whether they carry over.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -29,6 +30,7 @@ _STOP = frozenset(
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 
 
+@functools.lru_cache(maxsize=65536)  # a conversation's vocabulary repeats: a lookup beats the suffix loop
 def _stem(word: str) -> str:
     """A deliberately light stemmer (plural and -ing/-ed) so that 'paintings' meets 'painting'."""
     for suffix in ("ing", "ed", "es", "s"):
@@ -38,7 +40,12 @@ def _stem(word: str) -> str:
 
 
 def content_terms(text: str) -> set[str]:
-    return {_stem(w) for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP and len(w) > 1}
+    return _terms(_WORD.findall(text.lower()))
+
+
+def _terms(words: Sequence[str]) -> set[str]:
+    # Distinct words first: each is stemmed once, however often it occurs.
+    return {_stem(w) for w in set(words) if w not in _STOP and len(w) > 1}
 
 
 class LocalReranker:
@@ -56,10 +63,10 @@ class LocalReranker:
         best = max(c.fused_score for c in candidates) or 1.0
         out = []
         for c in candidates:
-            words = content_terms(c.content)
-            covered = len(terms & words) / len(terms) if terms else 0.0
+            words = _WORD.findall(c.content.lower())
+            covered = len(terms & _terms(words)) / len(terms) if terms else 0.0
             # A name counts when the candidate's words contain it whole (multi-word names too) or the writer gave it.
-            text = " " + " ".join(w.lower() for w in _WORD.findall(c.content)) + " "
+            text = " " + " ".join(words) + " "
             given = {entities.key(e) for e in c.entities}
             named = sum(1 for n in names if n in given or f" {n} " in text) / len(names) if names else 0.0
             out.append(c.fused_score / best + self.term_weight * covered + self.entity_weight * named)
