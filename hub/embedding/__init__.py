@@ -41,7 +41,9 @@ def build_embedder(config: EmbeddingConfig) -> Embedder:
         inner = OnnxMiniLMEmbedder(
             onnx_model_path=config.onnx_model_path,
             tokenizer_path=config.tokenizer_path,
-            intra_op_num_threads=config.intra_op_threads,
+            # 0 = automatic: one thread per inference; the workers run inferences side by side.
+            intra_op_num_threads=config.intra_op_threads or 1,
+            quantize=config.quantize,
         )
     else:
         assert config.base_url and config.model  # guaranteed by validate()

