@@ -1,21 +1,21 @@
 """The hub at scale: 100k memories on the embedded defaults, searched by 1, 16 and 64 concurrent clients.
 
-    .venv/bin/python bench/bench_scale.py [--memories 100000] [--data-dir DIR]
+    .venv/bin/python bench/bench_scale.py [--memories 100000] [--data-dir DIR] [--env KEY=VALUE]
 
 The corpus is built offline from LoCoMo turns (bench/synthetic.py: each
 memory splices two turns, with another speaker and date; deterministic,
 distinct, 17 namespaces). Measured from this process over gRPC:
 1. the raw embedder alone on a sample of the corpus (the yardstick);
 2. ingest: 100 memories per write call from 4 writers, until everything is
-   searchable (past 50k memories the embedded index rebuilds its dense
-   index as IVF_FLAT once, when the indexer catches up);
+   searchable (the embedded index stays exact, FLAT, unless
+   ``--env MEMHUB_LITE_APPROXIMATE_ROWS=N`` asks for the approximate one);
 3. resident memory of the hub, its Milvus Lite process and Postgres;
 4. search p50/p99 and searches/s with 1, 16 and 64 concurrent clients, every
    query spanning all 17 namespaces;
 5. after stopping the hub: the parts of a search timed alone (bench/anatomy.py).
 
-Ingest is bounded by the embedder (a few dozen LoCoMo-sized texts a second
-on 2 cores), so 100k memories take most of an hour. ``--data-dir`` keeps the
+Ingest is bounded by the embedder (a few hundred LoCoMo-sized texts a second
+on 2 cores with the int8 model), so 100k memories take ten minutes or more. ``--data-dir`` keeps the
 data directory: run again with the same directory to measure searches
 without ingesting again.
 """
@@ -59,7 +59,10 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=640, help="searches per concurrency level (at least 4 per client)")
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH, help="LoCoMo json")
     parser.add_argument("--data-dir", type=Path, help="keep the hub's data here (reused when it already holds the corpus)")
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE hub setting (repeatable)")
     args = parser.parse_args()
+    if any("=" not in kv for kv in args.env):
+        parser.error("--env takes KEY=VALUE")
     if args.memories < 1 or args.searches < 64:
         parser.error("--memories must be positive and --searches at least 64")
     corpus = list(texts(args.memories, args.data))
@@ -71,7 +74,7 @@ def main() -> None:
     ingest: Ingest | None = None
     levels = {}
     try:
-        with running_hub(data_dir=data) as hub:
+        with running_hub(data_dir=data, extra_env=dict(kv.split("=", 1) for kv in args.env)) as hub:
             present = stored(hub.address, hub.token)
             if present < args.memories:
                 ingest = batched_writes(hub, corpus)  # already stored ones are deduplicated
@@ -85,6 +88,8 @@ def main() -> None:
         if args.data_dir is None:
             shutil.rmtree(data, ignore_errors=True)
     print(f"\nmemhub at scale on embedded defaults: {args.memories} memories in 17 namespaces (LoCoMo-derived)")
+    if args.env:
+        print(f"hub settings: {' '.join(args.env)}")
     print(f"raw embedder (batched, alone):      {raw_rate:7.1f} texts/s")
     if ingest is not None:
         print(
