@@ -16,6 +16,7 @@ from hub.auth import RevocationList
 from hub.core import paging
 from hub.core.access import Action, Authorizer, require
 from hub.core.model import Caller
+from hub.core.namespaces import validate_namespace
 from hub.db import audit_queries
 from hub.db.memories import subtree_condition
 from hub.db.schema import namespaces
@@ -43,7 +44,7 @@ class AdminService:
     def list_namespaces(self, caller: Caller, under: str | None, page_size: int, page_token: str) -> tuple[list[str], str]:
         require(self._authorizer, caller, Action.ADMIN, None)
         fp = paging.fingerprint("namespaces", under)
-        after = paging.decode_key(page_token, fp)
+        after = paging.decode_key(page_token, fp, validate_namespace)
         query = select(namespaces.c.name).order_by(namespaces.c.name).limit(page_size + 1)
         if under:
             query = query.where(subtree_condition(namespaces.c.name, [under]))
@@ -80,13 +81,7 @@ class AdminService:
     def query_audit(self, caller: Caller, q: audit_queries.AuditQuery, page_size: int, page_token: str) -> tuple[Sequence, str]:
         require(self._authorizer, caller, Action.ADMIN, None)
         fp = paging.fingerprint("audit", q)
-        after = paging.decode_key(page_token, fp)
-        before_id = None
-        if after is not None:
-            try:
-                before_id = int(after)
-            except ValueError:
-                raise InvalidArgument("page_token", "is not a page token issued by this hub") from None
+        before_id = paging.decode_key(page_token, fp, paging.audit_id)
         with self._engine.connect() as conn:
             rows = audit_queries.query(conn, q, page_size + 1, before_id)
         page = rows[:page_size]
