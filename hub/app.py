@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from hub.audit.aggregate import AggregatedEvents
 from hub.audit.writer import AuditWriter
 from hub.auth import KeyRing, RevocationList, TokenVerifier
 from hub.auth.config import LOCAL_SECRET_NAME
@@ -142,6 +143,8 @@ class Hub:
     audit: AuditWriter
     service: MemoryService
     admin: AdminService
+    events: AggregatedEvents
+    """Failed authentications and refused calls, audited in aggregate (hub/audit/aggregate.py)."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -205,12 +208,14 @@ class Hub:
             audit,
             service,
             admin,
+            AggregatedEvents(audit),
         )
 
     def start_background(self) -> None:
         self.revocations.start()  # loads the list before returning: never serve with an unknown list
         self.policies.start()
         self.audit.start()
+        self.events.start()
         if self.config.indexer.enabled:
             self.indexer.start()
         self.recorder.start()
@@ -220,6 +225,7 @@ class Hub:
         self.monitor.stop()
         self.indexer.stop()
         self.recorder.stop()
+        self.events.stop()  # its last rows go to the audit writer, which stops next
         self.audit.stop()
         self.policies.stop()
         self.revocations.stop()

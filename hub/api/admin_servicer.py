@@ -96,6 +96,7 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                     rpc=m["rpc"],
                     request_id=m["request_id"],
                     trace_id=m["trace_id"],
+                    detail={k: str(v) for k, v in (m["detail"] or {}).items()},
                 )
             )
         return pb.QueryAuditLogResponse(entries=entries, next_page_token=token)

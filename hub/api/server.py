@@ -142,7 +142,7 @@ class HubServer:
                 ("grpc.max_receive_message_length", config.max_message_bytes),
                 ("grpc.max_send_message_length", config.max_message_bytes),
             ],
-            interceptors=[TracingInterceptor(), AuthInterceptor(hub.verifier)],
+            interceptors=[TracingInterceptor(), AuthInterceptor(hub.verifier, hub.events)],
         )
         pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service, self._pool), server)
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool), server)

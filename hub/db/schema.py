@@ -174,6 +174,9 @@ audit_log = Table(
     Column("rpc", String(64), nullable=False, server_default=""),
     Column("request_id", String(128), nullable=False, server_default=""),
     Column("trace_id", String(32), nullable=False, server_default=""),
+    # What the row aggregates or counts, e.g. {"reason": "bad-signature", "source": "10.0.0.7", "count": 37}
+    # for repeated authentication failures, {"namespaces": 12} for a search's one read decision.
+    Column("detail", JSONB, nullable=False, server_default="{}"),
     Index("ix_audit_log_at", "at"),
     Index("ix_audit_log_agent_at", "agent_id", "at"),
     Index("ix_audit_log_namespace_at", "namespace", "at"),
