@@ -131,9 +131,16 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         return unary
 
 
-def wrap_handler(handler: grpc.RpcMethodHandler, wrap: Callable[[Callable], Callable]) -> grpc.RpcMethodHandler:
-    """Rebuild a method handler with its behavior wrapped, whatever its streaming shape."""
-    kwargs = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+def wrap_handler(
+    handler: grpc.RpcMethodHandler,
+    wrap: Callable[[Callable], Callable],
+    request_deserializer: Callable[[bytes], Any] | None = None,
+) -> grpc.RpcMethodHandler:
+    """Rebuild a method handler with its behavior wrapped (and optionally another deserializer), whatever its shape."""
+    kwargs = {
+        "request_deserializer": request_deserializer or handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
     if handler.unary_unary:
         return grpc.unary_unary_rpc_method_handler(wrap(handler.unary_unary), **kwargs)
     if handler.unary_stream:

@@ -13,7 +13,8 @@ stay plain blocking Python: ``HubServer.start()``/``stop()``.
 
 Interceptors, outermost first: OpenTelemetry (continues the caller's trace
 from the `traceparent` metadata and opens the RPC's server span), then the
-token check, so even UNAUTHENTICATED calls are traced. Health checks are not
+token check, so even UNAUTHENTICATED calls are traced, then the wire check
+(bytes that are not a request answer INVALID_ARGUMENT, hub/api/wire.py). Health checks are not
 traced: probes would bury real traffic.
 """
 
@@ -38,6 +39,7 @@ from hub import telemetry
 from hub.api.admin_servicer import AdminServicer
 from hub.api.identity import AuthInterceptor
 from hub.api.servicer import MemoryServicer
+from hub.api.wire import WireInterceptor
 from hub.app import Hub
 from hub.errors import StartupError
 
@@ -142,7 +144,7 @@ class HubServer:
                 ("grpc.max_receive_message_length", config.max_message_bytes),
                 ("grpc.max_send_message_length", config.max_message_bytes),
             ],
-            interceptors=[TracingInterceptor(), AuthInterceptor(hub.verifier, hub.events)],
+            interceptors=[TracingInterceptor(), AuthInterceptor(hub.verifier, hub.events), WireInterceptor()],
         )
         pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service, self._pool), server)
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool), server)
