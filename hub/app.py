@@ -190,6 +190,7 @@ class Hub:
             ),
             reranker=_open_reranker(config),
             rerank_depth=config.rerank.depth,
+            max_response_bytes=config.server.max_response_bytes,
         )
         admin = AdminService(engine, authorizer, policies, revocations)
         return cls(

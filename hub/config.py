@@ -66,7 +66,11 @@ class ServerConfig:
     """gRPC worker threads: bounds concurrent calls being served."""
 
     max_message_bytes: int = 8 * 1024 * 1024
-    """Largest request or response message."""
+    """Largest request or response message (MEMHUB_MAX_MESSAGE_BYTES)."""
+
+    max_response_bytes: int = 4 * 1024 * 1024
+    """List pages and search results are cut to stay under this (MEMHUB_MAX_RESPONSE_BYTES, at most
+    max_message_bytes): 4 MiB is gRPC clients' default receive limit, so every client can read every reply."""
 
 
 @dataclass(frozen=True)
@@ -185,9 +189,14 @@ class HubConfig:
             milvus_collection=env.get("MEMHUB_MILVUS_COLLECTION", "memhub_memories"),
             lite_approximate_rows=_int(env, "MEMHUB_LITE_APPROXIMATE_ROWS", 0, 0, 10**9) or None,
         )
+        max_message = _int(env, "MEMHUB_MAX_MESSAGE_BYTES", ServerConfig.max_message_bytes, 64 * 1024, 64 * 2**20)
         server = ServerConfig(
             host=env.get("MEMHUB_HOST", "127.0.0.1"),
             port=_int(env, "MEMHUB_PORT", 50051, 0, 65535),
+            max_message_bytes=max_message,
+            max_response_bytes=_int(
+                env, "MEMHUB_MAX_RESPONSE_BYTES", min(ServerConfig.max_response_bytes, max_message), 64 * 1024, max_message
+            ),
         )
         indexer = IndexerConfig(
             enabled=env.get("MEMHUB_INDEXER", "1") not in ("0", "false", "no"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from datetime import timezone
+from datetime import datetime, timezone
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from memhub.v1 import admin_pb2 as pb
@@ -18,6 +18,7 @@ from hub.db.audit_queries import AuditQuery
 from hub.errors import InvalidArgument
 
 MAX_ADMIN_PAGE = 1000
+MAX_ACTION_CHARS = 32
 _DECISIONS = {pb.DECISION_ALLOW: "allow", pb.DECISION_DENY: "deny"}
 _DECISION_TO_PB = {v_: k for k, v_ in _DECISIONS.items()}
 
@@ -28,6 +29,22 @@ def _page_size(value: int) -> int:
     if not 1 <= value <= MAX_ADMIN_PAGE:
         raise InvalidArgument("page_size", f"is {value}; use 1 to {MAX_ADMIN_PAGE} (0 means 100)")
     return value
+
+
+def _when(msg, name: str) -> datetime | None:  # noqa: ANN001 - a request message
+    """An optional Timestamp field as an aware datetime; INVALID_ARGUMENT when out of range (was INTERNAL)."""
+    if not msg.HasField(name):
+        return None
+    try:
+        return getattr(msg, name).ToDatetime(tzinfo=timezone.utc)
+    except (ValueError, OverflowError):
+        raise InvalidArgument(name, "is not a valid timestamp (years 1 to 9999)") from None
+
+
+def _bounded_text(value: str, field: str, limit: int) -> str | None:
+    if len(value) > limit:
+        raise InvalidArgument(field, f"is {len(value)} characters; the limit is {limit}")
+    return value or None
 
 
 def _ts(value) -> Timestamp:  # noqa: ANN001 - datetime
@@ -63,7 +80,7 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     @blocking_rpc
     def RevokeToken(self, request: pb.RevokeTokenRequest, context: None) -> pb.RevokeTokenResponse:
         reason = v.reason(request.reason, "reason")
-        expires = request.expires_at.ToDatetime(tzinfo=timezone.utc) if request.HasField("expires_at") else None
+        expires = _when(request, "expires_at")
         return pb.RevokeTokenResponse(revoked=self._admin.revoke_token(current_caller(), request.token_id, reason, expires))
 
     @blocking_rpc
@@ -71,12 +88,12 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
         if request.decision not in (0, *_DECISIONS):
             raise InvalidArgument("decision", f"unknown value {request.decision}; expected DECISION_ALLOW or DECISION_DENY")
         query = AuditQuery(
-            agent_id=request.agent_id or None,
-            action=request.action or None,
+            agent_id=_bounded_text(request.agent_id, "agent_id", v.MAX_AGENT_ID_CHARS),
+            action=_bounded_text(request.action, "action", MAX_ACTION_CHARS),
             namespace=validate_namespace(request.namespace, "namespace") if request.namespace else None,
             decision=_DECISIONS.get(request.decision),
-            since=request.since.ToDatetime(tzinfo=timezone.utc) if request.HasField("since") else None,
-            until=request.until.ToDatetime(tzinfo=timezone.utc) if request.HasField("until") else None,
+            since=_when(request, "since"),
+            until=_when(request, "until"),
         )
         rows, token = self._admin.query_audit(current_caller(), query, _page_size(request.page_size), request.page_token)
         entries = []
