@@ -29,8 +29,9 @@ from hub.core.policy_authorizer import PolicyAuthorizer
 from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import RetrievalSettings
 from hub.core.service import MemoryService
+from hub.core.usage_folder import UsageFolder
 from hub.db import engine as db_engine
-from hub.db import migrate
+from hub.db import migrate, namespace_usage
 from hub.db.context import Window
 from hub.embedding import Embedder, EmbeddingError, build_embedder
 from hub.errors import StartupError
@@ -48,6 +49,7 @@ def open_database(config: HubConfig) -> tuple[Engine, str]:
         url = db_engine.start_embedded(config.store.data_dir)
     engine = db_engine.connect(url, pool_size=max(8, config.server.max_workers // 2))
     migrate.upgrade(engine)
+    namespace_usage.install_quota_settings(engine, config.limits)  # read by the quota triggers
     return engine, url
 
 
@@ -145,6 +147,8 @@ class Hub:
     admin: AdminService
     events: AggregatedEvents
     """Failed authentications and refused calls, audited in aggregate (hub/audit/aggregate.py)."""
+    usage_folder: UsageFolder
+    """Folds storage deltas for the quotas (hub/core/usage_folder.py)."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -210,6 +214,7 @@ class Hub:
             service,
             admin,
             AggregatedEvents(audit),
+            UsageFolder(engine),
         )
 
     def start_background(self) -> None:
@@ -217,6 +222,7 @@ class Hub:
         self.policies.start()
         self.audit.start()
         self.events.start()
+        self.usage_folder.start()
         if self.config.indexer.enabled:
             self.indexer.start()
         self.recorder.start()
@@ -224,6 +230,7 @@ class Hub:
 
     def close(self) -> None:
         self.monitor.stop()
+        self.usage_folder.stop()
         self.indexer.stop()
         self.recorder.stop()
         self.events.stop()  # its last rows go to the audit writer, which stops next

@@ -23,6 +23,7 @@ from hub.audit.aggregate import OVERFLOW_REASON, AggregatedEvents, EventKey
 from hub.auth import load_secret
 from hub.auth.failures import REASONS
 from hub.client import MemhubClient, memory_input
+from security.hubs import tally
 
 
 def _claims(**overrides: object) -> dict:
@@ -106,15 +107,12 @@ def test_failed_authentications_are_audited_per_source_and_reason(stack: Stack, 
         for _ in range(3):
             assert _refused(anonymous, ns)[0] == grpc.StatusCode.UNAUTHENTICATED
     rows = _auth_rows(stack, fresh_window)
-    by_reason = {r.detail["reason"]: r for r in rows}
-    assert set(by_reason) == {"bad-signature", "missing-token"}, [dict(r.detail) for r in rows]
-    forged_row = by_reason["bad-signature"]
-    assert forged_row.detail["count"] == "7"
-    assert forged_row.detail["source"] == "127.0.0.1"
-    assert forged_row.decision == admin_pb2.DECISION_DENY
-    assert forged_row.agent_id == ""  # an unverified token names nobody
-    assert forged_row.rpc == "memhub.v1.MemoryService/SearchMemories"
-    assert by_reason["missing-token"].detail["count"] == "3"
+    assert tally(rows) == {"bad-signature": 7, "missing-token": 3}, [dict(r.detail) for r in rows]
+    for row in rows:
+        assert row.detail["source"] == "127.0.0.1"
+        assert row.decision == admin_pb2.DECISION_DENY
+        assert row.agent_id == ""  # an unverified token names nobody
+        assert row.rpc == "memhub.v1.MemoryService/SearchMemories"
     after = stack.hub.events.totals()
     assert after[("authenticate", "bad-signature")] - before.get(("authenticate", "bad-signature"), 0) == 7
     assert after[("authenticate", "missing-token")] - before.get(("authenticate", "missing-token"), 0) == 3
@@ -129,9 +127,10 @@ def test_a_flood_of_forged_tokens_is_one_row_and_one_log_line(
             _refused(forged, ns)
     with caplog.at_level(logging.WARNING, logger="hub.audit.aggregate"):
         rows = _auth_rows(stack, fresh_window)
-    assert [(r.detail["reason"], r.detail["count"]) for r in rows] == [("bad-signature", "200")]
+    assert tally(rows) == {"bad-signature": 200}
+    assert len(rows) <= 2  # one per 10 s window (the flood may straddle a window boundary)
     lines = [r for r in caplog.records if r.name == "hub.audit.aggregate"]
-    assert len(lines) == 1 and lines[0].levelno == logging.WARNING
+    assert len(lines) == len(rows) and all(line.levelno == logging.WARNING for line in lines)
     assert _forged() not in caplog.text  # no token, no attacker-chosen text
 
 
