@@ -52,7 +52,7 @@ from hub.core.model import (
 from hub.core.namespaces import minimal_roots
 from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import Retrieval, RetrievalSettings
-from hub.db import context, idempotency
+from hub.db import context, idempotency, namespace_scope
 from hub.db import memories as memories_db
 from hub.db.engine import is_transient_conflict
 from hub.embedding import Embedder
@@ -338,18 +338,20 @@ class MemoryService:
     def _readable_namespaces(self, caller: Caller, roots: Sequence[str], conn: Connection | None = None) -> list[str]:
         """The existing namespaces under `roots` (all, when empty) that the caller may read.
 
-        Permission is decided per namespace *before* any search, so results
-        and their count can only come from readable namespaces, and a denied
-        namespace looks exactly like an empty or missing one.
+        Permission is decided *before* any search, so results and their count
+        can only come from readable namespaces, and a denied namespace looks
+        exactly like an empty or missing one. It is decided once, on the
+        policies' scope for the caller, which the database applies to the
+        namespace table: the cost does not grow with namespaces the caller
+        cannot read (hub/core/policy_authorizer.py).
         """
         if conn is None:
             with self._reads.connect() as own:
                 return self._readable_namespaces(caller, roots, own)
-        candidates = (
-            memories_db.resolve_namespaces(conn, minimal_roots(list(roots))) if roots else memories_db.all_namespaces(conn)
+        wanted = minimal_roots(list(roots))
+        return self._authorizer.readable(
+            caller, Action.READ, wanted, lambda scope: namespace_scope.namespaces_in_scope(conn, wanted, scope)
         )
-        verdicts = self._authorizer.allowed_many(caller, Action.READ, candidates)
-        return [ns for ns, ok in zip(candidates, verdicts, strict=True) if ok]
 
     def _check_sources_readable(self, caller: Caller, items: Sequence[NewMemory]) -> None:
         """derived_from may only name memories the caller can read (else they look missing)."""
