@@ -9,8 +9,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from memhub.v1 import admin_pb2 as pb
 from memhub.v1 import admin_pb2_grpc as pb_grpc
 
+from hub.api.call_limits import CallLimiter
 from hub.api.identity import current_caller
 from hub.api.status import blocking_rpc
+from hub.audit.aggregate import AggregatedEvents
+from hub.config import CallLimit
 from hub.core import validation as v
 from hub.core.admin import AdminService, PolicyInfo
 from hub.core.namespaces import validate_namespace
@@ -57,10 +60,18 @@ def _policy_info(info: PolicyInfo) -> pb.PolicyInfo:
     return pb.PolicyInfo(version=info.version, policy_ids=info.policy_ids, files=info.files, loaded_at=_ts(info.loaded_at))
 
 
+def _limit(limit: CallLimit) -> pb.CallLimit:
+    return pb.CallLimit(concurrent=limit.concurrent, rate=limit.rate, burst=limit.burst)
+
+
 class AdminServicer(pb_grpc.AdminServiceServicer):
-    def __init__(self, admin: AdminService, pool: Executor) -> None:
+    def __init__(
+        self, admin: AdminService, pool: Executor, limiter: CallLimiter | None = None, events: AggregatedEvents | None = None
+    ) -> None:
         self._admin = admin
         self.pool = pool  # where the method bodies run (hub/api/status.py)
+        self._limiter = limiter
+        self._events = events
 
     @blocking_rpc
     def ListNamespaces(self, request: pb.ListNamespacesRequest, context: None) -> pb.ListNamespacesResponse:
@@ -117,3 +128,38 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                 )
             )
         return pb.QueryAuditLogResponse(entries=entries, next_page_token=token)
+
+    @blocking_rpc
+    def GetLimits(self, request: pb.GetLimitsRequest, context: None) -> pb.LimitsReport:
+        namespace = validate_namespace(request.namespace, "namespace") if request.namespace else None
+        used = self._admin.namespace_usage(current_caller(), namespace)  # requires admin before anything is read
+        report = pb.LimitsReport()
+        if self._limiter is not None:
+            c = self._limiter.config
+            report.agent.CopyFrom(_limit(c.agent))
+            for name, limit in c.agents:
+                report.agents[name].CopyFrom(_limit(limit))
+            for name, limit in c.groups:
+                report.groups[name].CopyFrom(_limit(limit))
+            report.queue, report.queue_timeout_seconds = c.queue, c.queue_timeout_s
+            report.streams_per_agent, report.stream_idle_timeout_seconds = c.streams_per_agent, c.stream_idle_timeout_s
+            report.namespaces_per_agent = c.namespaces_per_agent
+            report.namespace_max_memories, report.namespace_max_bytes = c.namespace_max_memories, c.namespace_max_bytes
+            for a in self._limiter.snapshot():
+                report.usage.add(
+                    kind=a.kind, name=a.name, running=a.running, waiting=a.waiting, streams=a.streams, refused=a.refused
+                )
+        if self._events is not None:
+            for (action, reason), count in sorted(self._events.totals().items()):
+                report.refusals[f"{action}/{reason}"] = count
+        if used is not None and namespace is not None:
+            report.namespace.CopyFrom(
+                pb.NamespaceUsage(
+                    namespace=namespace,
+                    memories=used.memories,
+                    bytes=used.bytes,
+                    created_by=used.created_by or "",
+                    exists=used.created_by is not None,
+                )
+            )
+        return report

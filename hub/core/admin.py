@@ -17,7 +17,7 @@ from hub.core import paging
 from hub.core.access import Action, Authorizer, require
 from hub.core.model import Caller
 from hub.core.namespaces import validate_namespace
-from hub.db import audit_queries
+from hub.db import audit_queries, namespace_usage
 from hub.db.memories import subtree_condition
 from hub.db.schema import namespaces
 from hub.errors import InvalidArgument
@@ -77,6 +77,14 @@ class AdminService:
         except ValueError as exc:  # "field: problem" from the revocation list's own checks
             field, _, problem = str(exc).partition(": ")
             raise InvalidArgument({"jti": "token_id"}.get(field, field), problem or str(exc)) from None
+
+    def namespace_usage(self, caller: Caller, namespace: str | None) -> namespace_usage.Usage | None:
+        """Requires admin; a namespace's storage use (None when none was asked for)."""
+        require(self._authorizer, caller, Action.ADMIN, None)
+        if namespace is None:
+            return None
+        with self._engine.connect() as conn:
+            return namespace_usage.usage(conn, namespace)
 
     def query_audit(self, caller: Caller, q: audit_queries.AuditQuery, page_size: int, page_token: str) -> tuple[Sequence, str]:
         require(self._authorizer, caller, Action.ADMIN, None)

@@ -113,9 +113,10 @@ def test_failed_authentications_are_audited_per_source_and_reason(stack: Stack, 
         assert row.decision == admin_pb2.DECISION_DENY
         assert row.agent_id == ""  # an unverified token names nobody
         assert row.rpc == "memhub.v1.MemoryService/SearchMemories"
-    after = stack.hub.events.totals()
-    assert after[("authenticate", "bad-signature")] - before.get(("authenticate", "bad-signature"), 0) == 7
-    assert after[("authenticate", "missing-token")] - before.get(("authenticate", "missing-token"), 0) == 3
+    # The counters, as admins see them (AdminService.GetLimits).
+    after = stack.client.call_admin("GetLimits", admin_pb2.GetLimitsRequest()).refusals
+    assert after["authenticate/bad-signature"] - before.get(("authenticate", "bad-signature"), 0) == 7
+    assert after["authenticate/missing-token"] - before.get(("authenticate", "missing-token"), 0) == 3
 
 
 def test_a_flood_of_forged_tokens_is_one_row_and_one_log_line(

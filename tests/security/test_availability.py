@@ -294,3 +294,20 @@ def test_limit_settings_are_read_from_the_environment(tmp_path: Path) -> None:
         HubConfig.from_env({"MEMHUB_DATA_DIR": str(tmp_path), "MEMHUB_GROUP_LIMITS": "reporters"})
     with pytest.raises(StartupError, match="is not CONCURRENT/RATE"):
         HubConfig.from_env({"MEMHUB_DATA_DIR": str(tmp_path), "MEMHUB_AGENT_LIMITS": "bot=fast"})
+
+
+def test_admins_see_the_limits_the_refusals_and_who_uses_the_replica(limited: SpecialStack, ns: str) -> None:
+    with limited.client_as("ratey") as ratey:  # its bucket is long spent: one more refusal at least
+        with pytest.raises(grpc.RpcError):
+            ratey.list([ns])
+    report = limited.client.call_admin("GetLimits", admin_pb2.GetLimitsRequest())
+    assert (report.agent.concurrent, report.agent.rate) == (1, 0)
+    assert report.agents["ratey"].burst == 3 and report.groups["reporters"].burst == 2
+    assert report.streams_per_agent == 4 and report.queue == 1
+    assert report.refusals["limit/agent-rate"] >= 1
+    usage = {(u.kind, u.name): u for u in report.usage}
+    assert usage[("agent", "ratey")].refused >= 1
+    with MemhubClient(limited.address, token=limited.token("no-admin", groups=())) as outsider:
+        with pytest.raises(grpc.RpcError) as exc:
+            outsider.call_admin("GetLimits", admin_pb2.GetLimitsRequest())
+    assert exc.value.code() == grpc.StatusCode.PERMISSION_DENIED

@@ -144,3 +144,13 @@ def test_quota_refusals_are_audited(quota_hub: SpecialStack, ns: str) -> None:
         "QueryAuditLog", admin_pb2.QueryAuditLogRequest(action="quota", agent_id="quota-auditee", since=since)
     ).entries
     assert tally(rows) == {"namespace-memories": 2}
+
+
+def test_admins_see_a_namespaces_use_against_its_quota(quota_hub: SpecialStack, writer: MemhubClient, ns: str) -> None:
+    writer.write([memory_input(ns, "abc"), memory_input(ns, "défg")])
+    report = quota_hub.client.call_admin("GetLimits", admin_pb2.GetLimitsRequest(namespace=ns))
+    assert (report.namespace.memories, report.namespace.bytes, report.namespace.exists) == (2, 8, True)
+    assert report.namespace.created_by.startswith("agent-")
+    assert (report.namespace_max_memories, report.namespace_max_bytes, report.namespaces_per_agent) == (5, 2000, 3)
+    missing = quota_hub.client.call_admin("GetLimits", admin_pb2.GetLimitsRequest(namespace=f"{ns}/none"))
+    assert not missing.namespace.exists and missing.namespace.memories == 0
