@@ -65,6 +65,9 @@ def timed_calls(
             call()
         except grpc.RpcError as exc:
             outcomes[exc.code().name] += 1
+            advice = dict(exc.trailing_metadata() or ()).get("retry-after")
+            if advice:  # a well-behaved client waits as told (at most a second here)
+                time.sleep(min(float(advice), 1.0))
             continue
         latencies.append(time.perf_counter() - t0)
         outcomes["OK"] += 1

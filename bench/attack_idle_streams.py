@@ -7,7 +7,8 @@ then has agent "mallory" (an ordinary token, no groups) open --streams
 server-reflection streams that never send a message, each on its own
 connection, and repeats the victim's calls with a 5 s deadline while they
 stay open. Prints the victim's latencies and outcomes in both phases and
-what became of mallory's streams (still open, refused, closed by the hub).
+what became of mallory's streams (still open, refused, closed by the hub),
+also --hold seconds later.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=64, help="idle streams mallory opens (the old pool had 32 threads)")
     parser.add_argument("--calls", type=int, default=40, help="victim calls per phase (half writes, half searches)")
+    parser.add_argument("--hold", type=float, default=0.0, help="then keep the streams this many seconds more and report")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="memhub-attack-"))
     with running_hub(extra_env=fleet_policy_env(root)) as hub:
@@ -89,6 +91,9 @@ def main() -> None:
         lat, out = timed_calls(victim_call, count=args.calls)
         print(describe("victim during streams ", lat, out))
         print(f"mallory's streams after the victim's calls: {dict(Counter(s.outcome for s in streams))}")
+        if args.hold:
+            time.sleep(args.hold)
+            print(f"mallory's streams {args.hold:g} s later: {dict(Counter(s.outcome for s in streams))}")
         for s in streams:
             s.close()
         victim.close()

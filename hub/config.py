@@ -172,8 +172,10 @@ class CallLimit:
     burst: int = 0
     """Calls allowed at once above the rate (the token bucket's size; 0 means twice the rate, at least 1)."""
 
-    def describe(self) -> str:
-        return f"{self.concurrent}/{self.rate:g}/{self.burst}"
+    @property
+    def bucket(self) -> int:
+        """The token bucket's size: ``burst``, or twice the rate."""
+        return self.burst or max(1, int(2 * self.rate))
 
 
 @dataclass(frozen=True)
@@ -186,10 +188,11 @@ class LimitsConfig:
     are audited in aggregate (action "limit") and counted for AdminService.GetLimits.
     """
 
-    agent: CallLimit = CallLimit(concurrent=4, rate=100.0, burst=200)
-    """Every agent's own limit (MEMHUB_AGENT_MAX_CONCURRENT, MEMHUB_AGENT_RATE, MEMHUB_AGENT_BURST). Four calls
-    at a time keep a 2-core replica responsive for others under a flood from one token; 100 calls/s is far
-    above what an LLM agent needs."""
+    agent: CallLimit = CallLimit(concurrent=4, rate=100.0)
+    """Every agent's own limit (MEMHUB_AGENT_MAX_CONCURRENT, MEMHUB_AGENT_RATE, MEMHUB_AGENT_BURST; bursts of twice
+    the rate unless set). Four calls at a time, the rest waiting in line, cut a flood's harm to another agent on
+    a 2-core replica by two thirds (bench/attack_search_flood.py); 100 calls/s is far above what an LLM agent
+    needs. Lower both for stronger isolation."""
 
     agents: tuple[tuple[str, CallLimit], ...] = ()
     """Overrides for named agents (MEMHUB_AGENT_LIMITS="indexer-bot=16/500/1000,..."; CONCURRENT/RATE[/BURST],

@@ -61,7 +61,7 @@ def _policy_info(info: PolicyInfo) -> pb.PolicyInfo:
 
 
 def _limit(limit: CallLimit) -> pb.CallLimit:
-    return pb.CallLimit(concurrent=limit.concurrent, rate=limit.rate, burst=limit.burst)
+    return pb.CallLimit(concurrent=limit.concurrent, rate=limit.rate, burst=limit.bucket if limit.rate else 0)
 
 
 class AdminServicer(pb_grpc.AdminServiceServicer):

@@ -169,7 +169,7 @@ class CallLimiter:
             now = self._clock()
             if len(self._accounts) >= _PRUNE_ABOVE:
                 self._prune(now)
-            bucket = _Bucket(limit.rate, limit.burst or max(1, int(2 * limit.rate)), now) if limit.rate > 0 else None
+            bucket = _Bucket(limit.rate, limit.bucket, now) if limit.rate > 0 else None
             account = _Account(limit, bucket, _Slots(limit.concurrent) if limit.concurrent > 0 else None)
             with self._lock:
                 self._accounts[key] = account

@@ -167,6 +167,8 @@ def write_request(req: pb.WriteMemoriesRequest) -> list[NewMemory]:
         raise InvalidArgument("memories", "is empty; send 1 to 100 memories")
     if len(req.memories) > v.MAX_BATCH:
         raise InvalidArgument("memories", f"has {len(req.memories)} memories; the limit is {v.MAX_BATCH} per call")
+    for i, m in enumerate(req.memories):  # name the memory over its own limit before the request's total
+        v.bounded(len(m.derived_from), f"memories[{i}].derived_from", v.MAX_DERIVED_FROM, "ids")
     sources = sum(len(m.derived_from) for m in req.memories)
     v.bounded(sources, "memories[].derived_from", v.MAX_DERIVED_FROM_PER_REQUEST, "ids in all")
     now = datetime.now(timezone.utc)

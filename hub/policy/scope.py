@@ -155,6 +155,18 @@ def all_of(parts: Iterable[Predicate]) -> Predicate:
             return FALSE
         if p != TRUE:
             kept.extend(p.parts if isinstance(p, AllOf) else (p,))
+    # attr == v makes attr != w (w != v) redundant: `owner != "" && owner == "alice"` is a plain prefix in SQL.
+    fixed = {(q.attr, q.value) for q in kept if isinstance(q, Equals) and q.value is not None}
+    kept = [
+        q
+        for q in kept
+        if not (
+            isinstance(q, Not)
+            and isinstance(q.arg, Equals)
+            and q.arg.value is not None
+            and any(attr == q.arg.attr and value != q.arg.value for attr, value in fixed)
+        )
+    ]
     return TRUE if not kept else kept[0] if len(kept) == 1 else AllOf(tuple(dict.fromkeys(kept)))
 
 

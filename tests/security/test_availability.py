@@ -284,7 +284,7 @@ def test_limit_settings_are_read_from_the_environment(tmp_path: Path) -> None:
             "MEMHUB_STREAM_IDLE_TIMEOUT_S": "30",
         }
     ).limits
-    assert config.agent == CallLimit(2, 5.0, 200)
+    assert config.agent == CallLimit(2, 5.0, 0) and config.agent.bucket == 10  # bursts of twice the rate
     assert config.limit_for("bot") == CallLimit(16, 500.0, 1000)
     assert dict(config.groups) == {"reporters": CallLimit(2, 1.0, 0), "bench": CallLimit(0, 0.0, 0)}
     assert config.stream_idle_timeout_s == 30.0
