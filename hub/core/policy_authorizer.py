@@ -84,6 +84,7 @@ class PolicyAuthorizer:
                 span.set_attributes(
                     {
                         "memhub.namespace_count": len(names),
+                        "memhub.namespaces_allowed": names[:MAX_LISTED_NAMESPACES],
                         "memhub.decision": "allow" if names else "deny",
                         "memhub.policy_ids": list(policy_ids),
                         "memhub.policy_version": engine.version,
