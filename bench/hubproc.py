@@ -62,7 +62,9 @@ def running_hub(data_dir: Path | None = None, extra_env: dict[str, str] | None =
     scratch = data_dir is None
     data = Path(tempfile.mkdtemp(prefix="memhub-bench-")) if scratch else data_dir
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
-    env |= {"MEMHUB_POLICY_DIR": str(bench_policy_dir(data))} | (extra_env or {})
+    # The benchmark's own agent is exempt from the per-agent call limits: the benchmarks measure what a hub
+    # can serve, not one agent's share of it (bench/attack_*.py play other agents, under the defaults).
+    env |= {"MEMHUB_POLICY_DIR": str(bench_policy_dir(data)), "MEMHUB_AGENT_LIMITS": "bench=0/0"} | (extra_env or {})
     proc = subprocess.Popen(
         [sys.executable, "-m", "hub.cli.main", "serve", "--data-dir", str(data), "--port", "0", "--log-level", "warning"],
         stdout=subprocess.PIPE,

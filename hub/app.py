@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from hub.audit.aggregate import AggregatedEvents
 from hub.audit.writer import AuditWriter
 from hub.auth import KeyRing, RevocationList, TokenVerifier
 from hub.auth.config import LOCAL_SECRET_NAME
@@ -28,8 +29,9 @@ from hub.core.policy_authorizer import PolicyAuthorizer
 from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import RetrievalSettings
 from hub.core.service import MemoryService
+from hub.core.usage_folder import UsageFolder
 from hub.db import engine as db_engine
-from hub.db import migrate
+from hub.db import migrate, namespace_usage
 from hub.db.context import Window
 from hub.embedding import Embedder, EmbeddingError, build_embedder
 from hub.errors import StartupError
@@ -47,6 +49,7 @@ def open_database(config: HubConfig) -> tuple[Engine, str]:
         url = db_engine.start_embedded(config.store.data_dir)
     engine = db_engine.connect(url, pool_size=max(8, config.server.max_workers // 2))
     migrate.upgrade(engine)
+    namespace_usage.install_quota_settings(engine, config.limits)  # read by the quota triggers
     return engine, url
 
 
@@ -142,6 +145,10 @@ class Hub:
     audit: AuditWriter
     service: MemoryService
     admin: AdminService
+    events: AggregatedEvents
+    """Failed authentications and refused calls, audited in aggregate (hub/audit/aggregate.py)."""
+    usage_folder: UsageFolder
+    """Folds storage deltas for the quotas (hub/core/usage_folder.py)."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -187,6 +194,7 @@ class Hub:
             ),
             reranker=_open_reranker(config),
             rerank_depth=config.rerank.depth,
+            max_response_bytes=config.server.max_response_bytes,
         )
         admin = AdminService(engine, authorizer, policies, revocations)
         return cls(
@@ -205,12 +213,16 @@ class Hub:
             audit,
             service,
             admin,
+            AggregatedEvents(audit),
+            UsageFolder(engine),
         )
 
     def start_background(self) -> None:
         self.revocations.start()  # loads the list before returning: never serve with an unknown list
         self.policies.start()
         self.audit.start()
+        self.events.start()
+        self.usage_folder.start()
         if self.config.indexer.enabled:
             self.indexer.start()
         self.recorder.start()
@@ -218,8 +230,10 @@ class Hub:
 
     def close(self) -> None:
         self.monitor.stop()
+        self.usage_folder.stop()
         self.indexer.stop()
         self.recorder.stop()
+        self.events.stop()  # its last rows go to the audit writer, which stops next
         self.audit.stop()
         self.policies.stop()
         self.revocations.stop()

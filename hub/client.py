@@ -140,7 +140,9 @@ class MemhubClient:
 
     def __init__(self, address: str = DEFAULT_ADDRESS, *, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.address = address
-        self._channel = traced_channel(grpc.insecure_channel(address))
+        # The hub keeps list and search replies under 4 MiB (gRPC's default receive limit), but a write's
+        # reply echoes its memories and a batch of 100 long ones can pass that: accept what the hub may send.
+        self._channel = traced_channel(grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 16 * 2**20)]))
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
         self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)

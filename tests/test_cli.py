@@ -195,3 +195,19 @@ def test_admin_commands(fleet) -> None:  # noqa: ANN001 - the fleet fixture (shi
     assert denied.returncode == 1 and "PERMISSION_DENIED" in denied.stderr
     revoked = run("token", "revoke", "0123456789abcdef", "--reason", "test")
     assert revoked.returncode == 0 and "revoked 0123456789abcdef" in revoked.stdout
+
+
+def test_admin_limits_command(fleet) -> None:  # noqa: ANN001 - the fleet fixture (shipped policies)
+    with fleet.client("eve") as eve:
+        eve.write([memory_input("agents/eve/cli-limits", "twelve bytes")])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": fleet.token("root")}
+    result = subprocess.run(
+        [*MEMHUB, "admin", "limits", "--ns", "agents/eve/cli-limits", "--hub", fleet.address],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "every agent      4 at once, 100/s (bursts 200)" in result.stdout
+    assert "namespace agents/eve/cli-limits: 1 memories, 12 bytes (created by eve)" in result.stdout

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from datetime import timezone
+from datetime import datetime, timezone
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from memhub.v1 import admin_pb2 as pb
 from memhub.v1 import admin_pb2_grpc as pb_grpc
 
+from hub.api.call_limits import CallLimiter
 from hub.api.identity import current_caller
 from hub.api.status import blocking_rpc
+from hub.audit.aggregate import AggregatedEvents
+from hub.config import CallLimit
 from hub.core import validation as v
 from hub.core.admin import AdminService, PolicyInfo
 from hub.core.namespaces import validate_namespace
@@ -18,6 +21,7 @@ from hub.db.audit_queries import AuditQuery
 from hub.errors import InvalidArgument
 
 MAX_ADMIN_PAGE = 1000
+MAX_ACTION_CHARS = 32
 _DECISIONS = {pb.DECISION_ALLOW: "allow", pb.DECISION_DENY: "deny"}
 _DECISION_TO_PB = {v_: k for k, v_ in _DECISIONS.items()}
 
@@ -30,6 +34,22 @@ def _page_size(value: int) -> int:
     return value
 
 
+def _when(msg, name: str) -> datetime | None:  # noqa: ANN001 - a request message
+    """An optional Timestamp field as an aware datetime; INVALID_ARGUMENT when out of range (was INTERNAL)."""
+    if not msg.HasField(name):
+        return None
+    try:
+        return getattr(msg, name).ToDatetime(tzinfo=timezone.utc)
+    except (ValueError, OverflowError):
+        raise InvalidArgument(name, "is not a valid timestamp (years 1 to 9999)") from None
+
+
+def _bounded_text(value: str, field: str, limit: int) -> str | None:
+    if len(value) > limit:
+        raise InvalidArgument(field, f"is {len(value)} characters; the limit is {limit}")
+    return value or None
+
+
 def _ts(value) -> Timestamp:  # noqa: ANN001 - datetime
     ts = Timestamp()
     ts.FromDatetime(value)
@@ -40,10 +60,18 @@ def _policy_info(info: PolicyInfo) -> pb.PolicyInfo:
     return pb.PolicyInfo(version=info.version, policy_ids=info.policy_ids, files=info.files, loaded_at=_ts(info.loaded_at))
 
 
+def _limit(limit: CallLimit) -> pb.CallLimit:
+    return pb.CallLimit(concurrent=limit.concurrent, rate=limit.rate, burst=limit.bucket if limit.rate else 0)
+
+
 class AdminServicer(pb_grpc.AdminServiceServicer):
-    def __init__(self, admin: AdminService, pool: Executor) -> None:
+    def __init__(
+        self, admin: AdminService, pool: Executor, limiter: CallLimiter | None = None, events: AggregatedEvents | None = None
+    ) -> None:
         self._admin = admin
         self.pool = pool  # where the method bodies run (hub/api/status.py)
+        self._limiter = limiter
+        self._events = events
 
     @blocking_rpc
     def ListNamespaces(self, request: pb.ListNamespacesRequest, context: None) -> pb.ListNamespacesResponse:
@@ -63,7 +91,7 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     @blocking_rpc
     def RevokeToken(self, request: pb.RevokeTokenRequest, context: None) -> pb.RevokeTokenResponse:
         reason = v.reason(request.reason, "reason")
-        expires = request.expires_at.ToDatetime(tzinfo=timezone.utc) if request.HasField("expires_at") else None
+        expires = _when(request, "expires_at")
         return pb.RevokeTokenResponse(revoked=self._admin.revoke_token(current_caller(), request.token_id, reason, expires))
 
     @blocking_rpc
@@ -71,12 +99,12 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
         if request.decision not in (0, *_DECISIONS):
             raise InvalidArgument("decision", f"unknown value {request.decision}; expected DECISION_ALLOW or DECISION_DENY")
         query = AuditQuery(
-            agent_id=request.agent_id or None,
-            action=request.action or None,
+            agent_id=_bounded_text(request.agent_id, "agent_id", v.MAX_AGENT_ID_CHARS),
+            action=_bounded_text(request.action, "action", MAX_ACTION_CHARS),
             namespace=validate_namespace(request.namespace, "namespace") if request.namespace else None,
             decision=_DECISIONS.get(request.decision),
-            since=request.since.ToDatetime(tzinfo=timezone.utc) if request.HasField("since") else None,
-            until=request.until.ToDatetime(tzinfo=timezone.utc) if request.HasField("until") else None,
+            since=_when(request, "since"),
+            until=_when(request, "until"),
         )
         rows, token = self._admin.query_audit(current_caller(), query, _page_size(request.page_size), request.page_token)
         entries = []
@@ -96,6 +124,42 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                     rpc=m["rpc"],
                     request_id=m["request_id"],
                     trace_id=m["trace_id"],
+                    detail={k: str(v) for k, v in (m["detail"] or {}).items()},
                 )
             )
         return pb.QueryAuditLogResponse(entries=entries, next_page_token=token)
+
+    @blocking_rpc
+    def GetLimits(self, request: pb.GetLimitsRequest, context: None) -> pb.LimitsReport:
+        namespace = validate_namespace(request.namespace, "namespace") if request.namespace else None
+        used = self._admin.namespace_usage(current_caller(), namespace)  # requires admin before anything is read
+        report = pb.LimitsReport()
+        if self._limiter is not None:
+            c = self._limiter.config
+            report.agent.CopyFrom(_limit(c.agent))
+            for name, limit in c.agents:
+                report.agents[name].CopyFrom(_limit(limit))
+            for name, limit in c.groups:
+                report.groups[name].CopyFrom(_limit(limit))
+            report.queue, report.queue_timeout_seconds = c.queue, c.queue_timeout_s
+            report.streams_per_agent, report.stream_idle_timeout_seconds = c.streams_per_agent, c.stream_idle_timeout_s
+            report.namespaces_per_agent = c.namespaces_per_agent
+            report.namespace_max_memories, report.namespace_max_bytes = c.namespace_max_memories, c.namespace_max_bytes
+            for a in self._limiter.snapshot():
+                report.usage.add(
+                    kind=a.kind, name=a.name, running=a.running, waiting=a.waiting, streams=a.streams, refused=a.refused
+                )
+        if self._events is not None:
+            for (action, reason), count in sorted(self._events.totals().items()):
+                report.refusals[f"{action}/{reason}"] = count
+        if used is not None and namespace is not None:
+            report.namespace.CopyFrom(
+                pb.NamespaceUsage(
+                    namespace=namespace,
+                    memories=used.memories,
+                    bytes=used.bytes,
+                    created_by=used.created_by or "",
+                    exists=used.created_by is not None,
+                )
+            )
+        return report

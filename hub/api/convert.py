@@ -33,6 +33,7 @@ from hub.core.model import (
     TimeWindow,
 )
 from hub.core.namespaces import validate_namespace
+from hub.core.response_size import SHOWN_LINKS
 from hub.errors import InvalidArgument
 
 E = TypeVar("E")
@@ -86,6 +87,7 @@ def _enum(value: int, table: dict[int, E], enum_type, field: str) -> E:  # noqa:
 
 
 def _enums(values: Sequence[int], table: dict[int, E], enum_type, field: str) -> tuple[E, ...]:  # noqa: ANN001
+    v.bounded(len(values), field, v.MAX_ENUM_VALUES, "values")
     return tuple(dict.fromkeys(_enum(x, table, enum_type, f"{field}[{i}]") for i, x in enumerate(values)))
 
 
@@ -110,8 +112,7 @@ def _window(msg: Message, name: str, field: str) -> TimeWindow:
 
 def _namespaces(values: Sequence[str], field: str) -> tuple[str, ...]:
     """Namespace roots to search or list; empty means every namespace the caller may read."""
-    if len(values) > 64:
-        raise InvalidArgument(field, f"has {len(values)} namespaces; the limit is 64")
+    v.bounded(len(values), field, v.MAX_NAMESPACE_ROOTS, "namespaces")
     return tuple(validate_namespace(ns, f"{field}[{i}]") for i, ns in enumerate(values))
 
 
@@ -157,7 +158,7 @@ def new_memory(msg: pb.MemoryInput, field: str, now: datetime) -> NewMemory:
         valid_to=valid_to,
         expires_at=expires_at,
         subject_key=subject,
-        derived_from=tuple(v.memory_id(x, f"{field}.derived_from[{i}]") for i, x in enumerate(msg.derived_from)),
+        derived_from=v.derived_from(msg.derived_from, f"{field}.derived_from"),
     )
 
 
@@ -166,6 +167,10 @@ def write_request(req: pb.WriteMemoriesRequest) -> list[NewMemory]:
         raise InvalidArgument("memories", "is empty; send 1 to 100 memories")
     if len(req.memories) > v.MAX_BATCH:
         raise InvalidArgument("memories", f"has {len(req.memories)} memories; the limit is {v.MAX_BATCH} per call")
+    for i, m in enumerate(req.memories):  # name the memory over its own limit before the request's total
+        v.bounded(len(m.derived_from), f"memories[{i}].derived_from", v.MAX_DERIVED_FROM, "ids")
+    sources = sum(len(m.derived_from) for m in req.memories)
+    v.bounded(sources, "memories[].derived_from", v.MAX_DERIVED_FROM_PER_REQUEST, "ids in all")
     now = datetime.now(timezone.utc)
     return [new_memory(m, f"memories[{i}]", now) for i, m in enumerate(req.memories)]
 
@@ -256,7 +261,11 @@ def memory(record: MemoryRecord) -> pb.Memory:
         content_hash=record.content_hash,
         status=_STATUS_TO_PB[record.status],
         links=pb.MemoryLinks(
-            supersedes=record.supersedes, derived_from=record.derived_from, superseded_by=record.superseded_by or ""
+            supersedes=record.supersedes[:SHOWN_LINKS],
+            derived_from=record.derived_from[:SHOWN_LINKS],
+            superseded_by=record.superseded_by or "",
+            # Memories stored before derived_from was bounded may hold more than any response can carry.
+            truncated=max(len(record.supersedes), len(record.derived_from)) > SHOWN_LINKS,
         ),
         subject_key=record.subject_key or "",
         recall=pb.RecallStats(recall_count=record.recall_count),

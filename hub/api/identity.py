@@ -9,12 +9,19 @@ it with `current_caller()`. Health checks are the only unauthenticated calls
 The OpenTelemetry server interceptor runs before this one (hub/api/server.py),
 so the RPC's span is current here: the caller's trace id, which the audit log
 and the memories' provenance record, is that span's trace id.
+
+A call with more than one `authorization` header is refused: which one a
+proxy, the hub and a log reader each take would differ. Every failure is
+counted per client address and reason and audited in aggregate
+(hub/audit/aggregate.py): an attacker must not be able to turn forged
+tokens into one audit row each.
 """
 
 from __future__ import annotations
 
 import contextvars
 import inspect
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -23,9 +30,13 @@ import grpc
 from opentelemetry import trace
 
 from hub.api.status import abort
+from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.auth import TokenVerifier, bearer_token
+from hub.auth.failures import DUPLICATE_AUTHORIZATION, reason_of, source_host
 from hub.core.model import Caller
 from hub.errors import Unauthenticated
+
+log = logging.getLogger(__name__)
 
 _PUBLIC_PREFIXES = ("/grpc.health.v1.Health/",)
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
@@ -57,8 +68,9 @@ def current_trace_id(metadata: dict[str, Any]) -> str:
 class AuthInterceptor(grpc.aio.ServerInterceptor):
     """Verifies the bearer token of every call but health checks, on the event loop, before the handler runs."""
 
-    def __init__(self, verifier: TokenVerifier) -> None:
+    def __init__(self, verifier: TokenVerifier, events: AggregatedEvents | None = None) -> None:
         self._verifier = verifier
+        self._events = events
 
     async def intercept_service(self, continuation, handler_call_details):  # noqa: ANN001, ANN201 - grpc's signature
         handler = await continuation(handler_call_details)
@@ -69,7 +81,10 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
     def _caller(self, context: grpc.aio.ServicerContext, method: str) -> Caller:
         """The verified caller; raises Unauthenticated."""
-        metadata = dict(context.invocation_metadata() or ())
+        pairs = tuple(context.invocation_metadata() or ())
+        if sum(1 for key, _ in pairs if key == "authorization") > 1:
+            raise Unauthenticated(DUPLICATE_AUTHORIZATION)
+        metadata = dict(pairs)
         identity = self._verifier.verify(bearer_token(metadata.get("authorization")))
         return Caller(
             agent_id=identity.agent_id,
@@ -83,8 +98,15 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         try:
             caller = self._caller(context, method)
         except Unauthenticated as exc:
+            self._failed(context, method, str(exc))
             await abort(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
         return _current.set(caller)
+
+    def _failed(self, context: grpc.aio.ServicerContext, method: str, message: str) -> None:
+        reason, source = reason_of(message), source_host(context.peer() or "")
+        log.debug("authentication failed: %s", reason, extra={"source": source, "rpc": method.lstrip("/")})
+        if self._events is not None:
+            self._events.record(EventKey("authenticate", reason, source=source), rpc=method.lstrip("/"))
 
     def _authenticated(self, behavior: Callable, method: str) -> Callable:
         if inspect.isasyncgenfunction(behavior):  # a streaming response (server reflection)
@@ -109,9 +131,16 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         return unary
 
 
-def wrap_handler(handler: grpc.RpcMethodHandler, wrap: Callable[[Callable], Callable]) -> grpc.RpcMethodHandler:
-    """Rebuild a method handler with its behavior wrapped, whatever its streaming shape."""
-    kwargs = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+def wrap_handler(
+    handler: grpc.RpcMethodHandler,
+    wrap: Callable[[Callable], Callable],
+    request_deserializer: Callable[[bytes], Any] | None = None,
+) -> grpc.RpcMethodHandler:
+    """Rebuild a method handler with its behavior wrapped (and optionally another deserializer), whatever its shape."""
+    kwargs = {
+        "request_deserializer": request_deserializer or handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
     if handler.unary_unary:
         return grpc.unary_unary_rpc_method_handler(wrap(handler.unary_unary), **kwargs)
     if handler.unary_stream:

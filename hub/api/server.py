@@ -13,7 +13,10 @@ stay plain blocking Python: ``HubServer.start()``/``stop()``.
 
 Interceptors, outermost first: OpenTelemetry (continues the caller's trace
 from the `traceparent` metadata and opens the RPC's server span), then the
-token check, so even UNAUTHENTICATED calls are traced. Health checks are not
+token check, so even UNAUTHENTICATED calls are traced, then the per-agent
+limits (rate, call slots, open streams, idle streams: hub/api/limits.py),
+then the wire check (bytes that are not a request answer INVALID_ARGUMENT,
+hub/api/wire.py). Health checks are not
 traced: probes would bury real traffic.
 """
 
@@ -36,8 +39,11 @@ from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from hub import telemetry
 from hub.api.admin_servicer import AdminServicer
+from hub.api.call_limits import CallLimiter
 from hub.api.identity import AuthInterceptor
+from hub.api.limits import LimitsInterceptor
 from hub.api.servicer import MemoryServicer
+from hub.api.wire import WireInterceptor
 from hub.app import Hub
 from hub.errors import StartupError
 
@@ -137,15 +143,27 @@ class HubServer:
     async def _build(self) -> tuple[grpc.aio.Server, int, health_aio.HealthServicer]:
         hub = self._hub
         config = hub.config.server
+        limits = hub.config.limits
+        self.limiter = CallLimiter(limits)
         server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", config.max_message_bytes),
                 ("grpc.max_send_message_length", config.max_message_bytes),
+                # One connection cannot open streams without end; per-agent caps bind first anyway.
+                ("grpc.max_concurrent_streams", 256),
+                # Connections with no call for 5 minutes are closed (clients reconnect when they need to).
+                ("grpc.max_connection_idle_ms", 5 * 60 * 1000),
             ],
-            interceptors=[TracingInterceptor(), AuthInterceptor(hub.verifier)],
+            interceptors=[
+                TracingInterceptor(),
+                AuthInterceptor(hub.verifier, hub.events),
+                LimitsInterceptor(self.limiter, hub.events),
+                WireInterceptor(),
+            ],
+            maximum_concurrent_rpcs=limits.max_concurrent_calls,
         )
         pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service, self._pool), server)
-        admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool), server)
+        admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool, self.limiter, hub.events), server)
         health_servicer = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
         reflection.enable_server_reflection(

@@ -47,6 +47,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             hits=[convert.search_hit(h) for h in result.hits],
             degraded=bool(result.degraded),
             degraded_reason=result.degraded,
+            truncated=result.truncated,
         )
 
     @blocking_rpc

@@ -20,9 +20,10 @@ from typing import Any, Protocol, TypeVar
 
 import grpc
 from opentelemetry import trace
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from hub import errors
+from hub.core.quotas import QUOTA_SQLSTATES
 from hub.index import IndexBackendError
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,11 @@ _CODES: dict[type[errors.HubError], grpc.StatusCode] = {
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
     errors.Aborted: grpc.StatusCode.ABORTED,
 }
+
+# Set by the limits interceptor for the call in progress: told of a quota refusal before the caller is answered.
+quota_listener: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+    "memhub_quota_listener", default=None
+)
 
 Request = TypeVar("Request")
 Response = TypeVar("Response")
@@ -61,11 +67,22 @@ def status_for(exc: BaseException, method: str) -> tuple[grpc.StatusCode, str]:
         # Any index failure is the store's, not the caller's: retrying later may work.
         log.warning("retrieval index failure during %s: %s", method, exc)
         return grpc.StatusCode.UNAVAILABLE, "the retrieval index is unavailable; retry shortly"
+    quota = _quota_refusal(exc)
+    if quota:
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, quota
     if isinstance(exc, OperationalError):
         log.warning("Postgres unavailable during %s: %s", method, exc)
         return grpc.StatusCode.UNAVAILABLE, "the database is unavailable; retry shortly"
     log.error("internal error in %s", method, exc_info=exc)
     return grpc.StatusCode.INTERNAL, "internal error; the hub log has the details"
+
+
+def _quota_refusal(exc: BaseException) -> str:
+    """The message of a storage or namespace quota the database refused a write for ("" if it is not one)."""
+    orig = getattr(exc, "orig", None) if isinstance(exc, DBAPIError) else None
+    if getattr(orig, "sqlstate", None) not in QUOTA_SQLSTATES:
+        return ""
+    return orig.diag.message_primary or "a storage quota refused the write"
 
 
 def mark_span(code: grpc.StatusCode, details: str) -> None:
@@ -107,6 +124,9 @@ def blocking_rpc(method: Callable[[Any, Request, Any], Response]) -> Callable[..
             return await asyncio.get_running_loop().run_in_executor(self.pool, run)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status
             code, details = status_for(exc, name)
+        listener = quota_listener.get()
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED and listener is not None:
+            listener(details)
         await abort(context, code, details)
         raise AssertionError("unreachable: abort raises")
 

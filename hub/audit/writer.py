@@ -10,11 +10,13 @@ holes is worse than a slower hub.
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 
 from sqlalchemy import Connection, Engine, delete, func
 
@@ -35,6 +37,8 @@ class AuditEntry:
     rpc: str = ""
     request_id: str = ""
     trace_id: str = ""
+    detail: Mapping[str, str | int] = field(default_factory=dict)
+    """What the entry aggregates or counts (hub/audit/aggregate.py; a search's read decision)."""
 
 
 class AuditWriter:
@@ -128,6 +132,12 @@ def _copy_rows(conn: Connection, batch: list[AuditEntry]) -> None:
     statement = f"COPY {audit_log.name} ({', '.join(_COLUMNS)}) FROM STDIN"
     with raw.cursor() as cursor, cursor.copy(statement) as copy:
         for entry in batch:
-            copy.write_row(
-                tuple(list(value) if isinstance(value, tuple) else value for value in (getattr(entry, c) for c in _COLUMNS))
-            )
+            copy.write_row(tuple(_cell(getattr(entry, c)) for c in _COLUMNS))
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return json.dumps(value, separators=(",", ":"))  # COPY text into jsonb
+    return value

@@ -13,7 +13,11 @@ from hub.cli.client_cmds import add_connection_args, client_from, parse_duration
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("audit", help="read the audit log of access decisions, newest first")
     p.add_argument("--agent", dest="agent_id", default="")
-    p.add_argument("--action", default="", help="read | write | forget | consolidate | subscribe | admin")
+    p.add_argument(
+        "--action",
+        default="",
+        help="read | write | forget | consolidate | subscribe | admin | authenticate | limit | quota",
+    )
     p.add_argument("--ns", dest="namespace", default="", help="this namespace and below")
     p.add_argument("--decision", choices=["allow", "deny"])
     p.add_argument("--since", type=parse_duration, help="only the last e.g. 15m, 24h, 7d")
@@ -31,6 +35,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reload", action="store_true", help="re-read the policy files now")
     add_connection_args(p)
     p.set_defaults(func=cmd_policy)
+    p = asub.add_parser("limits", help="limits and quotas in force, refusals since start, who is using the replica")
+    p.add_argument("--ns", dest="namespace", default="", help="also show this namespace's storage use")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_limits)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -51,9 +59,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     for e in reply.entries:
         decision = "ALLOW" if e.decision == admin_pb2.DECISION_ALLOW else "DENY "
         ids = ",".join(e.policy_ids) or ("(default deny)" if e.decision != admin_pb2.DECISION_ALLOW else "")
+        detail = " ".join(f"{k}={e.detail[k]}" for k in sorted(e.detail) if k not in ("first_at", "last_at"))
         print(
-            f"{e.at.ToDatetime().isoformat(timespec='seconds')}  {decision} {e.agent_id:<16} {e.action:<8} "
-            f"{e.namespace or '(hub)':<32} {ids}  {e.rpc.rsplit('/', 1)[-1]}"
+            f"{e.at.ToDatetime().isoformat(timespec='seconds')}  {decision} {e.agent_id or '-':<16} {e.action:<8} "
+            f"{e.namespace or '(hub)':<32} {ids}  {e.rpc.rsplit('/', 1)[-1]}" + (f"  {detail}" if detail else "")
         )
     if not reply.entries:
         print("no audit entries match")
@@ -91,4 +100,35 @@ def cmd_policy(args: argparse.Namespace) -> int:
         print(f"version {info.version}\nloaded  {info.loaded_at.ToDatetime().isoformat(timespec='seconds')}Z")
         print("files   " + ", ".join(info.files))
         print("policies " + ", ".join(info.policy_ids))
+    return 0
+
+
+def _limit(limit: admin_pb2.CallLimit) -> str:
+    return f"{limit.concurrent or 'any'} at once, {f'{limit.rate:g}/s (bursts {limit.burst})' if limit.rate else 'no rate limit'}"
+
+
+def cmd_limits(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        report = client.call_admin("GetLimits", admin_pb2.GetLimitsRequest(namespace=args.namespace))
+    if args.json:
+        print_json(report)
+        return 0
+    print(f"every agent      {_limit(report.agent)}; {report.queue} may wait {report.queue_timeout_seconds:g} s")
+    for name, limit in sorted(report.agents.items()):
+        print(f"agent {name:<10} {_limit(limit)}")
+    for name, limit in sorted(report.groups.items()):
+        print(f"group {name:<10} {_limit(limit)} (shared)")
+    print(f"streams          {report.streams_per_agent} per agent, closed after {report.stream_idle_timeout_seconds:g} s idle")
+    print(
+        f"quotas           {report.namespaces_per_agent or 'any'} namespaces per agent; per namespace "
+        f"{report.namespace_max_memories or 'any'} memories, {report.namespace_max_bytes or 'any'} bytes"
+    )
+    for key, count in sorted(report.refusals.items()):
+        print(f"refused          {key}: {count}")
+    for u in report.usage:
+        print(f"{u.kind:<6} {u.name:<24} running {u.running}, waiting {u.waiting}, streams {u.streams}, refused {u.refused}")
+    if report.HasField("namespace"):
+        n = report.namespace
+        state = f"created by {n.created_by or 'unknown'}" if n.exists else "does not exist"
+        print(f"namespace {n.namespace}: {n.memories} memories, {n.bytes} bytes ({state})")
     return 0

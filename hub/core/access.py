@@ -9,11 +9,16 @@ benchmarks that measure the cost of policies by switching them off.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from hub.core.model import Caller
 from hub.errors import PermissionDenied
+from hub.policy.scope import TRUE, Predicate
+
+Candidates = Callable[[Predicate | None], list[str]]
+"""Given a scope predicate (None: no predicate, every namespace), the existing namespaces under the request's
+roots that it allows, by name (hub/db/namespace_scope.py)."""
 
 
 class Action(enum.StrEnum):
@@ -31,6 +36,10 @@ class Authorizer(Protocol):
 
     def allowed_many(self, caller: Caller, action: Action, namespaces: Sequence[str]) -> list[bool]:
         """Decide (and audit) one action on each namespace, in order."""
+
+    def readable(self, caller: Caller, action: Action, roots: Sequence[str], candidates: Candidates) -> list[str]:
+        """The existing namespaces under ``roots`` (everywhere, when empty) the caller may ``action``: decided once
+        for the request, whatever the number of namespaces, and audited as one entry."""
 
 
 def denied(caller: Caller, action: Action, namespace: str | None) -> PermissionDenied:
@@ -52,3 +61,6 @@ class AllowAll:
 
     def allowed_many(self, caller: Caller, action: Action, namespaces: Sequence[str]) -> list[bool]:
         return [True] * len(namespaces)
+
+    def readable(self, caller: Caller, action: Action, roots: Sequence[str], candidates: Candidates) -> list[str]:
+        return candidates(TRUE)

@@ -16,7 +16,8 @@ from hub.auth import RevocationList
 from hub.core import paging
 from hub.core.access import Action, Authorizer, require
 from hub.core.model import Caller
-from hub.db import audit_queries
+from hub.core.namespaces import validate_namespace
+from hub.db import audit_queries, namespace_usage
 from hub.db.memories import subtree_condition
 from hub.db.schema import namespaces
 from hub.errors import InvalidArgument
@@ -43,7 +44,7 @@ class AdminService:
     def list_namespaces(self, caller: Caller, under: str | None, page_size: int, page_token: str) -> tuple[list[str], str]:
         require(self._authorizer, caller, Action.ADMIN, None)
         fp = paging.fingerprint("namespaces", under)
-        after = paging.decode_key(page_token, fp)
+        after = paging.decode_key(page_token, fp, validate_namespace)
         query = select(namespaces.c.name).order_by(namespaces.c.name).limit(page_size + 1)
         if under:
             query = query.where(subtree_condition(namespaces.c.name, [under]))
@@ -77,16 +78,18 @@ class AdminService:
             field, _, problem = str(exc).partition(": ")
             raise InvalidArgument({"jti": "token_id"}.get(field, field), problem or str(exc)) from None
 
+    def namespace_usage(self, caller: Caller, namespace: str | None) -> namespace_usage.Usage | None:
+        """Requires admin; a namespace's storage use (None when none was asked for)."""
+        require(self._authorizer, caller, Action.ADMIN, None)
+        if namespace is None:
+            return None
+        with self._engine.connect() as conn:
+            return namespace_usage.usage(conn, namespace)
+
     def query_audit(self, caller: Caller, q: audit_queries.AuditQuery, page_size: int, page_token: str) -> tuple[Sequence, str]:
         require(self._authorizer, caller, Action.ADMIN, None)
         fp = paging.fingerprint("audit", q)
-        after = paging.decode_key(page_token, fp)
-        before_id = None
-        if after is not None:
-            try:
-                before_id = int(after)
-            except ValueError:
-                raise InvalidArgument("page_token", "is not a page token issued by this hub") from None
+        before_id = paging.decode_key(page_token, fp, paging.audit_id)
         with self._engine.connect() as conn:
             rows = audit_queries.query(conn, q, page_size + 1, before_id)
         page = rows[:page_size]

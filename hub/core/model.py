@@ -195,6 +195,8 @@ class SearchResult:
     degraded: str = ""
     """Empty when every requested channel answered; otherwise why not (then the hits come from what did answer,
     or from Postgres full-text search when the index could not be used at all)."""
+    truncated: bool = False
+    """Lower-ranked hits were left out to keep the response under the size limit (hub/core/response_size.py)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,11 @@
-"""Cedar-backed authorization with an audit entry and a trace span for every decision."""
+"""Cedar-backed authorization with an audit entry and a trace span for every decision.
+
+Which namespaces a search or list may span is decided once per request on
+the policies' scope for the caller (``readable``: a predicate the database
+evaluates, hub/policy/scope.py) and audited as ONE entry with the counts:
+the cost of a search and the audit rows it writes no longer grow with the
+namespaces other agents create (issue 10 item 3).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ from collections.abc import Sequence
 
 from hub import telemetry
 from hub.audit.writer import AuditEntry, AuditWriter
-from hub.core.access import Action
+from hub.core.access import Action, Candidates
 from hub.core.model import Caller
 from hub.policy import Decision, PolicyStore, Principal
 
@@ -15,6 +22,8 @@ _tracer = telemetry.tracer(__name__)
 SPAN_NAME = "policy.authorize"
 # A search over the whole hub decides per namespace; a span lists at most this many by name.
 MAX_LISTED_NAMESPACES = 50
+# Roots of a request named in its audit entry (a request names at most 64).
+MAX_AUDITED_ROOTS = 8
 
 
 class PolicyAuthorizer:
@@ -52,6 +61,52 @@ class PolicyAuthorizer:
             for ns, decision in zip(namespaces, decisions, strict=True):
                 self._record(caller, action, ns, decision)
         return [d.allowed for d in decisions]
+
+    def readable(self, caller: Caller, action: Action, roots: Sequence[str], candidates: Candidates) -> list[str]:
+        with _tracer.start_as_current_span(SPAN_NAME, attributes={"memhub.action": action.value}) as span:
+            engine = self._store.current()
+            principal = Principal(caller.agent_id, caller.groups)
+            scope = engine.scope(principal, action.value)
+            detail: dict[str, str | int] = {}
+            if scope.predicate is not None:
+                names = candidates(scope.predicate)
+                policy_ids = scope.policy_ids
+            else:  # policies the scope cannot express: decide each namespace, still one audit entry
+                every = candidates(None)
+                decisions = engine.decide_many(principal, action.value, every)
+                names = [ns for ns, d in zip(every, decisions, strict=True) if d.allowed]
+                policy_ids = tuple(sorted({pid for d in decisions for pid in d.policy_ids}))
+                detail["decided_per_namespace"] = len(every)
+            detail["namespaces"] = len(names)
+            if roots:
+                detail["roots"] = ",".join(roots[:MAX_AUDITED_ROOTS]) + ("..." if len(roots) > MAX_AUDITED_ROOTS else "")
+            if span.is_recording():
+                span.set_attributes(
+                    {
+                        "memhub.namespace_count": len(names),
+                        "memhub.namespaces_allowed": names[:MAX_LISTED_NAMESPACES],
+                        "memhub.decision": "allow" if names else "deny",
+                        "memhub.policy_ids": list(policy_ids),
+                        "memhub.policy_version": engine.version,
+                        "memhub.scope": "predicate" if scope.predicate is not None else "per-namespace",
+                    }
+                )
+            self._audit.record(
+                AuditEntry(
+                    agent_id=caller.agent_id,
+                    groups=caller.groups,
+                    action=action.value,
+                    namespace=roots[0] if len(roots) == 1 else "",
+                    decision="allow" if names else "deny",
+                    policy_ids=policy_ids,
+                    policy_version=engine.version,
+                    rpc=caller.rpc,
+                    request_id=caller.request_id,
+                    trace_id=caller.trace_id,
+                    detail=detail,
+                )
+            )
+        return names
 
     def _record(self, caller: Caller, action: Action, namespace: str | None, decision: Decision) -> None:
         self._audit.record(

@@ -29,7 +29,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from hub import telemetry
-from hub.core import fusion, paging, ranking
+from hub.core import fusion, paging, ranking, response_size
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -52,7 +52,7 @@ from hub.core.model import (
 from hub.core.namespaces import minimal_roots
 from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import Retrieval, RetrievalSettings
-from hub.db import context, idempotency
+from hub.db import context, idempotency, namespace_scope
 from hub.db import memories as memories_db
 from hub.db.engine import is_transient_conflict
 from hub.embedding import Embedder
@@ -130,6 +130,7 @@ class MemoryService:
         retrieval: RetrievalSettings | None = None,
         reranker: Reranker | None = None,
         rerank_depth: int = 30,
+        max_response_bytes: int = 4 * 2**20,
     ) -> None:
         self._engine = engine
         # Read-only work runs in autocommit: no BEGIN/ROLLBACK round trip per statement batch.
@@ -143,6 +144,8 @@ class MemoryService:
         self._wait_timeout = wait_indexed_timeout_s
         self._reranker = reranker
         self._rerank_depth = rerank_depth
+        # What list pages and search results are cut to (hub/core/response_size.py).
+        self._response_budget = max_response_bytes - response_size.ENVELOPE_BYTES
         self._local_reranker = LocalReranker()
         # Channels of one search run side by side: dense waits on the embedder, keyword on Milvus.
         self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
@@ -278,6 +281,8 @@ class MemoryService:
                 hits = hits[: fusion.fit_budget([h.memory.content for h in hits], query.max_tokens)]
                 if query.context_window and hits:
                     hits = self._with_context(conn, hits, query.context_window, readable)
+                kept = response_size.fitting([response_size.hit_bytes(h) for h in hits], self._response_budget)
+                truncated, hits = kept < len(hits), hits[:kept]
         finally:
             if vector is not None:
                 vector.cancel()  # not needed after all (nothing readable, or an error)
@@ -285,7 +290,9 @@ class MemoryService:
         span.set_attribute("memhub.search.hits", len(hits))
         if degraded:
             span.set_attribute("memhub.search.degraded", True)
-        return SearchResult(tuple(hits), degraded)
+        if truncated:
+            span.set_attribute("memhub.search.truncated", True)
+        return SearchResult(tuple(hits), degraded, truncated)
 
     def _reranker_for(self, query: SearchQuery) -> Reranker | None:
         if query.rerank is None:
@@ -331,18 +338,20 @@ class MemoryService:
     def _readable_namespaces(self, caller: Caller, roots: Sequence[str], conn: Connection | None = None) -> list[str]:
         """The existing namespaces under `roots` (all, when empty) that the caller may read.
 
-        Permission is decided per namespace *before* any search, so results
-        and their count can only come from readable namespaces, and a denied
-        namespace looks exactly like an empty or missing one.
+        Permission is decided *before* any search, so results and their count
+        can only come from readable namespaces, and a denied namespace looks
+        exactly like an empty or missing one. It is decided once, on the
+        policies' scope for the caller, which the database applies to the
+        namespace table: the cost does not grow with namespaces the caller
+        cannot read (hub/core/policy_authorizer.py).
         """
         if conn is None:
             with self._reads.connect() as own:
                 return self._readable_namespaces(caller, roots, own)
-        candidates = (
-            memories_db.resolve_namespaces(conn, minimal_roots(list(roots))) if roots else memories_db.all_namespaces(conn)
+        wanted = minimal_roots(list(roots))
+        return self._authorizer.readable(
+            caller, Action.READ, wanted, lambda scope: namespace_scope.namespaces_in_scope(conn, wanted, scope)
         )
-        verdicts = self._authorizer.allowed_many(caller, Action.READ, candidates)
-        return [ns for ns, ok in zip(candidates, verdicts, strict=True) if ok]
 
     def _check_sources_readable(self, caller: Caller, items: Sequence[NewMemory]) -> None:
         """derived_from may only name memories the caller can read (else they look missing)."""
@@ -381,7 +390,11 @@ class MemoryService:
         with self._engine.connect() as conn:
             rows = memories_db.list_page(conn, flt, readable, statuses, query.page_size + 1, after)
         page = rows[: query.page_size]
-        token = paging.encode(page[-1].created_at, page[-1].id, fp) if len(rows) > query.page_size else ""
+        # A page of large memories ends early (still with a token): the response must stay under the limit.
+        kept = response_size.fitting([response_size.memory_bytes(r) for r in page], self._response_budget)
+        more = len(rows) > kept
+        page = page[:kept]
+        token = paging.encode(page[-1].created_at, page[-1].id, fp) if more else ""
         return ListPage(tuple(_with_effective_status(r) for r in page), token)
 
     # -- forget -------------------------------------------------------------------

@@ -30,6 +30,15 @@ MAX_PAGE_SIZE = 500
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_IMPORTANCE = 3
 MAX_SESSION_CHARS = 128
+MAX_DERIVED_FROM = 100
+"""Sources one memory may name (a consolidated memory names the episodes it came from)."""
+MAX_DERIVED_FROM_PER_REQUEST = 1_000
+"""Sources one write request may name in all: each is looked up and its read permission checked."""
+MAX_ENUM_VALUES = 16
+"""Entries in a repeated enum filter (kinds, types, statuses, channels): each has at most 8 distinct values."""
+MAX_NAMESPACE_ROOTS = 64
+"""Namespaces a search, list or forget may name."""
+MAX_AGENT_ID_CHARS = 128
 
 _TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,63}")
 _SUBJECT_SEGMENT = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
@@ -81,6 +90,18 @@ def entities(values: Sequence[str], field: str) -> tuple[str, ...]:
     for i, name in enumerate(values):
         _check_text(name, f"{field}[{i}]", MAX_ENTITY_CHARS)
     return tuple(dict.fromkeys(values))
+
+
+def bounded(count: int, field: str, limit: int, what: str) -> None:
+    """Refuse a repeated field with more than ``limit`` entries, before any entry is looked at."""
+    if count > limit:
+        raise InvalidArgument(field, f"has {count} {what}; the limit is {limit}")
+
+
+def derived_from(values: Sequence[str], field: str) -> tuple[str, ...]:
+    """Up to MAX_DERIVED_FROM memory ids; duplicates dropped, order kept."""
+    bounded(len(values), field, MAX_DERIVED_FROM, "ids")
+    return tuple(dict.fromkeys(memory_id(x, f"{field}[{i}]") for i, x in enumerate(values)))
 
 
 def importance(value: int, field: str) -> int:

@@ -112,6 +112,33 @@ namespaces = Table(
     metadata,
     Column("name", String(255), primary_key=True),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # The agent whose write created it, set by the memories insert trigger (migration 0005), which also
+    # enforces the per-agent namespace quota; '' for namespaces made before creators were recorded.
+    Column("created_by", String(255)),
+    Index("ix_namespaces_created_by", "created_by"),
+    # Prefix lookups (name LIKE 'a/b/%') use an index whatever the database's collation.
+    Index("ix_namespaces_name_pattern", "name", postgresql_ops={"name": "varchar_pattern_ops"}),
+)
+
+# Stored (not forgotten) memories and their content bytes per namespace, for the storage quotas. Triggers
+# on memories append a delta per statement and namespace (no shared counter row for writers to wait on);
+# the hub folds deltas into namespace_usage in the background (hub/db/namespace_usage.py).
+namespace_usage = Table(
+    "namespace_usage",
+    metadata,
+    Column("name", String(255), primary_key=True),
+    Column("memories", BigInteger, nullable=False, server_default="0"),
+    Column("bytes", BigInteger, nullable=False, server_default="0"),
+)
+
+namespace_usage_delta = Table(
+    "namespace_usage_delta",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("name", String(255), nullable=False),
+    Column("memories", BigInteger, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Index("ix_namespace_usage_delta_name", "name"),
 )
 
 outbox = Table(
@@ -174,6 +201,9 @@ audit_log = Table(
     Column("rpc", String(64), nullable=False, server_default=""),
     Column("request_id", String(128), nullable=False, server_default=""),
     Column("trace_id", String(32), nullable=False, server_default=""),
+    # What the row aggregates or counts, e.g. {"reason": "bad-signature", "source": "10.0.0.7", "count": 37}
+    # for repeated authentication failures, {"namespaces": 12} for a search's one read decision.
+    Column("detail", JSONB, nullable=False, server_default="{}"),
     Index("ix_audit_log_at", "at"),
     Index("ix_audit_log_agent_at", "agent_id", "at"),
     Index("ix_audit_log_namespace_at", "namespace", "at"),

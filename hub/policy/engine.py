@@ -19,19 +19,31 @@ Decisions are cached (LRU, bounded) per engine. An engine is immutable and
 is identified by its `version` (sha256 over the schema and policy texts), so
 the cache key is effectively (version, agent, groups, action, namespace):
 reloading builds a new engine with an empty cache.
+
+Scopes
+------
+`scope()` answers "which namespaces may this principal <action>?" without
+naming any: Cedar's partial evaluation with the resource unknown, translated
+into a predicate over namespace paths (hub/policy/scope.py) and checked
+against real decisions on the namespaces at its boundaries before it is
+trusted. A search then costs the same whatever the number of namespaces.
+Scopes are cached per (agent, groups, action) like decisions.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import cedarpy
 
+from hub.errors import InvalidArgument
 from hub.policy.entities import entities_json, normalize_principal
 from hub.policy.model import (
     AGENT_TYPE,
@@ -44,7 +56,25 @@ from hub.policy.model import (
     PolicySources,
     Principal,
 )
+from hub.policy.scope import Predicate, Unsupported, probe_namespaces, translate
 from hub.policy.sources import check_sources, read_sources
+
+SCOPE_CACHE_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The namespaces a principal may act on, for one action."""
+
+    predicate: Predicate | None
+    """Which namespace paths are allowed; None when the policies use something the translation does not handle
+    (then each namespace must be decided on its own)."""
+    policy_ids: tuple[str, ...]
+    """The policies that can decide for this principal and action (those whose residual is not plain false)."""
+    version: str
+    unsupported: str = ""
+    """Why there is no predicate."""
+
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +129,8 @@ class PolicyEngine:
         self._policy_set = checked.policy_set
         self._base, self.actions = checked.base_entities, checked.actions
         self._cache = _LRU(cache_size)
+        self._scopes = _LRU(SCOPE_CACHE_SIZE)
+        self._warned_unsupported = False
 
     # -- construction ---------------------------------------------------------
 
@@ -169,6 +201,55 @@ class PolicyEngine:
                     out[i] = decision
         return out  # type: ignore[return-value]
 
+    def scope(self, principal: Principal, action: str) -> Scope:
+        """The namespaces ``principal`` may ``action``, as a predicate (see the module docstring); cached."""
+        agent_id, groups = normalize_principal(principal)
+        key = (agent_id, groups, action)
+        hit = self._scopes.get(key)
+        if hit is not None:
+            return hit
+        kind = self.actions.get(action)
+        if kind is None or NAMESPACE_TYPE not in kind:
+            raise ValueError(f"action {action!r} is not a namespace action; the schema declares {sorted(self.actions)}")
+        try:
+            found = self._partial_scope(agent_id, groups, action)
+        except Unsupported as exc:
+            found = Scope(None, (), self.version, str(exc))
+            # Once per policy version at WARNING: it is a property of the policies, not of the caller.
+            level = logging.DEBUG if self._warned_unsupported else logging.WARNING
+            self._warned_unsupported = True
+            log.log(
+                level,
+                "policies cannot be reduced to namespace prefixes; deciding each namespace (searches cost more "
+                "as namespaces grow): %s",
+                exc,
+                extra={"policy_version": self.version},
+            )
+        self._scopes.put(key, found)
+        return found
+
+    def _partial_scope(self, agent_id: str, groups: tuple[str, ...], action: str) -> Scope:
+        entities = self._base.with_added_json_str(entities_json(agent_id, groups, []))
+        request = {"principal": f"{AGENT_TYPE}::{json.dumps(agent_id)}", "action": f"Action::{json.dumps(action)}", "context": {}}
+        result = cedarpy.is_authorized_partial(request, self._policy_set, entities)
+        errors = result.diagnostics.errors
+        if errors:
+            raise Unsupported(f"partial evaluation reported errors: {'; '.join(str(e) for e in errors)[:300]}")
+        residuals = result.residuals
+        if not residuals:
+            raise Unsupported(f"partial evaluation returned no residuals (decision {result.decision.name})")
+        predicate, ids = translate(residuals)
+        self._verify(Principal(agent_id, groups), action, predicate, agent_id)
+        return Scope(predicate, ids, self.version)
+
+    def _verify(self, principal: Principal, action: str, predicate: Predicate, agent_id: str) -> None:
+        """Compare the predicate with real decisions on the namespaces at its boundaries; Unsupported if they differ."""
+        probes = sorted(n for n in probe_namespaces(predicate, agent_id) if _is_namespace(n))
+        decisions = self.decide_many(principal, action, probes)
+        wrong = [n for n, d in zip(probes, decisions, strict=True) if d.allowed != predicate.matches(n)]
+        if wrong:
+            raise Unsupported(f"the translated scope disagrees with Cedar on {wrong[:3]}")
+
     def _check_request(self, action: str, namespace: str | None) -> None:
         kind = self.actions.get(action)
         if kind is None:
@@ -208,3 +289,13 @@ class PolicyEngine:
                 extra={"policy_version": self.version, "request": list(key), "errors": list(errors)},
             )
         return Decision(allowed=allowed, policy_ids=reasons, version=self.version, errors=errors)
+
+
+def _is_namespace(name: str) -> bool:
+    from hub.core.namespaces import validate_namespace  # as in _check_request: the hub's own rules
+
+    try:
+        validate_namespace(name)
+    except InvalidArgument:
+        return False
+    return True

@@ -82,7 +82,14 @@ class RevokeTokenResponse(_message.Message):
     def __init__(self, revoked: _Optional[bool] = ...) -> None: ...
 
 class AuditEntry(_message.Message):
-    __slots__ = ("id", "at", "agent_id", "groups", "action", "namespace", "decision", "policy_ids", "policy_version", "rpc", "request_id", "trace_id")
+    __slots__ = ("id", "at", "agent_id", "groups", "action", "namespace", "decision", "policy_ids", "policy_version", "rpc", "request_id", "trace_id", "detail")
+    class DetailEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ID_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -95,6 +102,7 @@ class AuditEntry(_message.Message):
     RPC_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
     id: int
     at: _timestamp_pb2.Timestamp
     agent_id: str
@@ -107,7 +115,8 @@ class AuditEntry(_message.Message):
     rpc: str
     request_id: str
     trace_id: str
-    def __init__(self, id: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., action: _Optional[str] = ..., namespace: _Optional[str] = ..., decision: _Optional[_Union[Decision, str]] = ..., policy_ids: _Optional[_Iterable[str]] = ..., policy_version: _Optional[str] = ..., rpc: _Optional[str] = ..., request_id: _Optional[str] = ..., trace_id: _Optional[str] = ...) -> None: ...
+    detail: _containers.ScalarMap[str, str]
+    def __init__(self, id: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., action: _Optional[str] = ..., namespace: _Optional[str] = ..., decision: _Optional[_Union[Decision, str]] = ..., policy_ids: _Optional[_Iterable[str]] = ..., policy_version: _Optional[str] = ..., rpc: _Optional[str] = ..., request_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., detail: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class QueryAuditLogRequest(_message.Message):
     __slots__ = ("agent_id", "action", "namespace", "decision", "since", "until", "page_size", "page_token")
@@ -136,3 +145,100 @@ class QueryAuditLogResponse(_message.Message):
     entries: _containers.RepeatedCompositeFieldContainer[AuditEntry]
     next_page_token: str
     def __init__(self, entries: _Optional[_Iterable[_Union[AuditEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetLimitsRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class CallLimit(_message.Message):
+    __slots__ = ("concurrent", "rate", "burst")
+    CONCURRENT_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    BURST_FIELD_NUMBER: _ClassVar[int]
+    concurrent: int
+    rate: float
+    burst: int
+    def __init__(self, concurrent: _Optional[int] = ..., rate: _Optional[float] = ..., burst: _Optional[int] = ...) -> None: ...
+
+class LimitUsage(_message.Message):
+    __slots__ = ("kind", "name", "running", "waiting", "streams", "refused")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    STREAMS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    name: str
+    running: int
+    waiting: int
+    streams: int
+    refused: int
+    def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., running: _Optional[int] = ..., waiting: _Optional[int] = ..., streams: _Optional[int] = ..., refused: _Optional[int] = ...) -> None: ...
+
+class NamespaceUsage(_message.Message):
+    __slots__ = ("namespace", "memories", "bytes", "created_by", "exists")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    EXISTS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    memories: int
+    bytes: int
+    created_by: str
+    exists: bool
+    def __init__(self, namespace: _Optional[str] = ..., memories: _Optional[int] = ..., bytes: _Optional[int] = ..., created_by: _Optional[str] = ..., exists: _Optional[bool] = ...) -> None: ...
+
+class LimitsReport(_message.Message):
+    __slots__ = ("agent", "agents", "groups", "queue", "queue_timeout_seconds", "streams_per_agent", "stream_idle_timeout_seconds", "namespaces_per_agent", "namespace_max_memories", "namespace_max_bytes", "refusals", "usage", "namespace")
+    class AgentsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: CallLimit
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[CallLimit, _Mapping]] = ...) -> None: ...
+    class GroupsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: CallLimit
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[CallLimit, _Mapping]] = ...) -> None: ...
+    class RefusalsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    STREAMS_PER_AGENT_FIELD_NUMBER: _ClassVar[int]
+    STREAM_IDLE_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_PER_AGENT_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_MAX_MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    REFUSALS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    agent: CallLimit
+    agents: _containers.MessageMap[str, CallLimit]
+    groups: _containers.MessageMap[str, CallLimit]
+    queue: int
+    queue_timeout_seconds: float
+    streams_per_agent: int
+    stream_idle_timeout_seconds: float
+    namespaces_per_agent: int
+    namespace_max_memories: int
+    namespace_max_bytes: int
+    refusals: _containers.ScalarMap[str, int]
+    usage: _containers.RepeatedCompositeFieldContainer[LimitUsage]
+    namespace: NamespaceUsage
+    def __init__(self, agent: _Optional[_Union[CallLimit, _Mapping]] = ..., agents: _Optional[_Mapping[str, CallLimit]] = ..., groups: _Optional[_Mapping[str, CallLimit]] = ..., queue: _Optional[int] = ..., queue_timeout_seconds: _Optional[float] = ..., streams_per_agent: _Optional[int] = ..., stream_idle_timeout_seconds: _Optional[float] = ..., namespaces_per_agent: _Optional[int] = ..., namespace_max_memories: _Optional[int] = ..., namespace_max_bytes: _Optional[int] = ..., refusals: _Optional[_Mapping[str, int]] = ..., usage: _Optional[_Iterable[_Union[LimitUsage, _Mapping]]] = ..., namespace: _Optional[_Union[NamespaceUsage, _Mapping]] = ...) -> None: ...

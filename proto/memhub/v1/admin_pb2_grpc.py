@@ -59,6 +59,11 @@ class AdminServiceStub:
                 request_serializer=memhub_dot_v1_dot_admin__pb2.QueryAuditLogRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_admin__pb2.QueryAuditLogResponse.FromString,
                 _registered_method=True)
+        self.GetLimits = channel.unary_unary(
+                '/memhub.v1.AdminService/GetLimits',
+                request_serializer=memhub_dot_v1_dot_admin__pb2.GetLimitsRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_admin__pb2.LimitsReport.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -99,6 +104,17 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetLimits(self, request, context):
+        """Shows the call limits and quotas this replica enforces, what it has
+        refused since it started (failed authentications, calls over a limit or
+        a quota), who is using it now, and optionally one namespace's storage
+        use. Every refusal is also in the audit log (actions authenticate,
+        limit, quota).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -126,6 +142,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.QueryAuditLog,
                     request_deserializer=memhub_dot_v1_dot_admin__pb2.QueryAuditLogRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_admin__pb2.QueryAuditLogResponse.SerializeToString,
+            ),
+            'GetLimits': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLimits,
+                    request_deserializer=memhub_dot_v1_dot_admin__pb2.GetLimitsRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_admin__pb2.LimitsReport.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -263,6 +284,33 @@ class AdminService:
             '/memhub.v1.AdminService/QueryAuditLog',
             memhub_dot_v1_dot_admin__pb2.QueryAuditLogRequest.SerializeToString,
             memhub_dot_v1_dot_admin__pb2.QueryAuditLogResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLimits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.AdminService/GetLimits',
+            memhub_dot_v1_dot_admin__pb2.GetLimitsRequest.SerializeToString,
+            memhub_dot_v1_dot_admin__pb2.LimitsReport.FromString,
             options,
             channel_credentials,
             insecure,

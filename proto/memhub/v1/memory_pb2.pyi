@@ -90,14 +90,16 @@ class Source(_message.Message):
     def __init__(self, agent_id: _Optional[str] = ..., session_id: _Optional[str] = ..., trace_id: _Optional[str] = ...) -> None: ...
 
 class MemoryLinks(_message.Message):
-    __slots__ = ("supersedes", "derived_from", "superseded_by")
+    __slots__ = ("supersedes", "derived_from", "superseded_by", "truncated")
     SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
     DERIVED_FROM_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     supersedes: _containers.RepeatedScalarFieldContainer[str]
     derived_from: _containers.RepeatedScalarFieldContainer[str]
     superseded_by: str
-    def __init__(self, supersedes: _Optional[_Iterable[str]] = ..., derived_from: _Optional[_Iterable[str]] = ..., superseded_by: _Optional[str] = ...) -> None: ...
+    truncated: bool
+    def __init__(self, supersedes: _Optional[_Iterable[str]] = ..., derived_from: _Optional[_Iterable[str]] = ..., superseded_by: _Optional[str] = ..., truncated: _Optional[bool] = ...) -> None: ...
 
 class RecallStats(_message.Message):
     __slots__ = ("recall_count", "last_recalled_at")
@@ -302,14 +304,16 @@ class SearchHit(_message.Message):
     def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., channel_ranks: _Optional[_Iterable[_Union[ChannelRank, _Mapping]]] = ..., relevance: _Optional[float] = ..., before: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ...) -> None: ...
 
 class SearchMemoriesResponse(_message.Message):
-    __slots__ = ("hits", "degraded", "degraded_reason")
+    __slots__ = ("hits", "degraded", "degraded_reason", "truncated")
     HITS_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_REASON_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     degraded: bool
     degraded_reason: str
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., degraded: _Optional[bool] = ..., degraded_reason: _Optional[str] = ...) -> None: ...
+    truncated: bool
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., degraded: _Optional[bool] = ..., degraded_reason: _Optional[str] = ..., truncated: _Optional[bool] = ...) -> None: ...
 
 class GetMemoryRequest(_message.Message):
     __slots__ = ("id",)

@@ -1,0 +1,17 @@
+"""Security tests: one module per class of attack (issue 10), so what is covered is visible at a glance.
+
+- test_availability.py: one agent must not hurt the others: idle streams against few worker
+  threads, stream caps and idle closing, per-agent call slots, rate limits per agent and per
+  group, their audit and the admin view (items 1, 4).
+- test_bounds.py: oversized requests (every repeated field bounded) and stored memories that
+  would push a reply over the message limit (item 2).
+- test_amplification.py: namespaces one agent creates cost another agent's search nothing; the
+  policy scope means exactly what per-namespace decisions mean (item 3).
+- test_quotas.py: namespaces per agent, memories and bytes per namespace (items 3, 4).
+- test_authentication.py: failed authentication is audited in aggregate and counted; two
+  authorization headers are refused (items 12, 14).
+- test_page_tokens.py: edited page tokens never reach a query (item 6).
+- test_wire.py: bytes that are not a request answer INVALID_ARGUMENT and log one line (item 5).
+
+hubs.py starts hubs with their own settings (small limits and quotas) for these tests.
+"""
