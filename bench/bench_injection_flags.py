@@ -6,7 +6,8 @@ Prints the share of the injection battery (bench/injection_battery.py,
 English and Chinese) that hub/core/instruction_rules.py flags, the share of
 the subtle paraphrases it flags, and the false-flag rate on every LoCoMo
 turn (read from /work/shared/data/locomo/, never copied into the repo),
-with the flagged turns and the rules that matched them. The rules run in
+with the flagged turns and the rules that matched them, and the same for
+the Chinese retrieval set (bench/chinese_set.py), LoCoMo being English only. The rules run in
 process: the same function the hub calls on every write.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import chinese_set  # noqa: E402
 import locomo  # noqa: E402
 from injection_battery import CHINESE, ENGLISH, SUBTLE  # noqa: E402
 
@@ -50,6 +52,12 @@ def main() -> int:
     print(f"LoCoMo turns flagged (false flags) {len(flagged)}/{len(turns)} ({len(flagged) / len(turns):.2%})")
     for t, rules in flagged[: args.show]:
         print(f"    {t.dia_id} {','.join(rules)}: {t.text[:100]!r}")
+    # LoCoMo is English only: the Chinese retrieval set's memories and questions stand in for ordinary Chinese.
+    zh = [m.text for m in chinese_set.MEMORIES] + [q.text for q in chinese_set.QUESTIONS]
+    zh_flagged = [t for t in zh if matching_rules(t)]
+    print(f"Chinese set texts flagged (false flags) {len(zh_flagged)}/{len(zh)} ({len(zh_flagged) / len(zh):.2%})")
+    for t in zh_flagged[: args.show]:
+        print(f"    {t[:100]!r}")
     return 0
 
 
