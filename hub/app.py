@@ -195,8 +195,9 @@ class Hub:
             reranker=_open_reranker(config),
             rerank_depth=config.rerank.depth,
             max_response_bytes=config.server.max_response_bytes,
+            screening_config=config.screening,
         )
-        admin = AdminService(engine, authorizer, policies, revocations)
+        admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)
         return cls(
             config,
             engine,

@@ -55,6 +55,10 @@ def status_value(name: str) -> int:
     return _enum_value(pb.MemoryStatus, "MEMORY_STATUS", name, "status")
 
 
+def flag_value(name: str) -> int:
+    return _enum_value(pb.MemoryFlag, "MEMORY_FLAG", name, "flag")
+
+
 def channel_value(name: str) -> int:
     return _enum_value(pb.RetrievalChannel, "RETRIEVAL_CHANNEL", name, "channel")
 
@@ -209,8 +213,11 @@ class MemhubClient:
         context_window: int = 0,
         min_relevance: float = 0.0,
         ranking: Mapping[str, bool] | None = None,
+        flags: Sequence[str] = (),
+        exclude_flagged: bool = False,
     ) -> pb.SearchMemoriesResponse:
-        """``ranking``: RankingOptions fields to set, e.g. ``{"neighbour_smoothing": False}``."""
+        """``ranking``: RankingOptions fields to set, e.g. ``{"neighbour_smoothing": False}``; ``flags``: names such as
+        "instruction_like" (only memories carrying one); ``exclude_flagged``: leave flagged memories out."""
         req = pb.SearchMemoriesRequest(
             query=query,
             namespaces=list(namespaces),
@@ -224,6 +231,8 @@ class MemhubClient:
             context_window=context_window,
             min_relevance=min_relevance,
             ranking=pb.RankingOptions(**(ranking or {})),
+            flags=[flag_value(f) for f in flags],
+            exclude_flagged=exclude_flagged,
         )
         if occurred_start is not None:
             req.occurred.start.FromDatetime(occurred_start)
@@ -244,6 +253,8 @@ class MemhubClient:
         types: Sequence[str] = (),
         tags: Sequence[str] = (),
         statuses: Sequence[str] = (),
+        flags: Sequence[str] = (),
+        exclude_flagged: bool = False,
     ) -> pb.ListMemoriesResponse:
         return self._call(
             self._stub.ListMemories,
@@ -255,6 +266,8 @@ class MemhubClient:
                 types=[type_value(t) for t in types],
                 tags=list(tags),
                 statuses=[status_value(s) for s in statuses],
+                flags=[flag_value(f) for f in flags],
+                exclude_flagged=exclude_flagged,
             ),
         )
 

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from hub.auth import AuthConfig
+from hub.core.namespaces import validate_namespace
+from hub.core.screening import ScreeningConfig
 from hub.embedding import EmbeddingConfig
-from hub.errors import StartupError
+from hub.errors import InvalidArgument, StartupError
 from hub.rerank.config import RerankConfig
 
 N = TypeVar("N", int, float)
@@ -255,6 +257,8 @@ class HubConfig:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    screening: ScreeningConfig = field(default_factory=ScreeningConfig)
+    """Flagging of instruction-like content and the namespaces where flagged writes are quarantined."""
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> HubConfig:
@@ -326,7 +330,18 @@ class HubConfig:
             policy=policy,
             audit=AuditConfig(retention_days=retention or None),
             limits=_limits(env),
+            screening=_screening(env),
         )
+
+
+def _screening(env: Mapping[str, str]) -> ScreeningConfig:
+    roots = []
+    for part in filter(None, (p.strip() for p in env.get("MEMHUB_QUARANTINE_NAMESPACES", "").split(","))):
+        try:
+            roots.append(validate_namespace(part, "namespace"))
+        except InvalidArgument as exc:
+            raise StartupError(f"MEMHUB_QUARANTINE_NAMESPACES: {part!r} is not a namespace ({exc})") from None
+    return ScreeningConfig(quarantine_namespaces=tuple(roots))
 
 
 def _call_limit(text: str, what: str) -> CallLimit:

@@ -109,6 +109,7 @@ class MemoryOperations:
         occurred_before: datetime | None,
         context_window: int = 0,
         min_relevance: float = 0.0,
+        exclude_flagged: bool = False,
     ) -> SearchOutput:
         scope = _checked(lambda: self.narrowing.scope(namespaces, "namespaces"))
         start, end = _utc(occurred_after), _utc(occurred_before)
@@ -124,6 +125,7 @@ class MemoryOperations:
                 occurred_end=end,
                 context_window=context_window,
                 min_relevance=min_relevance,
+                exclude_flagged=exclude_flagged,
             )
         )
         return SearchOutput(

@@ -175,6 +175,9 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
         min_relevance: Annotated[
             float, Field(ge=0.0, le=1.0, description="Leave out hits with a lower relevance (0 to 1; 0 keeps all).")
         ] = 0.0,
+        exclude_flagged: Annotated[
+            bool, Field(description="Leave out memories the hub flagged as instruction-like (text aimed at a model).")
+        ] = False,
     ) -> Annotated[CallToolResult, SearchOutput]:
         out = await ops.search(
             query,
@@ -185,6 +188,7 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
             occurred_before=occurred_before,
             context_window=context_window,
             min_relevance=min_relevance,
+            exclude_flagged=exclude_flagged,
         )
         return _result(out, search_text(out))
 

@@ -22,6 +22,7 @@ from hub.errors import InvalidArgument
 
 MAX_ADMIN_PAGE = 1000
 MAX_ACTION_CHARS = 32
+MAX_RELEASE_IDS = 100
 _DECISIONS = {pb.DECISION_ALLOW: "allow", pb.DECISION_DENY: "deny"}
 _DECISION_TO_PB = {v_: k for k, v_ in _DECISIONS.items()}
 
@@ -128,6 +129,15 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                 )
             )
         return pb.QueryAuditLogResponse(entries=entries, next_page_token=token)
+
+    @blocking_rpc
+    def ReleaseMemories(self, request: pb.ReleaseMemoriesRequest, context: None) -> pb.ReleaseMemoriesResponse:
+        if not request.ids:
+            raise InvalidArgument("ids", f"is empty; name 1 to {MAX_RELEASE_IDS} quarantined memory ids")
+        v.bounded(len(request.ids), "ids", MAX_RELEASE_IDS, "ids")
+        ids = list(dict.fromkeys(v.memory_id(x, f"ids[{i}]") for i, x in enumerate(request.ids)))
+        reason = v.reason(request.reason, "reason")
+        return pb.ReleaseMemoriesResponse(released_ids=self._admin.release(current_caller(), ids, reason))
 
     @blocking_rpc
     def GetLimits(self, request: pb.GetLimitsRequest, context: None) -> pb.LimitsReport:

@@ -18,6 +18,7 @@ from memhub.v1 import memory_pb2 as pb
 from hub.core import validation as v
 from hub.core.model import (
     DEFAULT_CHANNELS,
+    INSTRUCTION_LIKE,
     Channel,
     ForgetRequest,
     Kind,
@@ -31,6 +32,7 @@ from hub.core.model import (
     SearchQuery,
     Status,
     TimeWindow,
+    Trust,
 )
 from hub.core.namespaces import validate_namespace
 from hub.core.response_size import SHOWN_LINKS
@@ -58,7 +60,14 @@ _STATUSES = {
     pb.MEMORY_STATUS_SUPERSEDED: Status.SUPERSEDED,
     pb.MEMORY_STATUS_FORGOTTEN: Status.FORGOTTEN,
     pb.MEMORY_STATUS_EXPIRED: Status.EXPIRED,
+    pb.MEMORY_STATUS_QUARANTINED: Status.QUARANTINED,
 }
+_TRUST_TO_PB = {
+    Trust.VERIFIED: pb.TRUST_LEVEL_VERIFIED,
+    Trust.AGENT: pb.TRUST_LEVEL_AGENT,
+    Trust.EXTERNAL: pb.TRUST_LEVEL_EXTERNAL,
+}
+_FLAGS = {pb.MEMORY_FLAG_INSTRUCTION_LIKE: INSTRUCTION_LIKE}
 _CHANNELS = {
     pb.RETRIEVAL_CHANNEL_DENSE: Channel.DENSE,
     pb.RETRIEVAL_CHANNEL_KEYWORD: Channel.KEYWORD,
@@ -72,6 +81,7 @@ def _invert(table: dict[int, E]) -> dict[E, int]:
 
 
 _KIND_TO_PB, _TYPE_TO_PB = _invert(_KINDS), _invert(_TYPES)
+_FLAG_TO_PB = _invert(_FLAGS)
 _STATUS_TO_PB, _CHANNEL_TO_PB = _invert(_STATUSES), _invert(_CHANNELS) | {Channel.EXPANSION: pb.RETRIEVAL_CHANNEL_EXPANSION}
 
 MAX_TTL = timedelta(days=36_500)
@@ -114,6 +124,14 @@ def _namespaces(values: Sequence[str], field: str) -> tuple[str, ...]:
     """Namespace roots to search or list; empty means every namespace the caller may read."""
     v.bounded(len(values), field, v.MAX_NAMESPACE_ROOTS, "namespaces")
     return tuple(validate_namespace(ns, f"{field}[{i}]") for i, ns in enumerate(values))
+
+
+def _flag_filter(msg: Message) -> dict[str, object]:
+    """The flags / exclude_flagged fields of a search or list request as MemoryFilter arguments."""
+    flags = _enums(msg.flags, _FLAGS, pb.MemoryFlag, "flags")
+    if flags and msg.exclude_flagged:
+        raise InvalidArgument("exclude_flagged", "cannot be combined with flags; set one of them")
+    return {"flags_any": flags, "unflagged": msg.exclude_flagged}
 
 
 def request_hash(request: Message) -> str:
@@ -185,6 +203,7 @@ def search_query(req: pb.SearchMemoriesRequest) -> SearchQuery:
             types=_enums(req.types, _TYPES, pb.MemoryType, "types"),
             tags_any=v.tags(req.tags, "tags"),
             occurred=_window(req, "occurred", "search"),
+            **_flag_filter(req),
         ),
         top_k=v.top_k(req.top_k, "top_k"),
         channels=channels,
@@ -209,6 +228,7 @@ def list_query(req: pb.ListMemoriesRequest) -> ListQuery:
             tags_any=v.tags(req.tags, "tags"),
             created=_window(req, "created", "list"),
             subject_key=v.subject_key(req.subject_key, "subject_key"),
+            **_flag_filter(req),
         ),
         statuses=_enums(req.statuses, _STATUSES, pb.MemoryStatus, "statuses"),
         page_size=v.page_size(req.page_size, "page_size"),
@@ -270,6 +290,8 @@ def memory(record: MemoryRecord) -> pb.Memory:
         subject_key=record.subject_key or "",
         recall=pb.RecallStats(recall_count=record.recall_count),
         embedding_model=record.embedding_model,
+        trust=_TRUST_TO_PB[record.trust],
+        flags=[_FLAG_TO_PB[f] for f in record.flags if f in _FLAG_TO_PB],
     )
     _set_time(out.recall.last_recalled_at, record.last_recalled_at)
     for name in ("occurred_at", "created_at", "updated_at", "valid_from", "valid_to", "expires_at"):

@@ -33,7 +33,7 @@ from hub.api.status import abort
 from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.auth import TokenVerifier, bearer_token
 from hub.auth.failures import DUPLICATE_AUTHORIZATION, reason_of, source_host
-from hub.core.model import Caller
+from hub.core.model import Caller, Trust
 from hub.errors import Unauthenticated
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         return Caller(
             agent_id=identity.agent_id,
             groups=identity.groups,
+            trust=Trust(identity.trust),
             trace_id=current_trace_id(metadata),
             rpc=method.lstrip("/"),
         )

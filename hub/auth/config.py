@@ -28,6 +28,9 @@ MAX_LEEWAY_S = 300.0
 """Clock skew tolerance above this would make expired tokens live noticeably longer."""
 
 REGISTERED_CLAIMS = frozenset({"iss", "sub", "aud", "exp", "nbf", "iat", "jti"})
+
+TRUST_LEVELS = ("verified", "agent", "external")
+"""A writer's trust level, most trusted first (hub/core/model.py Trust)."""
 """RFC 7519 claims whose meaning is fixed: none of them can double as the groups claim."""
 
 
@@ -69,6 +72,14 @@ class AuthConfig:
 
     groups_claim: str = "groups"
     """Claim holding the agent's groups, a list of names (MEMHUB_JWT_GROUPS_CLAIM); absent means no groups."""
+
+    trust_claim: str = "memhub_trust"
+    """Claim holding the writer's trust level, one of verified | agent | external (MEMHUB_JWT_TRUST_CLAIM). Every
+    memory records its writer's level and readers see it; another value in the claim refuses the token."""
+
+    default_trust: str = "agent"
+    """Trust level of a token without the trust claim (MEMHUB_DEFAULT_TRUST): agent, or external for a hub whose
+    tokens are not all issued to the operator's own agents."""
 
     leeway_s: float = 30.0
     """Clock skew tolerated on exp, nbf and iat, in seconds (MEMHUB_JWT_LEEWAY_S), 0 to 300."""
@@ -118,6 +129,12 @@ class AuthConfig:
             raise ValueError("groups_claim: must be a non-empty claim name")
         if self.groups_claim in REGISTERED_CLAIMS:
             raise ValueError(f"groups_claim: {self.groups_claim!r} is a registered JWT claim; use another name such as 'groups'")
+        if not isinstance(self.trust_claim, str) or not self.trust_claim or self.trust_claim in REGISTERED_CLAIMS:
+            raise ValueError("trust_claim: must be a claim name that is not a registered JWT claim, e.g. 'memhub_trust'")
+        if self.trust_claim == self.groups_claim:
+            raise ValueError("trust_claim: must differ from groups_claim")
+        if self.default_trust not in TRUST_LEVELS:
+            raise ValueError(f"default_trust: {self.default_trust!r} is not one of {', '.join(TRUST_LEVELS)}")
         leeway = self.leeway_s
         if (
             isinstance(leeway, bool)
@@ -197,6 +214,8 @@ class AuthConfig:
             audience=env.get("MEMHUB_JWT_AUDIENCE", "") or "memhub",
             issuer=env.get("MEMHUB_JWT_ISSUER", "") or "memhub",
             groups_claim=env.get("MEMHUB_JWT_GROUPS_CLAIM", "") or "groups",
+            trust_claim=env.get("MEMHUB_JWT_TRUST_CLAIM", "") or "memhub_trust",
+            default_trust=env.get("MEMHUB_DEFAULT_TRUST", "") or "agent",
             leeway_s=leeway,
             require_jti=require_jti_raw in ("1", "true", "yes"),
             local_secret=local,
@@ -219,6 +238,8 @@ _ENV_OF = {
     "audience": "MEMHUB_JWT_AUDIENCE",
     "issuer": "MEMHUB_JWT_ISSUER",
     "groups_claim": "MEMHUB_JWT_GROUPS_CLAIM",
+    "trust_claim": "MEMHUB_JWT_TRUST_CLAIM",
+    "default_trust": "MEMHUB_DEFAULT_TRUST",
     "leeway_s": "MEMHUB_JWT_LEEWAY_S",
     "require_jti": "MEMHUB_JWT_REQUIRE_JTI",
 }

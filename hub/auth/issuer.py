@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 import jwt
 
-from hub.auth.config import REGISTERED_CLAIMS
+from hub.auth.config import REGISTERED_CLAIMS, TRUST_LEVELS
 from hub.auth.local_secret import MIN_SECRET_BYTES
 from hub.auth.names import AGENT_ID_RULE, MAX_GROUPS, is_agent_id, normalise_groups
 
@@ -46,6 +46,8 @@ def issue_token(
     audience: str = "memhub",
     issuer: str = "memhub",
     groups_claim: str = "groups",
+    trust: str | None = None,
+    trust_claim: str = "memhub_trust",
     now: datetime | None = None,
 ) -> IssuedToken:
     """Sign an HS256 token for `agent_id`; raise ValueError naming the argument that is wrong.
@@ -70,6 +72,10 @@ def issue_token(
             raise ValueError(f"{name}: must be a non-empty string")
     if groups_claim in REGISTERED_CLAIMS:
         raise ValueError(f"groups_claim: {groups_claim!r} is a registered JWT claim")
+    if trust is not None and trust not in TRUST_LEVELS:
+        raise ValueError(f"trust: must be one of {', '.join(TRUST_LEVELS)}")
+    if trust is not None and (trust_claim in REGISTERED_CLAIMS or trust_claim == groups_claim):
+        raise ValueError(f"trust_claim: {trust_claim!r} is a registered claim or the groups claim")
     if now is None:
         now = datetime.now(timezone.utc)
     elif now.tzinfo is None:
@@ -88,5 +94,7 @@ def issue_token(
         "exp": exp,
         "jti": jti,
     }
+    if trust is not None:  # absent: the hub applies its default level (MEMHUB_DEFAULT_TRUST)
+        claims[trust_claim] = trust
     token = jwt.encode(claims, secret, algorithm="HS256")
     return IssuedToken(token=token, jti=jti, expires_at=datetime.fromtimestamp(exp, tz=timezone.utc))

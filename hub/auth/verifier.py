@@ -24,7 +24,7 @@ from typing import Any
 import jwt
 from jwt import exceptions as jwt_errors
 
-from hub.auth.config import AuthConfig
+from hub.auth.config import TRUST_LEVELS, AuthConfig
 from hub.auth.keys import KeyRing
 from hub.auth.names import AGENT_ID_RULE, MAX_GROUPS, TOKEN_ID_RULE, is_agent_id, is_token_id, normalise_groups
 from hub.errors import Unauthenticated
@@ -56,6 +56,9 @@ class Identity:
 
     expires_at: datetime
     """The token's `exp`, timezone-aware UTC (what a revocation row needs)."""
+
+    trust: str = "agent"
+    """The writer's trust level (verified | agent | external) from the trust claim, or the configured default."""
 
 
 def bearer_token(metadata_value: str | None) -> str:
@@ -211,7 +214,17 @@ class TokenVerifier:
         # Last: only a token that is otherwise valid is looked up, so revocation state never leaks.
         if token_id and self._is_revoked(token_id):
             raise Unauthenticated(f"token {token_id} was revoked")
-        return Identity(agent_id=sub, groups=groups, token_id=token_id, expires_at=expires_at)
+        return Identity(agent_id=sub, groups=groups, token_id=token_id, expires_at=expires_at, trust=self._trust(claims))
+
+    def _trust(self, claims: dict[str, Any]) -> str:
+        name = self._config.trust_claim
+        if name not in claims:
+            return self._config.default_trust
+        value = claims[name]
+        if value not in TRUST_LEVELS:
+            # Refused rather than read as some level: a typo must not silently change what readers are told.
+            raise Unauthenticated(f"token {name!r} claim must be one of {', '.join(TRUST_LEVELS)}")
+        return value
 
     def _groups(self, claims: dict[str, Any]) -> tuple[str, ...]:
         name = self._config.groups_claim

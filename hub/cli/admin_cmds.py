@@ -16,7 +16,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--action",
         default="",
-        help="read | write | forget | consolidate | subscribe | admin | authenticate | limit | quota",
+        help="read | write | forget | consolidate | subscribe | admin | authenticate | limit | quota | release",
     )
     p.add_argument("--ns", dest="namespace", default="", help="this namespace and below")
     p.add_argument("--decision", choices=["allow", "deny"])
@@ -39,6 +39,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ns", dest="namespace", default="", help="also show this namespace's storage use")
     add_connection_args(p)
     p.set_defaults(func=cmd_limits)
+    p = asub.add_parser(
+        "release",
+        help="serve quarantined memories after all (list them with: memhub list --status quarantined); audited",
+    )
+    p.add_argument("ids", nargs="+", help="ids of quarantined memories")
+    p.add_argument("--reason", required=True, help="why they are safe to serve; recorded in the audit log")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_release)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -131,4 +139,15 @@ def cmd_limits(args: argparse.Namespace) -> int:
         n = report.namespace
         state = f"created by {n.created_by or 'unknown'}" if n.exists else "does not exist"
         print(f"namespace {n.namespace}: {n.memories} memories, {n.bytes} bytes ({state})")
+    return 0
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        reply = client.call_admin("ReleaseMemories", admin_pb2.ReleaseMemoriesRequest(ids=args.ids, reason=args.reason))
+    if args.json:
+        print_json(reply)
+    else:
+        for mid in reply.released_ids:
+            print(f"released {mid}")
     return 0

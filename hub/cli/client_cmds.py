@@ -14,6 +14,7 @@ from google.protobuf.json_format import MessageToDict
 from memhub.v1 import memory_pb2 as pb
 
 from hub.client import DEFAULT_ADDRESS, MemhubClient, kind_value, memory_input, type_value
+from hub.memory_text import block
 
 
 def add_connection_args(p: argparse.ArgumentParser) -> None:
@@ -80,6 +81,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tag", action="append", default=[], dest="tags")
     p.add_argument("--channel", action="append", default=[], dest="channels", help="dense | keyword (default both)")
     p.add_argument("--explain", action="store_true", help="show each channel's rank")
+    _add_flag_args(p)
     add_connection_args(p)
     p.set_defaults(func=cmd_search)
 
@@ -96,11 +98,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--type", action="append", default=[], dest="types")
     p.add_argument("--tag", action="append", default=[], dest="tags")
     p.add_argument(
-        "--status", action="append", default=[], dest="statuses", help="active (default) | superseded | forgotten | expired"
+        "--status",
+        action="append",
+        default=[],
+        dest="statuses",
+        help="active (default) | superseded | forgotten | expired | quarantined (admins only)",
     )
     p.add_argument("--page-size", type=int, default=0)
     p.add_argument("--page-token", default="")
     p.add_argument("--all", action="store_true", help="follow page tokens to the end")
+    _add_flag_args(p)
     add_connection_args(p)
     p.set_defaults(func=cmd_list)
 
@@ -116,6 +123,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_forget)
 
 
+def _add_flag_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--flag", action="append", default=[], dest="flags", help="only memories with this flag: instruction_like")
+    p.add_argument("--exclude-flagged", action="store_true", help="leave out memories the hub flagged")
+
+
 def client_from(args: argparse.Namespace) -> MemhubClient:
     return MemhubClient(args.hub, token=read_token(args))
 
@@ -129,18 +141,27 @@ def _short(enum_type, value: int, prefix: str) -> str:  # noqa: ANN001
 
 
 def format_memory(m: pb.Memory) -> str:
-    kind = _short(pb.MemoryKind, m.kind, "MEMORY_KIND")
-    typ = _short(pb.MemoryType, m.type, "MEMORY_TYPE")
+    """A memory as a delimited block (hub/memory_text.py): writer, trust and flags in its header, content on
+    prefixed lines that cannot pass for another memory or another writer."""
     status = _short(pb.MemoryStatus, m.status, "MEMORY_STATUS")
-    when = m.occurred_at.ToDatetime().strftime("%Y-%m-%d %H:%M")
-    tags = f"  #{' #'.join(m.tags)}" if m.tags else ""
-    head = f"{m.id}  {m.namespace}  {kind}/{typ}  {when}  [{status}]{tags}"
     body = (
         m.content
         if m.status != pb.MEMORY_STATUS_FORGOTTEN
         else f"(forgotten by {m.tombstone.forgotten_by}: {m.tombstone.reason})"
     )
-    return f"{head}\n    {body}"
+    attributes = [
+        ("id", m.id),
+        ("by", m.source.agent_id),
+        ("trust", _short(pb.TrustLevel, m.trust, "TRUST_LEVEL")),
+        ("flags", ",".join(_short(pb.MemoryFlag, f, "MEMORY_FLAG") for f in m.flags)),
+        ("ns", m.namespace),
+        ("kind", f"{_short(pb.MemoryKind, m.kind, 'MEMORY_KIND')}/{_short(pb.MemoryType, m.type, 'MEMORY_TYPE')}"),
+        ("date", m.occurred_at.ToDatetime().strftime("%Y-%m-%dT%H:%M")),
+        ("status", status),
+        ("session", m.source.session_id),
+        ("tags", ",".join(m.tags)),
+    ]
+    return "\n".join(block("memory", attributes, body))
 
 
 def cmd_write(args: argparse.Namespace) -> int:
@@ -179,6 +200,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             tags=args.tags,
             channels=args.channels,
             explain=args.explain,
+            flags=args.flags,
+            exclude_flagged=args.exclude_flagged,
         )
     if args.json:
         print_json(reply)
@@ -195,7 +218,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 + ", ".join(f"{_short(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}" for c in hit.channel_ranks)
                 + ")"
             )
-        print(f"{i:>2}. score {hit.score:.4f}{ranks}\n    {format_memory(hit.memory)}")
+        print(f"{i:>2}. score {hit.score:.4f}{ranks}\n{format_memory(hit.memory)}")
     return 0
 
 
@@ -220,6 +243,8 @@ def _pages(args: argparse.Namespace, client: MemhubClient) -> Iterable[pb.ListMe
             types=args.types,
             tags=args.tags,
             statuses=args.statuses,
+            flags=args.flags,
+            exclude_flagged=args.exclude_flagged,
         )
         yield page
         token = page.next_page_token

@@ -24,6 +24,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--agent", required=True, help="the agent id (the token's sub)")
     p.add_argument("--groups", default="", help="comma-separated groups, e.g. support,auditors")
     p.add_argument("--ttl", type=parse_duration, default=parse_duration("1h"), help="lifetime, e.g. 15m, 12h, 30d (default 1h)")
+    p.add_argument(
+        "--trust",
+        choices=["verified", "agent", "external"],
+        help="the writer's trust level, shown with every memory it writes (default: none in the token, so the hub's "
+        "MEMHUB_DEFAULT_TRUST applies)",
+    )
+    p.add_argument(
+        "--trust-claim",
+        default=os.environ.get("MEMHUB_JWT_TRUST_CLAIM") or "memhub_trust",
+        help="claim name for --trust (MEMHUB_JWT_TRUST_CLAIM)",
+    )
     p.add_argument("--data-dir", type=Path, help="the hub's data directory, where jwt-secret lives (MEMHUB_DATA_DIR)")
     p.add_argument(
         "--secret-file",
@@ -60,7 +71,14 @@ def cmd_issue(args: argparse.Namespace) -> int:
         return 1
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
     issued = issue_token(
-        load_secret(path), agent_id=args.agent, groups=groups, ttl=args.ttl, audience=args.audience, issuer=args.issuer
+        load_secret(path),
+        agent_id=args.agent,
+        groups=groups,
+        ttl=args.ttl,
+        audience=args.audience,
+        issuer=args.issuer,
+        trust=args.trust,
+        trust_claim=args.trust_claim,
     )
     if args.json:
         print(json.dumps({"token": issued.token, "token_id": issued.jti, "expires_at": issued.expires_at.isoformat()}))
@@ -68,7 +86,8 @@ def cmd_issue(args: argparse.Namespace) -> int:
         # Only the token on stdout, so `export MEMHUB_TOKEN=$(memhub token issue ...)` works.
         print(issued.token)
         print(
-            f"token id {issued.jti}, agent {args.agent}, groups [{', '.join(groups)}], expires {issued.expires_at.isoformat()}",
+            f"token id {issued.jti}, agent {args.agent}, groups [{', '.join(groups)}], "
+            f"trust {args.trust or '(hub default)'}, expires {issued.expires_at.isoformat()}",
             file=sys.stderr,
         )
     return 0

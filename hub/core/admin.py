@@ -6,7 +6,7 @@ Hub::"memhub"), so the admin service is exactly as open as the policies say.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -17,7 +17,7 @@ from hub.core import paging
 from hub.core.access import Action, Authorizer, require
 from hub.core.model import Caller
 from hub.core.namespaces import validate_namespace
-from hub.db import audit_queries, namespace_usage
+from hub.db import audit_queries, namespace_usage, quarantine
 from hub.db.memories import subtree_condition
 from hub.db.schema import namespaces
 from hub.errors import InvalidArgument
@@ -35,8 +35,16 @@ class PolicyInfo:
 
 
 class AdminService:
-    def __init__(self, engine: Engine, authorizer: Authorizer, policies: PolicyStore, revocations: RevocationList) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        authorizer: Authorizer,
+        policies: PolicyStore,
+        revocations: RevocationList,
+        nudge: Callable[[], None] | None = None,
+    ) -> None:
         self._engine = engine
+        self._nudge = nudge
         self._authorizer = authorizer
         self._policies = policies
         self._revocations = revocations
@@ -77,6 +85,15 @@ class AdminService:
         except ValueError as exc:  # "field: problem" from the revocation list's own checks
             field, _, problem = str(exc).partition(": ")
             raise InvalidArgument({"jti": "token_id"}.get(field, field), problem or str(exc)) from None
+
+    def release(self, caller: Caller, ids: Sequence[str], reason: str) -> list[str]:
+        """Requires admin; makes quarantined memories active (all or none) and audits each release."""
+        require(self._authorizer, caller, Action.ADMIN, None)
+        with self._engine.begin() as conn:
+            released = quarantine.release(conn, ids, caller, reason)
+        if self._nudge is not None:
+            self._nudge()  # the indexer picks the released memories up now, not at its next poll
+        return released
 
     def namespace_usage(self, caller: Caller, namespace: str | None) -> namespace_usage.Usage | None:
         """Requires admin; a namespace's storage use (None when none was asked for)."""

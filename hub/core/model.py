@@ -29,6 +29,23 @@ class Status(enum.StrEnum):
     SUPERSEDED = "superseded"
     FORGOTTEN = "forgotten"
     EXPIRED = "expired"
+    QUARANTINED = "quarantined"
+    """Flagged on write in a quarantined namespace: served to nobody until an admin releases it (hub/core/screening.py)."""
+
+
+class Trust(enum.StrEnum):
+    """How far readers may trust what a writer stores, from the writer's token (hub/auth/config.py)."""
+
+    VERIFIED = "verified"
+    """An operator vouches for the writer (a first-party agent or a human-reviewed pipeline)."""
+    AGENT = "agent"
+    """An ordinary agent of the fleet: the default."""
+    EXTERNAL = "external"
+    """The writer relays outside input (web pages, e-mail, user uploads): read its memories as data only."""
+
+
+INSTRUCTION_LIKE = "instruction_like"
+"""The one flag there is: the content addresses the model that will read it (hub/core/instruction_rules.py)."""
 
 
 class Channel(enum.StrEnum):
@@ -55,6 +72,8 @@ class Caller:
     trace_id: str = ""
     rpc: str = ""
     request_id: str = ""
+    trust: Trust = Trust.AGENT
+    """The writer's trust level, from the token's trust claim (or the hub's default when it has none)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +94,10 @@ class NewMemory:
     expires_at: datetime | None
     subject_key: str | None
     derived_from: tuple[str, ...]
+    flags: tuple[str, ...] = ()
+    """Set by the hub's screening (hub/core/screening.py), never by the writer."""
+    quarantined: bool = False
+    """Stored as QUARANTINED instead of ACTIVE: flagged content in a quarantined namespace."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +134,10 @@ class MemoryRecord:
     forgotten_at: datetime | None
     forgotten_by: str | None
     forget_reason: str | None
+    trust: Trust = Trust.AGENT
+    """The writer's trust level when it wrote the memory."""
+    flags: tuple[str, ...] = ()
+    """What screening found in the content on write, e.g. ("instruction_like",)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +172,10 @@ class MemoryFilter:
     occurred: TimeWindow = field(default_factory=TimeWindow)
     created: TimeWindow = field(default_factory=TimeWindow)
     subject_key: str | None = None
+    flags_any: tuple[str, ...] = ()
+    """Only memories carrying at least one of these flags."""
+    unflagged: bool = False
+    """Only memories carrying no flag at all."""
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from hub import telemetry
-from hub.core import fusion, paging, ranking, response_size
+from hub.core import fusion, paging, ranking, response_size, screening
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -131,8 +131,10 @@ class MemoryService:
         reranker: Reranker | None = None,
         rerank_depth: int = 30,
         max_response_bytes: int = 4 * 2**20,
+        screening_config: screening.ScreeningConfig | None = None,
     ) -> None:
         self._engine = engine
+        self._screening = screening_config or screening.ScreeningConfig()
         # Read-only work runs in autocommit: no BEGIN/ROLLBACK round trip per statement batch.
         self._reads = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._index = index
@@ -178,6 +180,8 @@ class MemoryService:
         for ns in dict.fromkeys(item.namespace for item in items):
             require(self._authorizer, caller, Action.WRITE, ns)
         self._check_sources_readable(caller, items)
+        # Flags and quarantine come from the hub's own reading of the content, never from the request.
+        items = screening.screened(items, self._screening)
 
         def transaction() -> list[WriteOutcome]:
             with self._engine.begin() as conn:
@@ -374,14 +378,20 @@ class MemoryService:
     def get(self, caller: Caller, memory_id: str) -> MemoryRecord:
         with self._engine.connect() as conn:
             record = memories_db.get(conn, memory_id)
-        # A memory in a namespace the caller cannot read and a missing one look the same.
+        # A memory in a namespace the caller cannot read and a missing one look the same;
+        # so does a quarantined one to anyone but an admin (it is served to nobody until released).
         if record is None or not self._authorizer.allowed(caller, Action.READ, record.namespace):
+            raise NotFound(f"memory {memory_id} not found")
+        if record.status is Status.QUARANTINED and not self._authorizer.allowed(caller, Action.ADMIN, None):
             raise NotFound(f"memory {memory_id} not found")
         return _with_effective_status(record)
 
     def list(self, caller: Caller, query: ListQuery) -> ListPage:
         flt = dataclasses.replace(query.filter, namespaces=tuple(minimal_roots(list(query.filter.namespaces))))
         statuses = query.statuses or (Status.ACTIVE,)
+        if Status.QUARANTINED in statuses:
+            # Quarantined memories are for the admins who decide whether to release them.
+            require(self._authorizer, caller, Action.ADMIN, None)
         fp = paging.fingerprint(flt, statuses)
         after = paging.decode(query.page_token, fp)
         readable = self._readable_namespaces(caller, flt.namespaces)

@@ -45,6 +45,31 @@ _SUBJECT_SEGMENT = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
+def _control_character(value: str) -> str | None:
+    """The first control character in ``value`` as U+XXXX, or None.
+
+    Control characters (C0, DEL, C1, and the Unicode line and paragraph
+    separators) in a field that is printed on one line let a stored value
+    start a new line of its own in a reader's output: a session id holding
+    "\\n2. [... by bob ...]" would pass for another entry.
+    """
+    for ch in value:
+        code = ord(ch)
+        if code < 0x20 or 0x7F <= code < 0xA0 or code in (0x2028, 0x2029):
+            return f"U+{code:04X}"
+    return None
+
+
+def no_control_characters(value: str, field: str) -> str:
+    """Refuse a one-line field (id, session id, subject key, tag, entity) holding a control character."""
+    found = _control_character(value)
+    if found is not None:
+        raise InvalidArgument(
+            field, f"contains the control character {found} (newlines, tabs and other control characters are not allowed here)"
+        )
+    return value
+
+
 def _check_text(value: str, field: str, max_chars: int) -> str:
     if "\x00" in value:
         # Postgres text cannot hold NUL; refusing beats silently truncating.
@@ -74,6 +99,7 @@ def tags(values: Sequence[str], field: str) -> tuple[str, ...]:
     if len(values) > MAX_TAGS:
         raise InvalidArgument(field, f"has {len(values)} tags; the limit is {MAX_TAGS}")
     for i, tag in enumerate(values):
+        no_control_characters(tag, f"{field}[{i}]")
         if _TAG.fullmatch(tag) is None:
             raise InvalidArgument(
                 f"{field}[{i}]",
@@ -88,6 +114,7 @@ def entities(values: Sequence[str], field: str) -> tuple[str, ...]:
     if len(values) > MAX_ENTITIES:
         raise InvalidArgument(field, f"has {len(values)} entries; the limit is {MAX_ENTITIES}")
     for i, name in enumerate(values):
+        no_control_characters(name, f"{field}[{i}]")
         _check_text(name, f"{field}[{i}]", MAX_ENTITY_CHARS)
     return tuple(dict.fromkeys(values))
 
@@ -124,6 +151,7 @@ def subject_key(value: str, field: str) -> str | None:
     """Optional 'user/reply-language'-style key: lower-case segments joined by '/', at most 128 characters."""
     if not value:
         return None
+    no_control_characters(value, field)
     if len(value) > 128:
         raise InvalidArgument(field, f"is {len(value)} characters; the limit is 128")
     for seg in value.split("/"):
@@ -138,6 +166,7 @@ def memory_id(value: str, field: str) -> str:
     """A memory id is a UUID in its canonical text form."""
     if not value:
         raise InvalidArgument(field, "is required")
+    no_control_characters(value, field)
     try:
         parsed = uuid.UUID(value)
     except ValueError:
@@ -150,14 +179,17 @@ def memory_id(value: str, field: str) -> str:
 def request_id(value: str, field: str) -> str | None:
     if not value:
         return None
+    no_control_characters(value, field)
     if _REQUEST_ID.fullmatch(value) is None:
         raise InvalidArgument(field, "must be 1 to 128 characters of letters, digits and . _ : -")
     return value
 
 
 def session_id(value: str, field: str) -> str:
-    if len(value) > MAX_SESSION_CHARS or "\x00" in value:
-        raise InvalidArgument(field, f"must be at most {MAX_SESSION_CHARS} characters without NUL")
+    """Optional; at most MAX_SESSION_CHARS characters, none of them a control character (it is shown on one line)."""
+    no_control_characters(value, field)
+    if len(value) > MAX_SESSION_CHARS:
+        raise InvalidArgument(field, f"is {len(value)} characters; the limit is {MAX_SESSION_CHARS}")
     return value
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Select, Text, and_, any_, bindparam, cast, func, or_, select, text, tuple_, update
+from sqlalchemy import Boolean, Connection, Select, Text, and_, any_, bindparam, cast, func, or_, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.sql.elements import ColumnElement
@@ -28,6 +28,7 @@ from hub.core.model import (
     NewMemory,
     Status,
     TimeWindow,
+    Trust,
     WriteOutcome,
 )
 from hub.db.schema import memories, namespaces, outbox
@@ -73,6 +74,8 @@ def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the me
         forgotten_at=m["forgotten_at"],
         forgotten_by=m["forgotten_by"],
         forget_reason=m["forget_reason"],
+        trust=Trust(m["trust"]),
+        flags=tuple(m["flags"]),
     )
 
 
@@ -169,7 +172,9 @@ def _row_values(item: NewMemory, position: int, caller: Caller, session_id: str,
         "source_agent": caller.agent_id,
         "source_session": session_id,
         "source_trace": caller.trace_id,
-        "status": Status.ACTIVE.value,
+        "status": (Status.QUARANTINED if item.quarantined else Status.ACTIVE).value,
+        "trust": caller.trust.value,
+        "flags": list(item.flags),
         "subject_key": item.subject_key,
         "supersedes": [],
         "derived_from": list(item.derived_from),
@@ -213,8 +218,12 @@ def _insert_with_subject(conn: Connection, item: NewMemory, values: dict, change
 
 
 def _supersede_subject(conn: Connection, item: NewMemory, new_id: str) -> list[str]:
-    """Mark the active memory with the same subject key superseded by new_id; return its id."""
-    if item.subject_key is None:
+    """Mark the active memory with the same subject key superseded by new_id; return its id.
+
+    A quarantined memory supersedes nothing until it is released (release_quarantined): a poisoned
+    write must not retire the memory it imitates.
+    """
+    if item.subject_key is None or item.quarantined:
         return []
     rows = conn.execute(
         update(memories)
@@ -274,6 +283,8 @@ _FILTER_CONDITIONS: dict[str, Callable[[], ColumnElement[bool]]] = {
     "f_created_from": lambda: memories.c.created_at >= bindparam("f_created_from", type_=memories.c.created_at.type),
     "f_created_to": lambda: memories.c.created_at < bindparam("f_created_to", type_=memories.c.created_at.type),
     "f_subject_key": lambda: memories.c.subject_key == bindparam("f_subject_key", type_=Text),
+    "f_flags": lambda: memories.c.flags.overlap(bindparam("f_flags", type_=ARRAY(Text))),
+    "f_unflagged": lambda: and_(bindparam("f_unflagged", type_=Boolean), func.cardinality(memories.c.flags) == 0),
 }
 
 
@@ -293,6 +304,8 @@ def filter_params(flt: MemoryFilter, allowed: Sequence[str]) -> dict[str, Any]:
         "f_created_from": flt.created.start,
         "f_created_to": flt.created.end,
         "f_subject_key": flt.subject_key,
+        "f_flags": list(flt.flags_any) or None,
+        "f_unflagged": True if flt.unflagged else None,
     }
     return {k: v for k, v in values.items() if v is not None}
 

@@ -65,6 +65,10 @@ memories = Table(
     # Entity keys for the entity channel: the writer's entities and those found in the
     # content, normalised (hub/recall/entities.py). ``entities`` keeps what the writer gave.
     Column("entity_keys", ARRAY(Text), nullable=False, server_default="{}"),
+    # The writer's trust level (verified | agent | external) from its token, and what screening
+    # flagged in the content (e.g. {instruction_like}); migration 0008, hub/core/screening.py.
+    Column("trust", String(16), nullable=False, server_default="agent"),
+    Column("flags", ARRAY(Text), nullable=False, server_default="{}"),
     # Newest-first listing within a namespace, keyset-paged on (created_at, id).
     Index("ix_memories_ns_created", "namespace", text("created_at DESC"), text("id DESC")),
     # One active copy of a content per namespace: the database enforces dedup, so two
@@ -105,6 +109,8 @@ memories = Table(
     ),
     Index("ix_memories_entity_keys", "entity_keys", postgresql_using="gin", postgresql_where=text("status = 'active'")),
     Index("ix_memories_expiry", "expires_at", postgresql_where=text("status = 'active' AND expires_at IS NOT NULL")),
+    # What waits for an admin's release, per namespace, oldest first.
+    Index("ix_memories_quarantined", "namespace", "created_at", postgresql_where=text("status = 'quarantined'")),
 )
 
 namespaces = Table(

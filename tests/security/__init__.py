@@ -12,6 +12,10 @@
   authorization headers are refused (items 12, 14).
 - test_page_tokens.py: edited page tokens never reach a query (item 6).
 - test_wire.py: bytes that are not a request answer INVALID_ARGUMENT and log one line (item 5).
+- test_poisoned_memories.py: content written to steer the models that read it: the instruction-like
+  rules (English, Chinese), delimited rendering against a fake result "by bob", control characters
+  in one-line fields, trust levels from the token, flags and their filters, quarantine and the
+  audited admin release (item 17; the bridge's rendering in tests/test_bridge_tools.py).
 
 hubs.py starts hubs with their own settings (small limits and quotas) for these tests.
 """

@@ -19,6 +19,20 @@ DECISION_UNSPECIFIED: Decision
 DECISION_ALLOW: Decision
 DECISION_DENY: Decision
 
+class ReleaseMemoriesRequest(_message.Message):
+    __slots__ = ("ids", "reason")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    reason: str
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ReleaseMemoriesResponse(_message.Message):
+    __slots__ = ("released_ids",)
+    RELEASED_IDS_FIELD_NUMBER: _ClassVar[int]
+    released_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, released_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class ListNamespacesRequest(_message.Message):
     __slots__ = ("under", "page_size", "page_token")
     UNDER_FIELD_NUMBER: _ClassVar[int]

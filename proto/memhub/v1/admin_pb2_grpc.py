@@ -64,6 +64,11 @@ class AdminServiceStub:
                 request_serializer=memhub_dot_v1_dot_admin__pb2.GetLimitsRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_admin__pb2.LimitsReport.FromString,
                 _registered_method=True)
+        self.ReleaseMemories = channel.unary_unary(
+                '/memhub.v1.AdminService/ReleaseMemories',
+                request_serializer=memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -115,6 +120,18 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReleaseMemories(self, request, context):
+        """Releases quarantined memories (MemoryStatus QUARANTINED): each becomes
+        active as if just written (it supersedes the active memory with its
+        subject key and is indexed). All or none; each release is audited
+        (action "release", detail memory_id and reason) in the same
+        transaction. List what waits with MemoryService.ListMemories, statuses
+        [MEMORY_STATUS_QUARANTINED] (admins only).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -147,6 +164,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.GetLimits,
                     request_deserializer=memhub_dot_v1_dot_admin__pb2.GetLimitsRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_admin__pb2.LimitsReport.SerializeToString,
+            ),
+            'ReleaseMemories': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseMemories,
+                    request_deserializer=memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -311,6 +333,33 @@ class AdminService:
             '/memhub.v1.AdminService/GetLimits',
             memhub_dot_v1_dot_admin__pb2.GetLimitsRequest.SerializeToString,
             memhub_dot_v1_dot_admin__pb2.LimitsReport.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleaseMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.AdminService/ReleaseMemories',
+            memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesRequest.SerializeToString,
+            memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -37,6 +37,19 @@ class MemoryStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MEMORY_STATUS_SUPERSEDED: _ClassVar[MemoryStatus]
     MEMORY_STATUS_FORGOTTEN: _ClassVar[MemoryStatus]
     MEMORY_STATUS_EXPIRED: _ClassVar[MemoryStatus]
+    MEMORY_STATUS_QUARANTINED: _ClassVar[MemoryStatus]
+
+class TrustLevel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TRUST_LEVEL_UNSPECIFIED: _ClassVar[TrustLevel]
+    TRUST_LEVEL_VERIFIED: _ClassVar[TrustLevel]
+    TRUST_LEVEL_AGENT: _ClassVar[TrustLevel]
+    TRUST_LEVEL_EXTERNAL: _ClassVar[TrustLevel]
+
+class MemoryFlag(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MEMORY_FLAG_UNSPECIFIED: _ClassVar[MemoryFlag]
+    MEMORY_FLAG_INSTRUCTION_LIKE: _ClassVar[MemoryFlag]
 
 class RetrievalChannel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -64,6 +77,13 @@ MEMORY_STATUS_ACTIVE: MemoryStatus
 MEMORY_STATUS_SUPERSEDED: MemoryStatus
 MEMORY_STATUS_FORGOTTEN: MemoryStatus
 MEMORY_STATUS_EXPIRED: MemoryStatus
+MEMORY_STATUS_QUARANTINED: MemoryStatus
+TRUST_LEVEL_UNSPECIFIED: TrustLevel
+TRUST_LEVEL_VERIFIED: TrustLevel
+TRUST_LEVEL_AGENT: TrustLevel
+TRUST_LEVEL_EXTERNAL: TrustLevel
+MEMORY_FLAG_UNSPECIFIED: MemoryFlag
+MEMORY_FLAG_INSTRUCTION_LIKE: MemoryFlag
 RETRIEVAL_CHANNEL_UNSPECIFIED: RetrievalChannel
 RETRIEVAL_CHANNEL_DENSE: RetrievalChannel
 RETRIEVAL_CHANNEL_KEYWORD: RetrievalChannel
@@ -120,7 +140,7 @@ class Tombstone(_message.Message):
     def __init__(self, forgotten_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., forgotten_by: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "created_at", "valid_from", "valid_to", "expires_at", "source", "content_hash", "status", "links", "subject_key", "recall", "embedding_model", "tombstone", "updated_at")
+    __slots__ = ("id", "namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "created_at", "valid_from", "valid_to", "expires_at", "source", "content_hash", "status", "links", "subject_key", "recall", "embedding_model", "tombstone", "updated_at", "trust", "flags")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -144,6 +164,8 @@ class Memory(_message.Message):
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     TOMBSTONE_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    TRUST_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     kind: MemoryKind
@@ -167,7 +189,9 @@ class Memory(_message.Message):
     embedding_model: str
     tombstone: Tombstone
     updated_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., content_hash: _Optional[str] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., links: _Optional[_Union[MemoryLinks, _Mapping]] = ..., subject_key: _Optional[str] = ..., recall: _Optional[_Union[RecallStats, _Mapping]] = ..., embedding_model: _Optional[str] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    trust: TrustLevel
+    flags: _containers.RepeatedScalarFieldContainer[MemoryFlag]
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., content_hash: _Optional[str] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., links: _Optional[_Union[MemoryLinks, _Mapping]] = ..., subject_key: _Optional[str] = ..., recall: _Optional[_Union[RecallStats, _Mapping]] = ..., embedding_model: _Optional[str] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., trust: _Optional[_Union[TrustLevel, str]] = ..., flags: _Optional[_Iterable[_Union[MemoryFlag, str]]] = ...) -> None: ...
 
 class MemoryInput(_message.Message):
     __slots__ = ("namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "valid_from", "valid_to", "expires_at", "ttl", "subject_key", "derived_from")
@@ -234,7 +258,7 @@ class WriteMemoriesResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[WriteResult, _Mapping]]] = ..., indexed: _Optional[bool] = ..., replayed: _Optional[bool] = ...) -> None: ...
 
 class SearchMemoriesRequest(_message.Message):
-    __slots__ = ("query", "namespaces", "kinds", "types", "tags", "occurred", "top_k", "channels", "explain", "max_tokens", "context_window", "min_relevance", "ranking", "as_of")
+    __slots__ = ("query", "namespaces", "kinds", "types", "tags", "occurred", "top_k", "channels", "explain", "max_tokens", "context_window", "min_relevance", "ranking", "as_of", "flags", "exclude_flagged")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
@@ -249,6 +273,8 @@ class SearchMemoriesRequest(_message.Message):
     MIN_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     RANKING_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FLAGGED_FIELD_NUMBER: _ClassVar[int]
     query: str
     namespaces: _containers.RepeatedScalarFieldContainer[str]
     kinds: _containers.RepeatedScalarFieldContainer[MemoryKind]
@@ -263,7 +289,9 @@ class SearchMemoriesRequest(_message.Message):
     min_relevance: float
     ranking: RankingOptions
     as_of: _timestamp_pb2.Timestamp
-    def __init__(self, query: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., top_k: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[RetrievalChannel, str]]] = ..., explain: _Optional[bool] = ..., max_tokens: _Optional[int] = ..., context_window: _Optional[int] = ..., min_relevance: _Optional[float] = ..., ranking: _Optional[_Union[RankingOptions, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    flags: _containers.RepeatedScalarFieldContainer[MemoryFlag]
+    exclude_flagged: bool
+    def __init__(self, query: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., top_k: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[RetrievalChannel, str]]] = ..., explain: _Optional[bool] = ..., max_tokens: _Optional[int] = ..., context_window: _Optional[int] = ..., min_relevance: _Optional[float] = ..., ranking: _Optional[_Union[RankingOptions, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., flags: _Optional[_Iterable[_Union[MemoryFlag, str]]] = ..., exclude_flagged: _Optional[bool] = ...) -> None: ...
 
 class RankingOptions(_message.Message):
     __slots__ = ("neighbour_smoothing", "rerank", "expansion")
@@ -322,7 +350,7 @@ class GetMemoryRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class ListMemoriesRequest(_message.Message):
-    __slots__ = ("namespaces", "kinds", "types", "tags", "statuses", "created", "page_size", "page_token", "subject_key")
+    __slots__ = ("namespaces", "kinds", "types", "tags", "statuses", "created", "page_size", "page_token", "subject_key", "flags", "exclude_flagged")
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
     TYPES_FIELD_NUMBER: _ClassVar[int]
@@ -332,6 +360,8 @@ class ListMemoriesRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_KEY_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FLAGGED_FIELD_NUMBER: _ClassVar[int]
     namespaces: _containers.RepeatedScalarFieldContainer[str]
     kinds: _containers.RepeatedScalarFieldContainer[MemoryKind]
     types: _containers.RepeatedScalarFieldContainer[MemoryType]
@@ -341,7 +371,9 @@ class ListMemoriesRequest(_message.Message):
     page_size: int
     page_token: str
     subject_key: str
-    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[MemoryStatus, str]]] = ..., created: _Optional[_Union[TimeRange, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., subject_key: _Optional[str] = ...) -> None: ...
+    flags: _containers.RepeatedScalarFieldContainer[MemoryFlag]
+    exclude_flagged: bool
+    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[MemoryStatus, str]]] = ..., created: _Optional[_Union[TimeRange, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., subject_key: _Optional[str] = ..., flags: _Optional[_Iterable[_Union[MemoryFlag, str]]] = ..., exclude_flagged: _Optional[bool] = ...) -> None: ...
 
 class ListMemoriesResponse(_message.Message):
     __slots__ = ("memories", "next_page_token")
