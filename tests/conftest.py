@@ -182,6 +182,7 @@ GROUPS = {
     "carol": ("auditors",),
     "root": ("admins",),
     "eve": (),
+    "mallory": ("write-only",),  # may write teams/support/inbox, read nothing there
 }
 
 

@@ -56,7 +56,7 @@ from hub.db import context, idempotency, namespace_scope
 from hub.db import memories as memories_db
 from hub.db.engine import is_transient_conflict
 from hub.embedding import Embedder
-from hub.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
+from hub.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from hub.index import IndexFilter, MilvusIndex
 from hub.rerank import Candidate, Reranker, RerankError
 from hub.rerank.local import LocalReranker
@@ -105,6 +105,69 @@ def _index_filter(query: SearchQuery, readable: list[str]) -> IndexFilter:
 
 def _ms(value: datetime | None) -> int | None:
     return int(value.timestamp() * 1000) if value is not None else None
+
+
+def _refuse_blind_subject_keys(items: Sequence[NewMemory], blind: frozenset[str]) -> None:
+    """A write into a namespace the caller cannot read may not carry a subject key.
+
+    Superseding would retire a memory the caller cannot see, and the answer
+    (what was superseded) would describe it. Refused whether or not such a
+    memory exists, so the refusal itself reveals nothing.
+    """
+    for i, item in enumerate(items):
+        if item.subject_key is not None and item.namespace in blind:
+            raise PermissionDenied(
+                f"memories[{i}].subject_key: this agent may write {item.namespace!r} but not read it, so its writes "
+                "there cannot carry a subject_key (replacing a memory needs reading it and the forget right); "
+                "write it without subject_key"
+            )
+
+
+def as_first_written(record: MemoryRecord, item: NewMemory) -> MemoryRecord:
+    """``record`` as its writer's first response showed it, with nothing that changed since or came from others.
+
+    Fields fixed at insert come from the row; content and entities (which a
+    forget erases) from ``item``, the same request again; status, links and
+    recall statistics are those of a new memory. Built field by field: a field
+    added to MemoryRecord must be placed here deliberately (fields with
+    defaults would otherwise slip through as their default).
+    """
+    return MemoryRecord(
+        id=record.id,
+        namespace=record.namespace,
+        kind=record.kind,
+        type=record.type,
+        content=item.content,
+        tags=record.tags,
+        entities=item.entities,
+        importance=record.importance,
+        confidence=record.confidence,
+        occurred_at=record.occurred_at,
+        created_at=record.created_at,
+        updated_at=record.created_at,
+        valid_from=record.valid_from,
+        valid_to=record.valid_to,
+        expires_at=record.expires_at,
+        source_agent=record.source_agent,
+        source_session=record.source_session,
+        source_trace=record.source_trace,
+        content_hash=record.content_hash,
+        # What the insert stored: quarantined when screening held it back (the same request, screened
+        # again), else active; never what an admin or a reader did with it since.
+        status=Status.QUARANTINED if item.quarantined else Status.ACTIVE,
+        subject_key=record.subject_key,
+        supersedes=(),
+        derived_from=record.derived_from,
+        superseded_by=None,
+        recall_count=0,
+        last_recalled_at=None,
+        embedding_model=record.embedding_model,
+        forgotten_at=None,
+        forgotten_by=None,
+        forget_reason=None,
+        trust=record.trust,
+        flags=record.flags,
+    )
 
 
 def _with_effective_status(record: MemoryRecord) -> MemoryRecord:
@@ -177,8 +240,12 @@ class MemoryService:
         trace.get_current_span().set_attributes(
             {"memhub.memories": len(items), "memhub.namespaces": len({item.namespace for item in items})}
         )
-        for ns in dict.fromkeys(item.namespace for item in items):
+        namespaces = list(dict.fromkeys(item.namespace for item in items))
+        for ns in namespaces:
             require(self._authorizer, caller, Action.WRITE, ns)
+        blind = self._blind_namespaces(caller, namespaces)
+        _refuse_blind_subject_keys(items, blind)
+        may_supersede = self._supersedable_namespaces(caller, items)
         self._check_sources_readable(caller, items)
         # Flags and quarantine come from the hub's own reading of the content, never from the request.
         items = screening.screened(items, self._screening)
@@ -189,7 +256,9 @@ class MemoryService:
                     prior = idempotency.lookup(conn, caller.agent_id, request_id)
                     if prior is not None:
                         raise _ConcurrentRetry()
-                outcomes = memories_db.insert_memories(conn, caller, session_id, items, self._embedder.model_id)
+                outcomes = memories_db.insert_memories(
+                    conn, caller, session_id, items, self._embedder.model_id, blind=blind, may_supersede=may_supersede
+                )
                 if request_id is not None:
                     response = {"ids": [o.memory.id for o in outcomes], "dedup": [o.deduplicated for o in outcomes]}
                     if not idempotency.store(conn, caller.agent_id, request_id, "write", request_hash, response):
@@ -199,7 +268,7 @@ class MemoryService:
         try:
             outcomes = _retrying_conflicts(transaction)
         except _ConcurrentRetry:
-            return self._replay_write(caller, request_id or "", request_hash)
+            return self._replay_write(caller, request_id or "", request_hash, items)
         self._indexer.nudge()
         indexed = False
         if wait_indexed:
@@ -207,19 +276,54 @@ class MemoryService:
         trace.get_current_span().set_attribute("memhub.deduplicated", sum(o.deduplicated for o in outcomes))
         return WriteResponse(tuple(outcomes), indexed=indexed)
 
-    def _replay_write(self, caller: Caller, request_id: str, request_hash: str) -> WriteResponse:
+    def _replay_write(self, caller: Caller, request_id: str, request_hash: str, items: Sequence[NewMemory]) -> WriteResponse:
+        """The first result of this request_id again.
+
+        A memory the caller can read now is shown as it is now. One it can
+        no longer read (a write-only namespace, or rights withdrawn since)
+        is shown as the first response showed it, rebuilt from this request
+        (the same one: its hash matched) and the memory's fixed fields, so
+        a replay never reveals what others did since: a forget, a
+        supersession, recalls.
+        """
         with self._engine.connect() as conn:
             prior = idempotency.lookup(conn, caller.agent_id, request_id)
             if prior is None:  # cannot happen: a row was seen or blocked our insert
                 raise FailedPrecondition(f"request_id {request_id!r}: earlier result vanished; retry with a new id")
             self._check_same_request(prior, "write", request_id, request_hash)
-            outcomes = []
-            for mid, dedup in zip(prior.response["ids"], prior.response["dedup"], strict=True):
+            records = []
+            for mid in prior.response["ids"]:
                 record = memories_db.get(conn, mid)
                 if record is None:
                     raise FailedPrecondition(f"request_id {request_id!r}: memory {mid} no longer exists")
+                records.append(record)
+        namespaces = list(dict.fromkeys(r.namespace for r in records))
+        unreadable = self._blind_namespaces(caller, namespaces)
+        outcomes = []
+        for record, dedup, item in zip(records, prior.response["dedup"], items, strict=True):
+            if record.namespace not in unreadable:
                 outcomes.append(WriteOutcome(_with_effective_status(record), deduplicated=dedup))
+            elif record.source_agent == caller.agent_id:
+                outcomes.append(WriteOutcome(as_first_written(record, item), deduplicated=dedup))
+            else:
+                # Only a write made before blind writes existed can have been deduplicated into another
+                # agent's memory in a namespace the caller cannot read; showing that memory would leak it.
+                raise FailedPrecondition(
+                    f"request_id {request_id!r}: the first result of this request can no longer be shown to you; "
+                    "send the write again with a new request_id"
+                )
         return WriteResponse(tuple(outcomes), indexed=False, replayed=True)
+
+    def _blind_namespaces(self, caller: Caller, namespaces: Sequence[str]) -> frozenset[str]:
+        """Those of the write's namespaces the caller may not read: it writes there blind."""
+        verdicts = self._authorizer.allowed_many(caller, Action.READ, namespaces)
+        return frozenset(ns for ns, ok in zip(namespaces, verdicts, strict=True) if not ok)
+
+    def _supersedable_namespaces(self, caller: Caller, items: Sequence[NewMemory]) -> frozenset[str]:
+        """Namespaces of subject-keyed items where the caller may forget: only there may a write retire an older memory."""
+        keyed = list(dict.fromkeys(item.namespace for item in items if item.subject_key is not None))
+        verdicts = self._authorizer.allowed_many(caller, Action.FORGET, keyed)
+        return frozenset(ns for ns, ok in zip(keyed, verdicts, strict=True) if ok)
 
     @staticmethod
     def _check_same_request(prior: idempotency.StoredResult, operation: str, request_id: str, request_hash: str) -> None:
@@ -443,13 +547,18 @@ class MemoryService:
         return forgotten, False
 
     def _forgettable_ids(self, conn, caller: Caller, ids: Sequence[str]) -> list[str]:  # noqa: ANN001
+        """The ids, once each is known to be readable and forgettable by the caller.
+
+        Forgetting needs read as well as forget: the response lists what was
+        forgotten, and a memory the caller cannot read must look missing.
+        """
         found = memories_db.existing_ids(conn, ids)
         for i, mid in enumerate(ids):
             namespace = found.get(mid)
-            if namespace is None or not self._authorizer.allowed(caller, Action.FORGET, namespace):
-                if namespace is not None and self._authorizer.allowed(caller, Action.READ, namespace):
-                    raise denied(caller, Action.FORGET, namespace)  # it can see the memory: say why
+            if namespace is None or not self._authorizer.allowed(caller, Action.READ, namespace):
                 raise NotFound(f"ids[{i}]: memory {mid} not found; nothing was forgotten")
+            if not self._authorizer.allowed(caller, Action.FORGET, namespace):
+                raise denied(caller, Action.FORGET, namespace)  # it can see the memory: say why
         return list(ids)
 
     def _forgettable_namespaces(self, caller: Caller, roots: Sequence[str]) -> list[str]:
@@ -457,14 +566,16 @@ class MemoryService:
 
         Readable but not forgettable ones make the whole request fail with
         PERMISSION_DENIED (the caller sees those memories, so it learns
-        nothing new); unreadable ones are left out silently.
+        nothing new); unreadable ones are left out silently, even where the
+        caller may forget (the forgotten ids it gets back would reveal them).
         """
         with self._engine.connect() as conn:
             candidates = memories_db.resolve_namespaces(conn, list(roots))
         scope = []
         for ns in candidates:
-            if self._authorizer.allowed(caller, Action.FORGET, ns):
-                scope.append(ns)
-            elif self._authorizer.allowed(caller, Action.READ, ns):
+            if not self._authorizer.allowed(caller, Action.READ, ns):
+                continue
+            if not self._authorizer.allowed(caller, Action.FORGET, ns):
                 raise denied(caller, Action.FORGET, ns)
+            scope.append(ns)
         return scope

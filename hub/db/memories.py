@@ -32,7 +32,7 @@ from hub.core.model import (
     WriteOutcome,
 )
 from hub.db.schema import memories, namespaces, outbox
-from hub.errors import Aborted
+from hub.errors import Aborted, PermissionDenied
 from hub.recall.entities import keys_for as entity_keys_for
 
 
@@ -100,7 +100,14 @@ def enqueue_index(conn: Connection, memory_ids: Iterable[str], *, context_only: 
 
 
 def insert_memories(
-    conn: Connection, caller: Caller, session_id: str, items: Sequence[NewMemory], embedding_model: str
+    conn: Connection,
+    caller: Caller,
+    session_id: str,
+    items: Sequence[NewMemory],
+    embedding_model: str,
+    *,
+    blind: frozenset[str] = frozenset(),
+    may_supersede: frozenset[str] | None = None,
 ) -> list[WriteOutcome]:
     """Insert validated memories; dedup by content hash and supersede by subject key. Outcomes keep input order.
 
@@ -109,6 +116,13 @@ def insert_memories(
     those with one are written one by one, since each may supersede another.
     Raises Aborted when a concurrent writer won a race this call cannot
     resolve by itself (a retry then succeeds).
+
+    ``blind``: namespaces the caller may write but not read. Memories written
+    there are stored as new whatever is already there (never deduplicated),
+    and must not carry a subject key (the service refuses those before).
+    ``may_supersede``: namespaces where the caller may retire an older memory
+    with the same subject key (it needs the forget right there); None: all.
+    A write that would supersede elsewhere raises PermissionDenied.
     """
     # Rows go in sorted by their unique keys: two writers inserting the same new keys in
     # different orders would each wait for the other's transaction (a deadlock, seen with
@@ -119,7 +133,7 @@ def insert_memories(
     changed: list[str] = []
     plain = [i for i, item in enumerate(items) if item.subject_key is None]
     if plain:
-        values = {i: _row_values(items[i], i, caller, session_id, embedding_model) for i in plain}
+        values = {i: _row_values(items[i], i, caller, session_id, embedding_model, blind) for i in plain}
         plain.sort(key=lambda i: (values[i]["namespace"], values[i]["content_hash"]))
         # Conflicts (an active copy of the same content) are skipped here and resolved below.
         inserted = {
@@ -142,7 +156,8 @@ def insert_memories(
             outcomes[i] = WriteOutcome(match, deduplicated=True)
     keyed = sorted((i for i, item in enumerate(items) if item.subject_key is not None), key=lambda i: _order(items[i]))
     for i in keyed:
-        outcomes[i] = _insert_with_subject(conn, items[i], _row_values(items[i], i, caller, session_id, embedding_model), changed)
+        values = _row_values(items[i], i, caller, session_id, embedding_model, blind)
+        outcomes[i] = _insert_with_subject(conn, items[i], values, changed, may_supersede)
     enqueue_index(conn, changed)
     return [outcomes[i] for i in range(len(items))]
 
@@ -151,7 +166,9 @@ def _order(item: NewMemory) -> tuple[str, str, str]:
     return item.namespace, item.subject_key or "", content_hash(item.content)
 
 
-def _row_values(item: NewMemory, position: int, caller: Caller, session_id: str, embedding_model: str) -> dict:
+def _row_values(
+    item: NewMemory, position: int, caller: Caller, session_id: str, embedding_model: str, blind: frozenset[str]
+) -> dict:
     return {
         "write_pos": position,
         "id": str(uuid.uuid4()),
@@ -179,28 +196,42 @@ def _row_values(item: NewMemory, position: int, caller: Caller, session_id: str,
         "supersedes": [],
         "derived_from": list(item.derived_from),
         "embedding_model": embedding_model,
+        "blind_write": item.namespace in blind,
     }
 
 
 def _active_by_hash(conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], MemoryRecord]:
+    """The active, non-blind memory holding each (namespace, content hash): what a write deduplicates into."""
     if not keys:
         return {}
     rows = conn.execute(
         select(memories).where(
             tuple_(memories.c.namespace, memories.c.content_hash).in_(list(set(keys))),
             memories.c.status == Status.ACTIVE.value,
+            memories.c.blind_write.is_(False),
         )
     ).all()
     return {(r._mapping["namespace"], r._mapping["content_hash"]): to_record(r) for r in rows}
 
 
-def _insert_with_subject(conn: Connection, item: NewMemory, values: dict, changed: list[str]) -> WriteOutcome:
+def _insert_with_subject(
+    conn: Connection, item: NewMemory, values: dict, changed: list[str], may_supersede: frozenset[str] | None
+) -> WriteOutcome:
     key = (item.namespace, values["content_hash"])
     existing = _active_by_hash(conn, [key]).get(key)
     if existing is not None:
         return WriteOutcome(existing, deduplicated=True)
     with conn.begin_nested() as savepoint:
         values["supersedes"] = superseded = _supersede_subject(conn, item, values["id"])
+        if superseded and may_supersede is not None and item.namespace not in may_supersede:
+            # Raised inside the transaction: the whole write rolls back, the old memory stays active.
+            # The caller can read this namespace (blind writes carry no subject key), so naming the
+            # memory tells it nothing new.
+            raise PermissionDenied(
+                f"memories[{values['write_pos']}].subject_key: {item.namespace!r} already holds an active memory "
+                f"for subject_key {item.subject_key!r} ({superseded[0]}); replacing it needs the forget right in "
+                "that namespace, which this agent does not have. Write it without subject_key, or ask for forget"
+            )
         # No conflict target: either unique index (content hash or subject key) may
         # be hit by a concurrent writer that committed first.
         row = conn.execute(pg_insert(memories).values(**values).on_conflict_do_nothing().returning(*memories.c)).first()

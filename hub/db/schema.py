@@ -69,16 +69,20 @@ memories = Table(
     # flagged in the content (e.g. {instruction_like}); migration 0008, hub/core/screening.py.
     Column("trust", String(16), nullable=False, server_default="agent"),
     Column("flags", ARRAY(Text), nullable=False, server_default="{}"),
+    # Written by an agent that could write the namespace but not read it (an inbox, a report drop).
+    # Such a memory is never deduplicated against, nor deduplicated into, what is already stored:
+    # answering "already there" would tell the writer what the namespace holds (hub/core/service.py).
+    Column("blind_write", Boolean, nullable=False, server_default=text("false")),
     # Newest-first listing within a namespace, keyset-paged on (created_at, id).
     Index("ix_memories_ns_created", "namespace", text("created_at DESC"), text("id DESC")),
     # One active copy of a content per namespace: the database enforces dedup, so two
-    # concurrent writers of the same text cannot both win.
+    # concurrent writers of the same text cannot both win. Blind writes stand apart (above).
     Index(
         "ux_memories_active_hash",
         "namespace",
         "content_hash",
         unique=True,
-        postgresql_where=text("status = 'active'"),
+        postgresql_where=text("status = 'active' AND NOT blind_write"),
     ),
     # At most one active semantic memory per subject key in a namespace.
     Index(
