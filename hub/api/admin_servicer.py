@@ -126,6 +126,8 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                     request_id=m["request_id"],
                     trace_id=m["trace_id"],
                     detail={k: str(v) for k, v in (m["detail"] or {}).items()},
+                    hub_request_id=m["hub_request_id"],
+                    trace_id_from_caller=m["trace_id_from_caller"],
                 )
             )
         return pb.QueryAuditLogResponse(entries=entries, next_page_token=token)

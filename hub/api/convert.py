@@ -277,7 +277,13 @@ def memory(record: MemoryRecord) -> pb.Memory:
         entities=record.entities,
         importance=record.importance,
         confidence=record.confidence,
-        source=pb.Source(agent_id=record.source_agent, session_id=record.source_session, trace_id=record.source_trace),
+        source=pb.Source(
+            agent_id=record.source_agent,
+            session_id=record.source_session,
+            trace_id=record.source_trace,
+            hub_request_id=record.source_request_id,
+            trace_id_from_caller=record.source_trace_from_caller,
+        ),
         content_hash=record.content_hash,
         status=_STATUS_TO_PB[record.status],
         links=pb.MemoryLinks(

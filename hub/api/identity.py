@@ -8,7 +8,9 @@ it with `current_caller()`. Health checks are the only unauthenticated calls
 
 The OpenTelemetry server interceptor runs before this one (hub/api/server.py),
 so the RPC's span is current here: the caller's trace id, which the audit log
-and the memories' provenance record, is that span's trace id.
+and the memories' provenance record, is that span's trace id. Beside it they
+record the hub's own id of the call and whether the trace id was the
+caller's choice (hub/api/provenance.py).
 
 A call with more than one `authorization` header is refused: which one a
 proxy, the hub and a log reader each take would differ. Every failure is
@@ -29,6 +31,7 @@ from typing import Any
 import grpc
 from opentelemetry import trace
 
+from hub.api.provenance import new_hub_request_id, trace_id_from_caller
 from hub.api.status import abort
 from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.auth import TokenVerifier, bearer_token
@@ -86,12 +89,15 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             raise Unauthenticated(DUPLICATE_AUTHORIZATION)
         metadata = dict(pairs)
         identity = self._verifier.verify(bearer_token(metadata.get("authorization")))
+        trace_id = current_trace_id(metadata)
         return Caller(
             agent_id=identity.agent_id,
             groups=identity.groups,
             trust=Trust(identity.trust),
-            trace_id=current_trace_id(metadata),
+            trace_id=trace_id,
             rpc=method.lstrip("/"),
+            hub_request_id=new_hub_request_id(),
+            trace_id_from_caller=trace_id_from_caller(trace_id_from(metadata), trace_id),
         )
 
     async def _enter(self, context: grpc.aio.ServicerContext, method: str) -> contextvars.Token:
@@ -101,6 +107,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         except Unauthenticated as exc:
             self._failed(context, method, str(exc))
             await abort(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
+        # Joins the trace to the audit rows and memories of this call (which hold the identities spans omit).
+        trace.get_current_span().set_attribute("memhub.request_id", caller.hub_request_id)
         return _current.set(caller)
 
     def _failed(self, context: grpc.aio.ServicerContext, method: str, message: str) -> None:

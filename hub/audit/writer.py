@@ -35,10 +35,12 @@ class AuditEntry:
     policy_ids: tuple[str, ...]
     policy_version: str
     rpc: str = ""
-    request_id: str = ""
+    request_id: str = ""  # the caller's idempotency key
     trace_id: str = ""
     detail: Mapping[str, str | int] = field(default_factory=dict)
     """What the entry aggregates or counts (hub/audit/aggregate.py; a search's read decision)."""
+    hub_request_id: str = ""  # the hub's id of the call
+    trace_id_from_caller: bool = False
 
 
 class AuditWriter:

@@ -63,7 +63,7 @@ DEFAULT_CHANNELS = (Channel.DENSE, Channel.KEYWORD, Channel.ENTITY, Channel.TIME
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling, from the verified token (hub/api/auth_interceptor.py),
+    """Who is calling, from the verified token (hub/api/identity.py),
     never from a request field, so provenance cannot be forged through the
     payload; plus what the audit log records about the call."""
 
@@ -72,6 +72,11 @@ class Caller:
     trace_id: str = ""
     rpc: str = ""
     request_id: str = ""
+    """The request's idempotency key (WriteMemories/ForgetMemories ``request_id``): chosen by the caller."""
+    hub_request_id: str = ""
+    """The hub's id of this call (a UUID, hub/api/provenance.py): no caller can choose or repeat it."""
+    trace_id_from_caller: bool = False
+    """``trace_id`` came from the caller's ``traceparent`` header, so the caller chose it."""
     trust: Trust = Trust.AGENT
     """The writer's trust level, from the token's trust claim (or the hub's default when it has none)."""
 
@@ -122,6 +127,8 @@ class MemoryRecord:
     source_agent: str
     source_session: str
     source_trace: str
+    source_request_id: str
+    source_trace_from_caller: bool
     content_hash: str
     status: Status
     subject_key: str | None

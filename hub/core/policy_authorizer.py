@@ -103,6 +103,8 @@ class PolicyAuthorizer:
                     rpc=caller.rpc,
                     request_id=caller.request_id,
                     trace_id=caller.trace_id,
+                    hub_request_id=caller.hub_request_id,
+                    trace_id_from_caller=caller.trace_id_from_caller,
                     detail=detail,
                 )
             )
@@ -121,6 +123,8 @@ class PolicyAuthorizer:
                 rpc=caller.rpc,
                 request_id=caller.request_id,
                 trace_id=caller.trace_id,
+                hub_request_id=caller.hub_request_id,
+                trace_id_from_caller=caller.trace_id_from_caller,
             )
         )
 

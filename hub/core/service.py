@@ -151,6 +151,8 @@ def as_first_written(record: MemoryRecord, item: NewMemory) -> MemoryRecord:
         source_agent=record.source_agent,
         source_session=record.source_session,
         source_trace=record.source_trace,
+        source_request_id=record.source_request_id,
+        source_trace_from_caller=record.source_trace_from_caller,
         content_hash=record.content_hash,
         # What the insert stored: quarantined when screening held it back (the same request, screened
         # again), else active; never what an admin or a reader did with it since.

@@ -48,6 +48,10 @@ memories = Table(
     Column("source_agent", String(255), nullable=False),
     Column("source_session", String(128), nullable=False, server_default=""),
     Column("source_trace", String(32), nullable=False, server_default=""),
+    # The hub's own id of the write call (hub/api/provenance.py): unlike the trace id, no caller chooses it.
+    Column("source_request_id", String(36), nullable=False, server_default=""),
+    # True when source_trace came from the caller's traceparent header (its choice, not the hub's).
+    Column("source_trace_from_caller", Boolean, nullable=False, server_default=text("false")),
     Column("status", String(16), nullable=False),
     Column("subject_key", String(128)),
     Column("supersedes", ARRAY(UUID(as_uuid=False)), nullable=False, server_default="{}"),
@@ -209,11 +213,15 @@ audit_log = Table(
     Column("policy_ids", ARRAY(Text), nullable=False, server_default="{}"),
     Column("policy_version", String(64), nullable=False, server_default=""),
     Column("rpc", String(64), nullable=False, server_default=""),
+    # The caller's idempotency key (WriteMemories/ForgetMemories request_id): its choice.
     Column("request_id", String(128), nullable=False, server_default=""),
     Column("trace_id", String(32), nullable=False, server_default=""),
     # What the row aggregates or counts, e.g. {"reason": "bad-signature", "source": "10.0.0.7", "count": 37}
     # for repeated authentication failures, {"namespaces": 12} for a search's one read decision.
     Column("detail", JSONB, nullable=False, server_default="{}"),
+    # The hub's id of the call, one per RPC: joins the decisions of one request, its memories and its spans.
+    Column("hub_request_id", String(36), nullable=False, server_default=""),
+    Column("trace_id_from_caller", Boolean, nullable=False, server_default=text("false")),
     Index("ix_audit_log_at", "at"),
     Index("ix_audit_log_agent_at", "agent_id", "at"),
     Index("ix_audit_log_namespace_at", "namespace", "at"),

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15memhub/v1/admin.proto\x12\tmemhub.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"5\n\x16ReleaseMemoriesRequest\x12\x0b\n\x03ids\x18\x01 \x03(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"/\n\x17ReleaseMemoriesResponse\x12\x14\n\x0creleased_ids\x18\x01 \x03(\t\"M\n\x15ListNamespacesRequest\x12\r\n\x05under\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"E\n\x16ListNamespacesResponse\x12\x12\n\nnamespaces\x18\x01 \x03(\t\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x16\n\x14GetPolicyInfoRequest\"o\n\nPolicyInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x12\n\npolicy_ids\x18\x02 \x03(\t\x12\r\n\x05\x66iles\x18\x03 \x03(\t\x12-\n\tloaded_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x17\n\x15ReloadPoliciesRequest\"P\n\x16ReloadPoliciesResponse\x12\x0f\n\x07\x63hanged\x18\x01 \x01(\x08\x12%\n\x06policy\x18\x02 \x01(\x0b\x32\x15.memhub.v1.PolicyInfo\"f\n\x12RevokeTokenRequest\x12\x10\n\x08token_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12.\n\nexpires_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\x13RevokeTokenResponse\x12\x0f\n\x07revoked\x18\x01 \x01(\x08\"\xed\x02\n\nAuditEntry\x12\n\n\x02id\x18\x01 \x01(\x03\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x0e\n\x06groups\x18\x04 \x03(\t\x12\x0e\n\x06\x61\x63tion\x18\x05 \x01(\t\x12\x11\n\tnamespace\x18\x06 \x01(\t\x12%\n\x08\x64\x65\x63ision\x18\x07 \x01(\x0e\x32\x13.memhub.v1.Decision\x12\x12\n\npolicy_ids\x18\x08 \x03(\t\x12\x16\n\x0epolicy_version\x18\t \x01(\t\x12\x0b\n\x03rpc\x18\n \x01(\t\x12\x12\n\nrequest_id\x18\x0b \x01(\t\x12\x10\n\x08trace_id\x18\x0c \x01(\t\x12\x31\n\x06\x64\x65tail\x18\r \x03(\x0b\x32!.memhub.v1.AuditEntry.DetailEntry\x1a-\n\x0b\x44\x65tailEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xef\x01\n\x14QueryAuditLogRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12%\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0e\x32\x13.memhub.v1.Decision\x12)\n\x05since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tpage_size\x18\x07 \x01(\x05\x12\x12\n\npage_token\x18\x08 \x01(\t\"X\n\x15QueryAuditLogResponse\x12&\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x15.memhub.v1.AuditEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"%\n\x10GetLimitsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"<\n\tCallLimit\x12\x12\n\nconcurrent\x18\x01 \x01(\x05\x12\x0c\n\x04rate\x18\x02 \x01(\x01\x12\r\n\x05\x62urst\x18\x03 \x01(\x05\"l\n\nLimitUsage\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07running\x18\x03 \x01(\x05\x12\x0f\n\x07waiting\x18\x04 \x01(\x05\x12\x0f\n\x07streams\x18\x05 \x01(\x05\x12\x0f\n\x07refused\x18\x06 \x01(\x03\"h\n\x0eNamespaceUsage\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x10\n\x08memories\x18\x02 \x01(\x03\x12\r\n\x05\x62ytes\x18\x03 \x01(\x03\x12\x12\n\ncreated_by\x18\x04 \x01(\t\x12\x0e\n\x06\x65xists\x18\x05 \x01(\x08\"\xae\x05\n\x0cLimitsReport\x12#\n\x05\x61gent\x18\x01 \x01(\x0b\x32\x14.memhub.v1.CallLimit\x12\x33\n\x06\x61gents\x18\x02 \x03(\x0b\x32#.memhub.v1.LimitsReport.AgentsEntry\x12\x33\n\x06groups\x18\x03 \x03(\x0b\x32#.memhub.v1.LimitsReport.GroupsEntry\x12\r\n\x05queue\x18\x04 \x01(\x05\x12\x1d\n\x15queue_timeout_seconds\x18\x05 \x01(\x01\x12\x19\n\x11streams_per_agent\x18\x06 \x01(\x05\x12#\n\x1bstream_idle_timeout_seconds\x18\x07 \x01(\x01\x12\x1c\n\x14namespaces_per_agent\x18\x08 \x01(\x03\x12\x1e\n\x16namespace_max_memories\x18\t \x01(\x03\x12\x1b\n\x13namespace_max_bytes\x18\n \x01(\x03\x12\x37\n\x08refusals\x18\x0b \x03(\x0b\x32%.memhub.v1.LimitsReport.RefusalsEntry\x12$\n\x05usage\x18\x0c \x03(\x0b\x32\x15.memhub.v1.LimitUsage\x12,\n\tnamespace\x18\r \x01(\x0b\x32\x19.memhub.v1.NamespaceUsage\x1a\x43\n\x0b\x41gentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.memhub.v1.CallLimit:\x02\x38\x01\x1a\x43\n\x0bGroupsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.memhub.v1.CallLimit:\x02\x38\x01\x1a/\n\rRefusalsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01*K\n\x08\x44\x65\x63ision\x12\x18\n\x14\x44\x45\x43ISION_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x44\x45\x43ISION_ALLOW\x10\x01\x12\x11\n\rDECISION_DENY\x10\x02\x32\xc4\x04\n\x0c\x41\x64minService\x12U\n\x0eListNamespaces\x12 .memhub.v1.ListNamespacesRequest\x1a!.memhub.v1.ListNamespacesResponse\x12G\n\rGetPolicyInfo\x12\x1f.memhub.v1.GetPolicyInfoRequest\x1a\x15.memhub.v1.PolicyInfo\x12U\n\x0eReloadPolicies\x12 .memhub.v1.ReloadPoliciesRequest\x1a!.memhub.v1.ReloadPoliciesResponse\x12L\n\x0bRevokeToken\x12\x1d.memhub.v1.RevokeTokenRequest\x1a\x1e.memhub.v1.RevokeTokenResponse\x12R\n\rQueryAuditLog\x12\x1f.memhub.v1.QueryAuditLogRequest\x1a .memhub.v1.QueryAuditLogResponse\x12\x41\n\tGetLimits\x12\x1b.memhub.v1.GetLimitsRequest\x1a\x17.memhub.v1.LimitsReport\x12X\n\x0fReleaseMemories\x12!.memhub.v1.ReleaseMemoriesRequest\x1a\".memhub.v1.ReleaseMemoriesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15memhub/v1/admin.proto\x12\tmemhub.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"5\n\x16ReleaseMemoriesRequest\x12\x0b\n\x03ids\x18\x01 \x03(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"/\n\x17ReleaseMemoriesResponse\x12\x14\n\x0creleased_ids\x18\x01 \x03(\t\"M\n\x15ListNamespacesRequest\x12\r\n\x05under\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"E\n\x16ListNamespacesResponse\x12\x12\n\nnamespaces\x18\x01 \x03(\t\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x16\n\x14GetPolicyInfoRequest\"o\n\nPolicyInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x12\n\npolicy_ids\x18\x02 \x03(\t\x12\r\n\x05\x66iles\x18\x03 \x03(\t\x12-\n\tloaded_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x17\n\x15ReloadPoliciesRequest\"P\n\x16ReloadPoliciesResponse\x12\x0f\n\x07\x63hanged\x18\x01 \x01(\x08\x12%\n\x06policy\x18\x02 \x01(\x0b\x32\x15.memhub.v1.PolicyInfo\"f\n\x12RevokeTokenRequest\x12\x10\n\x08token_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12.\n\nexpires_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\x13RevokeTokenResponse\x12\x0f\n\x07revoked\x18\x01 \x01(\x08\"\xa3\x03\n\nAuditEntry\x12\n\n\x02id\x18\x01 \x01(\x03\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x0e\n\x06groups\x18\x04 \x03(\t\x12\x0e\n\x06\x61\x63tion\x18\x05 \x01(\t\x12\x11\n\tnamespace\x18\x06 \x01(\t\x12%\n\x08\x64\x65\x63ision\x18\x07 \x01(\x0e\x32\x13.memhub.v1.Decision\x12\x12\n\npolicy_ids\x18\x08 \x03(\t\x12\x16\n\x0epolicy_version\x18\t \x01(\t\x12\x0b\n\x03rpc\x18\n \x01(\t\x12\x12\n\nrequest_id\x18\x0b \x01(\t\x12\x10\n\x08trace_id\x18\x0c \x01(\t\x12\x31\n\x06\x64\x65tail\x18\r \x03(\x0b\x32!.memhub.v1.AuditEntry.DetailEntry\x12\x16\n\x0ehub_request_id\x18\x0e \x01(\t\x12\x1c\n\x14trace_id_from_caller\x18\x0f \x01(\x08\x1a-\n\x0b\x44\x65tailEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xef\x01\n\x14QueryAuditLogRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12%\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0e\x32\x13.memhub.v1.Decision\x12)\n\x05since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tpage_size\x18\x07 \x01(\x05\x12\x12\n\npage_token\x18\x08 \x01(\t\"X\n\x15QueryAuditLogResponse\x12&\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x15.memhub.v1.AuditEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"%\n\x10GetLimitsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"<\n\tCallLimit\x12\x12\n\nconcurrent\x18\x01 \x01(\x05\x12\x0c\n\x04rate\x18\x02 \x01(\x01\x12\r\n\x05\x62urst\x18\x03 \x01(\x05\"l\n\nLimitUsage\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07running\x18\x03 \x01(\x05\x12\x0f\n\x07waiting\x18\x04 \x01(\x05\x12\x0f\n\x07streams\x18\x05 \x01(\x05\x12\x0f\n\x07refused\x18\x06 \x01(\x03\"h\n\x0eNamespaceUsage\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x10\n\x08memories\x18\x02 \x01(\x03\x12\r\n\x05\x62ytes\x18\x03 \x01(\x03\x12\x12\n\ncreated_by\x18\x04 \x01(\t\x12\x0e\n\x06\x65xists\x18\x05 \x01(\x08\"\xae\x05\n\x0cLimitsReport\x12#\n\x05\x61gent\x18\x01 \x01(\x0b\x32\x14.memhub.v1.CallLimit\x12\x33\n\x06\x61gents\x18\x02 \x03(\x0b\x32#.memhub.v1.LimitsReport.AgentsEntry\x12\x33\n\x06groups\x18\x03 \x03(\x0b\x32#.memhub.v1.LimitsReport.GroupsEntry\x12\r\n\x05queue\x18\x04 \x01(\x05\x12\x1d\n\x15queue_timeout_seconds\x18\x05 \x01(\x01\x12\x19\n\x11streams_per_agent\x18\x06 \x01(\x05\x12#\n\x1bstream_idle_timeout_seconds\x18\x07 \x01(\x01\x12\x1c\n\x14namespaces_per_agent\x18\x08 \x01(\x03\x12\x1e\n\x16namespace_max_memories\x18\t \x01(\x03\x12\x1b\n\x13namespace_max_bytes\x18\n \x01(\x03\x12\x37\n\x08refusals\x18\x0b \x03(\x0b\x32%.memhub.v1.LimitsReport.RefusalsEntry\x12$\n\x05usage\x18\x0c \x03(\x0b\x32\x15.memhub.v1.LimitUsage\x12,\n\tnamespace\x18\r \x01(\x0b\x32\x19.memhub.v1.NamespaceUsage\x1a\x43\n\x0b\x41gentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.memhub.v1.CallLimit:\x02\x38\x01\x1a\x43\n\x0bGroupsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.memhub.v1.CallLimit:\x02\x38\x01\x1a/\n\rRefusalsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01*K\n\x08\x44\x65\x63ision\x12\x18\n\x14\x44\x45\x43ISION_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x44\x45\x43ISION_ALLOW\x10\x01\x12\x11\n\rDECISION_DENY\x10\x02\x32\xc4\x04\n\x0c\x41\x64minService\x12U\n\x0eListNamespaces\x12 .memhub.v1.ListNamespacesRequest\x1a!.memhub.v1.ListNamespacesResponse\x12G\n\rGetPolicyInfo\x12\x1f.memhub.v1.GetPolicyInfoRequest\x1a\x15.memhub.v1.PolicyInfo\x12U\n\x0eReloadPolicies\x12 .memhub.v1.ReloadPoliciesRequest\x1a!.memhub.v1.ReloadPoliciesResponse\x12L\n\x0bRevokeToken\x12\x1d.memhub.v1.RevokeTokenRequest\x1a\x1e.memhub.v1.RevokeTokenResponse\x12R\n\rQueryAuditLog\x12\x1f.memhub.v1.QueryAuditLogRequest\x1a .memhub.v1.QueryAuditLogResponse\x12\x41\n\tGetLimits\x12\x1b.memhub.v1.GetLimitsRequest\x1a\x17.memhub.v1.LimitsReport\x12X\n\x0fReleaseMemories\x12!.memhub.v1.ReleaseMemoriesRequest\x1a\".memhub.v1.ReleaseMemoriesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,8 +40,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LIMITSREPORT_GROUPSENTRY']._serialized_options = b'8\001'
   _globals['_LIMITSREPORT_REFUSALSENTRY']._loaded_options = None
   _globals['_LIMITSREPORT_REFUSALSENTRY']._serialized_options = b'8\001'
-  _globals['_DECISION']._serialized_start=2417
-  _globals['_DECISION']._serialized_end=2492
+  _globals['_DECISION']._serialized_start=2471
+  _globals['_DECISION']._serialized_end=2546
   _globals['_RELEASEMEMORIESREQUEST']._serialized_start=69
   _globals['_RELEASEMEMORIESREQUEST']._serialized_end=122
   _globals['_RELEASEMEMORIESRESPONSE']._serialized_start=124
@@ -63,29 +63,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REVOKETOKENRESPONSE']._serialized_start=671
   _globals['_REVOKETOKENRESPONSE']._serialized_end=709
   _globals['_AUDITENTRY']._serialized_start=712
-  _globals['_AUDITENTRY']._serialized_end=1077
-  _globals['_AUDITENTRY_DETAILENTRY']._serialized_start=1032
-  _globals['_AUDITENTRY_DETAILENTRY']._serialized_end=1077
-  _globals['_QUERYAUDITLOGREQUEST']._serialized_start=1080
-  _globals['_QUERYAUDITLOGREQUEST']._serialized_end=1319
-  _globals['_QUERYAUDITLOGRESPONSE']._serialized_start=1321
-  _globals['_QUERYAUDITLOGRESPONSE']._serialized_end=1409
-  _globals['_GETLIMITSREQUEST']._serialized_start=1411
-  _globals['_GETLIMITSREQUEST']._serialized_end=1448
-  _globals['_CALLLIMIT']._serialized_start=1450
-  _globals['_CALLLIMIT']._serialized_end=1510
-  _globals['_LIMITUSAGE']._serialized_start=1512
-  _globals['_LIMITUSAGE']._serialized_end=1620
-  _globals['_NAMESPACEUSAGE']._serialized_start=1622
-  _globals['_NAMESPACEUSAGE']._serialized_end=1726
-  _globals['_LIMITSREPORT']._serialized_start=1729
-  _globals['_LIMITSREPORT']._serialized_end=2415
-  _globals['_LIMITSREPORT_AGENTSENTRY']._serialized_start=2230
-  _globals['_LIMITSREPORT_AGENTSENTRY']._serialized_end=2297
-  _globals['_LIMITSREPORT_GROUPSENTRY']._serialized_start=2299
-  _globals['_LIMITSREPORT_GROUPSENTRY']._serialized_end=2366
-  _globals['_LIMITSREPORT_REFUSALSENTRY']._serialized_start=2368
-  _globals['_LIMITSREPORT_REFUSALSENTRY']._serialized_end=2415
-  _globals['_ADMINSERVICE']._serialized_start=2495
-  _globals['_ADMINSERVICE']._serialized_end=3075
+  _globals['_AUDITENTRY']._serialized_end=1131
+  _globals['_AUDITENTRY_DETAILENTRY']._serialized_start=1086
+  _globals['_AUDITENTRY_DETAILENTRY']._serialized_end=1131
+  _globals['_QUERYAUDITLOGREQUEST']._serialized_start=1134
+  _globals['_QUERYAUDITLOGREQUEST']._serialized_end=1373
+  _globals['_QUERYAUDITLOGRESPONSE']._serialized_start=1375
+  _globals['_QUERYAUDITLOGRESPONSE']._serialized_end=1463
+  _globals['_GETLIMITSREQUEST']._serialized_start=1465
+  _globals['_GETLIMITSREQUEST']._serialized_end=1502
+  _globals['_CALLLIMIT']._serialized_start=1504
+  _globals['_CALLLIMIT']._serialized_end=1564
+  _globals['_LIMITUSAGE']._serialized_start=1566
+  _globals['_LIMITUSAGE']._serialized_end=1674
+  _globals['_NAMESPACEUSAGE']._serialized_start=1676
+  _globals['_NAMESPACEUSAGE']._serialized_end=1780
+  _globals['_LIMITSREPORT']._serialized_start=1783
+  _globals['_LIMITSREPORT']._serialized_end=2469
+  _globals['_LIMITSREPORT_AGENTSENTRY']._serialized_start=2284
+  _globals['_LIMITSREPORT_AGENTSENTRY']._serialized_end=2351
+  _globals['_LIMITSREPORT_GROUPSENTRY']._serialized_start=2353
+  _globals['_LIMITSREPORT_GROUPSENTRY']._serialized_end=2420
+  _globals['_LIMITSREPORT_REFUSALSENTRY']._serialized_start=2422
+  _globals['_LIMITSREPORT_REFUSALSENTRY']._serialized_end=2469
+  _globals['_ADMINSERVICE']._serialized_start=2549
+  _globals['_ADMINSERVICE']._serialized_end=3129
 # @@protoc_insertion_point(module_scope)

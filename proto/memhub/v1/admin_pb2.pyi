@@ -96,7 +96,7 @@ class RevokeTokenResponse(_message.Message):
     def __init__(self, revoked: _Optional[bool] = ...) -> None: ...
 
 class AuditEntry(_message.Message):
-    __slots__ = ("id", "at", "agent_id", "groups", "action", "namespace", "decision", "policy_ids", "policy_version", "rpc", "request_id", "trace_id", "detail")
+    __slots__ = ("id", "at", "agent_id", "groups", "action", "namespace", "decision", "policy_ids", "policy_version", "rpc", "request_id", "trace_id", "detail", "hub_request_id", "trace_id_from_caller")
     class DetailEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +117,8 @@ class AuditEntry(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    HUB_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FROM_CALLER_FIELD_NUMBER: _ClassVar[int]
     id: int
     at: _timestamp_pb2.Timestamp
     agent_id: str
@@ -130,7 +132,9 @@ class AuditEntry(_message.Message):
     request_id: str
     trace_id: str
     detail: _containers.ScalarMap[str, str]
-    def __init__(self, id: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., action: _Optional[str] = ..., namespace: _Optional[str] = ..., decision: _Optional[_Union[Decision, str]] = ..., policy_ids: _Optional[_Iterable[str]] = ..., policy_version: _Optional[str] = ..., rpc: _Optional[str] = ..., request_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., detail: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    hub_request_id: str
+    trace_id_from_caller: bool
+    def __init__(self, id: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., action: _Optional[str] = ..., namespace: _Optional[str] = ..., decision: _Optional[_Union[Decision, str]] = ..., policy_ids: _Optional[_Iterable[str]] = ..., policy_version: _Optional[str] = ..., rpc: _Optional[str] = ..., request_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., detail: _Optional[_Mapping[str, str]] = ..., hub_request_id: _Optional[str] = ..., trace_id_from_caller: _Optional[bool] = ...) -> None: ...
 
 class QueryAuditLogRequest(_message.Message):
     __slots__ = ("agent_id", "action", "namespace", "decision", "since", "until", "page_size", "page_token")

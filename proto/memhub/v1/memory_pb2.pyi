@@ -100,14 +100,18 @@ class TimeRange(_message.Message):
     def __init__(self, start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Source(_message.Message):
-    __slots__ = ("agent_id", "session_id", "trace_id")
+    __slots__ = ("agent_id", "session_id", "trace_id", "hub_request_id", "trace_id_from_caller")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    HUB_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FROM_CALLER_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     session_id: str
     trace_id: str
-    def __init__(self, agent_id: _Optional[str] = ..., session_id: _Optional[str] = ..., trace_id: _Optional[str] = ...) -> None: ...
+    hub_request_id: str
+    trace_id_from_caller: bool
+    def __init__(self, agent_id: _Optional[str] = ..., session_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., hub_request_id: _Optional[str] = ..., trace_id_from_caller: _Optional[bool] = ...) -> None: ...
 
 class MemoryLinks(_message.Message):
     __slots__ = ("supersedes", "derived_from", "superseded_by", "truncated")
