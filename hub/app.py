@@ -196,6 +196,7 @@ class Hub:
             rerank_depth=config.rerank.depth,
             max_response_bytes=config.server.max_response_bytes,
             screening_config=config.screening,
+            audit=audit,
         )
         admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)
         return cls(

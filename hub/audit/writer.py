@@ -1,4 +1,4 @@
-"""Batched, asynchronous audit writes.
+"""Batched, asynchronous audit writes, and the hold that makes write and forget decisions durable.
 
 A search over many namespaces makes one decision per namespace; writing each
 as its own INSERT on the request path would cost more than the search. The
@@ -6,6 +6,11 @@ writer queues entries and a background thread inserts them in multi-row
 batches. The queue is bounded: when Postgres falls behind, callers block
 (back-pressure) rather than entries being dropped, because an audit log with
 holes is worse than a slower hub.
+
+The queue lives in memory, so a process that is killed loses the last half
+second of it. That is accepted for reads (and admin calls); writes and
+forgets hold their decisions instead (``hold``, hub/audit/held.py) and commit
+them in the transaction of the change they allowed.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from dataclasses import dataclass, field, fields
 
 from sqlalchemy import Connection, Engine, delete, func
 
+from hub.audit.held import HeldDecisions
+from hub.audit.held import current as current_hold
 from hub.db.schema import audit_log
 
 log = logging.getLogger(__name__)
@@ -65,7 +72,16 @@ class AuditWriter:
         self._flush_lock = threading.Lock()
 
     def record(self, entry: AuditEntry) -> None:
+        """Hold ``entry`` for the running request's transaction when it holds its decisions; else queue it."""
+        held = current_hold()
+        if held is not None:
+            held.add(entry)
+            return
         self._queue.put(entry)
+
+    def hold(self) -> HeldDecisions:
+        """A context in which decisions are held for the request's transaction (hub/audit/held.py)."""
+        return HeldDecisions(self._engine, _copy_rows, self._queue.put)
 
     def flush(self) -> int:
         """Write everything queued so far; returns how many entries were written."""
@@ -100,6 +116,11 @@ class AuditWriter:
         return result.rowcount or 0
 
     def start(self) -> None:
+        log.info(
+            "audit: write and forget decisions are committed with the change they allowed; read and admin "
+            "decisions are written in batches every %.1f s, so a process killed in between loses its last ones",
+            self._interval,
+        )
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="memhub-audit", daemon=True)
         self._thread.start()

@@ -29,6 +29,8 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from hub import telemetry
+from hub.audit.held import HeldDecisions, NotHeld
+from hub.audit.writer import AuditWriter
 from hub.core import fusion, paging, ranking, response_size, screening
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
@@ -197,7 +199,11 @@ class MemoryService:
         rerank_depth: int = 30,
         max_response_bytes: int = 4 * 2**20,
         screening_config: screening.ScreeningConfig | None = None,
+        audit: AuditWriter | None = None,
     ) -> None:
+        """``audit``: the writer the authorizer records into; given, writes and forgets commit their
+        decisions in their own transactions (hub/audit/held.py). None: decisions go wherever the
+        authorizer sends them (benchmarks with policies off record none)."""
         self._engine = engine
         self._screening = screening_config or screening.ScreeningConfig()
         # Read-only work runs in autocommit: no BEGIN/ROLLBACK round trip per statement batch.
@@ -214,9 +220,13 @@ class MemoryService:
         # What list pages and search results are cut to (hub/core/response_size.py).
         self._response_budget = max_response_bytes - response_size.ENVELOPE_BYTES
         self._local_reranker = LocalReranker()
+        self._audit = audit
         # Channels of one search run side by side: dense waits on the embedder, keyword on Milvus.
         self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
         self._retrieval = Retrieval(index, self._index_health, self._pool, retrieval or RetrievalSettings())
+
+    def _hold_decisions(self) -> HeldDecisions | NotHeld:
+        return self._audit.hold() if self._audit is not None else NotHeld()
 
     @property
     def embedding_model(self) -> str:
@@ -242,35 +252,39 @@ class MemoryService:
         trace.get_current_span().set_attributes(
             {"memhub.memories": len(items), "memhub.namespaces": len({item.namespace for item in items})}
         )
-        namespaces = list(dict.fromkeys(item.namespace for item in items))
-        for ns in namespaces:
-            require(self._authorizer, caller, Action.WRITE, ns)
-        blind = self._blind_namespaces(caller, namespaces)
-        _refuse_blind_subject_keys(items, blind)
-        may_supersede = self._supersedable_namespaces(caller, items)
-        self._check_sources_readable(caller, items)
-        # Flags and quarantine come from the hub's own reading of the content, never from the request.
-        items = screening.screened(items, self._screening)
+        # Every decision of this request commits with the memories it allowed (hub/audit/held.py).
+        with self._hold_decisions() as held:
+            namespaces = list(dict.fromkeys(item.namespace for item in items))
+            for ns in namespaces:
+                require(self._authorizer, caller, Action.WRITE, ns)
+            blind = self._blind_namespaces(caller, namespaces)
+            _refuse_blind_subject_keys(items, blind)
+            may_supersede = self._supersedable_namespaces(caller, items)
+            self._check_sources_readable(caller, items)
+            # Flags and quarantine come from the hub's own reading of the content, never from the request.
+            items = screening.screened(items, self._screening)
 
-        def transaction() -> list[WriteOutcome]:
-            with self._engine.begin() as conn:
-                if request_id is not None:
-                    prior = idempotency.lookup(conn, caller.agent_id, request_id)
-                    if prior is not None:
-                        raise _ConcurrentRetry()
-                outcomes = memories_db.insert_memories(
-                    conn, caller, session_id, items, self._embedder.model_id, blind=blind, may_supersede=may_supersede
-                )
-                if request_id is not None:
-                    response = {"ids": [o.memory.id for o in outcomes], "dedup": [o.deduplicated for o in outcomes]}
-                    if not idempotency.store(conn, caller.agent_id, request_id, "write", request_hash, response):
-                        raise _ConcurrentRetry()  # rolls this transaction back
-            return outcomes
+            def transaction() -> list[WriteOutcome]:
+                with self._engine.begin() as conn:
+                    if request_id is not None:
+                        prior = idempotency.lookup(conn, caller.agent_id, request_id)
+                        if prior is not None:
+                            raise _ConcurrentRetry()
+                    outcomes = memories_db.insert_memories(
+                        conn, caller, session_id, items, self._embedder.model_id, blind=blind, may_supersede=may_supersede
+                    )
+                    if request_id is not None:
+                        response = {"ids": [o.memory.id for o in outcomes], "dedup": [o.deduplicated for o in outcomes]}
+                        if not idempotency.store(conn, caller.agent_id, request_id, "write", request_hash, response):
+                            raise _ConcurrentRetry()  # rolls this transaction back
+                    held.insert(conn)
+                held.committed()
+                return outcomes
 
-        try:
-            outcomes = _retrying_conflicts(transaction)
-        except _ConcurrentRetry:
-            return self._replay_write(caller, request_id or "", request_hash, items)
+            try:
+                outcomes = _retrying_conflicts(transaction)
+            except _ConcurrentRetry:
+                return self._replay_write(caller, request_id or "", request_hash, items)
         self._indexer.nudge()
         indexed = False
         if wait_indexed:
@@ -519,31 +533,35 @@ class MemoryService:
         self, caller: Caller, request: ForgetRequest, *, request_id: str | None = None, request_hash: str = ""
     ) -> tuple[list[str], bool]:
         """Forget by ids or by filter; returns (ids forgotten now, replayed)."""
-        scope = self._forgettable_namespaces(caller, request.filter.namespaces) if request.filter is not None else []
+        # Every decision of this request commits with the tombstones it allowed (hub/audit/held.py).
+        with self._hold_decisions() as held:
+            scope = self._forgettable_namespaces(caller, request.filter.namespaces) if request.filter is not None else []
 
-        def transaction() -> list[str]:
-            with self._engine.begin() as conn:
-                if request_id is not None and idempotency.lookup(conn, caller.agent_id, request_id) is not None:
-                    raise _ConcurrentRetry()
-                if request.filter is not None:
-                    ids = memories_db.select_ids_for_forget(conn, request.filter, scope, limit=100_000)
-                else:
-                    ids = self._forgettable_ids(conn, caller, request.ids)
-                forgotten = memories_db.forget(conn, ids, caller, request.reason)
-                if request_id is not None and not idempotency.store(
-                    conn, caller.agent_id, request_id, "forget", request_hash, {"ids": forgotten}
-                ):
-                    raise _ConcurrentRetry()
-            return forgotten
+            def transaction() -> list[str]:
+                with self._engine.begin() as conn:
+                    if request_id is not None and idempotency.lookup(conn, caller.agent_id, request_id) is not None:
+                        raise _ConcurrentRetry()
+                    if request.filter is not None:
+                        ids = memories_db.select_ids_for_forget(conn, request.filter, scope, limit=100_000)
+                    else:
+                        ids = self._forgettable_ids(conn, caller, request.ids)
+                    forgotten = memories_db.forget(conn, ids, caller, request.reason)
+                    if request_id is not None and not idempotency.store(
+                        conn, caller.agent_id, request_id, "forget", request_hash, {"ids": forgotten}
+                    ):
+                        raise _ConcurrentRetry()
+                    held.insert(conn)
+                held.committed()
+                return forgotten
 
-        try:
-            forgotten = _retrying_conflicts(transaction)
-        except _ConcurrentRetry:
-            with self._engine.connect() as conn:
-                prior = idempotency.lookup(conn, caller.agent_id, request_id or "")
-            assert prior is not None
-            self._check_same_request(prior, "forget", request_id or "", request_hash)
-            return list(prior.response["ids"]), True
+            try:
+                forgotten = _retrying_conflicts(transaction)
+            except _ConcurrentRetry:
+                with self._engine.connect() as conn:
+                    prior = idempotency.lookup(conn, caller.agent_id, request_id or "")
+                assert prior is not None
+                self._check_same_request(prior, "forget", request_id or "", request_hash)
+                return list(prior.response["ids"]), True
         self._indexer.nudge()
         trace.get_current_span().set_attribute("memhub.forgotten", len(forgotten))
         return forgotten, False
