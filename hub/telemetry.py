@@ -23,9 +23,11 @@ and so the resource (service.name) chosen first, stays for the process.
 
 Context propagation is W3C trace context (OpenTelemetry's default
 propagators, overridable with OTEL_PROPAGATORS). memhub never puts identity
-(agent ids, groups, tokens) into baggage, nor memory content or query text
-into span attributes: only counts, lengths, ids of policies and names of
-namespaces.
+(agent ids, groups, tokens) into baggage or spans, nor memory content or
+query text into span attributes: only counts, lengths, ids of policies,
+decisions, request ids and names of namespaces, those under agents/<id>
+masked. Every span passes through hub/span_privacy.py on its way to the
+exporters, which also cuts error texts down to their codes.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter, SpanExportResult
 
 from hub.errors import StartupError
+from hub.span_privacy import scrub
 
 __all__ = [
     "EXPORTERS",
@@ -276,6 +279,7 @@ class _FanOut(SpanProcessor):
             p._on_ending(span)
 
     def on_end(self, span: ReadableSpan) -> None:
+        span = scrub(span)  # no identities leave the process (hub/span_privacy.py)
         for p in self._processors:
             p.on_end(span)
 

@@ -85,7 +85,7 @@ def _quota_refusal(exc: BaseException) -> str:
     return orig.diag.message_primary or "a storage quota refused the write"
 
 
-def mark_span(code: grpc.StatusCode, details: str) -> None:
+def mark_span(code: grpc.StatusCode) -> None:
     """Mark the RPC's span an error for any non-OK code, client-caused ones too.
 
     opentelemetry-instrumentation-grpc follows the semantic conventions for
@@ -93,11 +93,13 @@ def mark_span(code: grpc.StatusCode, details: str) -> None:
     UNAUTHENTICATED, INVALID_ARGUMENT, NOT_FOUND...) UNSET; memhub wants a
     denied call to stand out in a trace viewer. The code is in
     rpc.grpc.status_code (set by the instrumentation), error.type and the
-    status description ("PERMISSION_DENIED: <details>").
+    status description. Only the code: the details name agents and
+    namespaces, which spans never carry (hub/span_privacy.py); the caller
+    gets them, and the span's memhub.request_id leads to the audit rows.
     """
     span = trace.get_current_span()
     span.set_attribute("error.type", code.name)
-    span.set_status(trace.Status(trace.StatusCode.ERROR, f"{code.name}: {details}"[:500]))
+    span.set_status(trace.Status(trace.StatusCode.ERROR, code.name))
 
 
 async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, details: str) -> None:
@@ -105,8 +107,8 @@ async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, detail
     try:
         await context.abort(code, details)
     finally:
-        # After abort: the instrumentation's own status update must not overwrite ours.
-        mark_span(code, details)
+        # After abort: the instrumentation's own status update (which quotes the details) must not stay.
+        mark_span(code)
 
 
 def blocking_rpc(method: Callable[[Any, Request, Any], Response]) -> Callable[..., Any]:
