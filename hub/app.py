@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import Engine
 
@@ -30,8 +31,9 @@ from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import RetrievalSettings
 from hub.core.service import MemoryService
 from hub.core.usage_folder import UsageFolder
+from hub.data_dir import ensure_private_dir
+from hub.db import embedded_pg, migrate, namespace_usage
 from hub.db import engine as db_engine
-from hub.db import migrate, namespace_usage
 from hub.db.context import Window
 from hub.embedding import Embedder, EmbeddingError, build_embedder
 from hub.errors import StartupError
@@ -53,6 +55,20 @@ def open_database(config: HubConfig) -> tuple[Engine, str]:
     return engine, url
 
 
+def prepare_data_dirs(config: HubConfig) -> None:
+    """Create the directories the embedded stores and the local secret use, private (hub/data_dir.py);
+    refuse to start on one that others may read. A hub on external stores with configured keys uses none."""
+    store = config.store
+    uri = store.resolved_milvus_uri()
+    dirs = []
+    if store.database_url is None or config.auth.local_secret or ("://" not in uri and Path(uri).parent == store.data_dir):
+        dirs.append(store.data_dir)
+    if "://" not in uri:
+        dirs.append(Path(uri).parent)  # a Milvus Lite file: its rows hold the memories' content
+    for directory in dict.fromkeys(dirs):
+        ensure_private_dir(directory, traverse_group=embedded_pg.service_group())
+
+
 def open_embedder(config: HubConfig) -> Embedder:
     try:
         return build_embedder(config.embedding)
@@ -64,7 +80,6 @@ def open_index(config: HubConfig, embedder: Embedder) -> MilvusIndex:
     """Connect to Milvus (starting the embedded Milvus Lite when no URI is configured); nothing is checked yet."""
     uri = config.store.resolved_milvus_uri()
     if "://" not in uri:
-        config.store.data_dir.mkdir(parents=True, exist_ok=True)
         _note_obsolete_lite_dir(config)
     try:
         return MilvusIndex(
@@ -154,6 +169,7 @@ class Hub:
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
         """Open every store and check every setting; `authorizer` replaces the policies (benchmarks only)."""
         config = resolve_auth(config)
+        prepare_data_dirs(config)  # before the secret, the database or the index write anything there
         # Cheap checks first: a policy typo or a missing key file should not wait for the stores.
         policies = open_policies(config)
         keyring = KeyRing.from_config(config.auth)  # creates the local secret (0600) on first start

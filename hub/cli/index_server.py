@@ -15,6 +15,7 @@ from pathlib import Path
 
 from hub import logs
 from hub.config import default_data_dir
+from hub.data_dir import ensure_private_dir
 from hub.errors import StartupError
 from hub.index import IndexUnavailable
 from hub.index.lite_server import LiteServer
@@ -38,8 +39,7 @@ def run(args: argparse.Namespace) -> int:
         raise StartupError(f"--port {args.port} is out of range (1 to 65535)")
     if args.check_interval <= 0:
         raise StartupError(f"--check-interval must be positive, got {args.check_interval}")
-    data_dir = (args.data_dir or default_data_dir()).expanduser().resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = ensure_private_dir((args.data_dir or default_data_dir()).expanduser().resolve())
     try:
         server = LiteServer(data_dir / args.file, address=f"{args.host}:{args.port}")
         server.start()

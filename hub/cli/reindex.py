@@ -17,7 +17,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from hub import logs
-from hub.app import open_database, open_embedder, open_index
+from hub.app import open_database, open_embedder, open_index, prepare_data_dirs
 from hub.cli.serve import config_from_args
 from hub.core.indexer import Indexer
 from hub.db.context import Window
@@ -34,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     logs.configure("warning")
     config = config_from_args(args)
+    prepare_data_dirs(config)
     engine, _ = open_database(config)
     embedder = open_embedder(config)
     index = open_index(config, embedder)

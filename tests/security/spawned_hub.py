@@ -65,10 +65,13 @@ def spawn_hub(
     *,
     database_url: str | None = None,
     env: dict[str, str] | None = None,
+    umask: int = -1,
     timeout_s: float = 240,
 ) -> SpawnedHub:
     """Start `memhub serve` on ``data_dir`` (embedded Postgres unless ``database_url``) under the open test policy
-    and wait until it listens; fail with its log when it exits or does not listen in time."""
+    and wait until it listens; fail with its log when it exits or does not listen in time.
+
+    ``umask``: the process's umask (-1: this one's)."""
     policy_dir = root / "policies"
     if not policy_dir.exists():
         write_policy_dir(policy_dir, OPEN_POLICY)
@@ -77,7 +80,9 @@ def spawn_hub(
     if database_url is not None:
         args += ["--database-url", database_url]
     with log.open("w") as stderr:
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=REPO, env=env or hub_env(policy_dir))
+        proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=REPO, env=env or hub_env(policy_dir), umask=umask
+        )
     hub = SpawnedHub(proc, "", data_dir, log)
     lines: queue.Queue[str | None] = queue.Queue()
 

@@ -7,16 +7,31 @@ the real embedded stores create.
 
 from __future__ import annotations
 
+import os
 import signal
+import stat
+import subprocess
 import threading
 import uuid
 from pathlib import Path
 
 import grpc
 import psycopg
-from conftest import create_scratch_database, drop_database, eventually
+import pytest
+from conftest import (
+    OPEN_POLICY,
+    create_scratch_database,
+    drop_database,
+    eventually,
+    hub_config,
+    write_policy_dir,
+)
 
+from hub.app import Hub
 from hub.client import MemhubClient, memory_input
+from hub.data_dir import ensure_private_dir
+from hub.db import embedded_pg
+from hub.errors import StartupError
 from security.spawned_hub import spawn_hub
 
 WRITERS = 8
@@ -96,3 +111,59 @@ def test_every_answered_write_and_forget_has_its_audit_row_after_kill_9(tmp_path
         assert denied and [r for r in denied if r not in denials] == [], "every refusal sent is in the audit log"
     finally:
         drop_database(external_pg_admin_url, url)
+
+
+def _others_may_access(path: Path, data_dir: Path) -> bool:
+    """Whether anyone but the owner may open ``path``: the data directory itself may let the embedded
+    Postgres's group pass through (0710, root only); nothing else may give group or others anything."""
+    mode = stat.S_IMODE(path.lstat().st_mode)
+    if path == data_dir:
+        group_ok = mode & 0o070 == 0 or (mode & 0o070 == 0o010 and path.stat().st_gid == embedded_pg.service_group())
+        return bool(mode & 0o007) or not group_ok
+    return bool(mode & 0o077)
+
+
+def test_the_data_directory_and_every_store_file_are_private_even_under_umask_0(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    hub = spawn_hub(tmp_path, data_dir, umask=0)  # embedded Postgres and Milvus Lite, everything created now
+    try:
+        with MemhubClient(hub.address, token=hub.token("keeper")) as client:
+            secret = f"the launch code is {uuid.uuid4().hex}"
+            assert client.write([memory_input("vault", secret)], wait_indexed=True).indexed
+        # While it runs: the index's unix socket is the hub's alone too.
+        sockets = list(Path("/tmp").glob(f"memhub-milvus-{hub.proc.pid}-*.sock"))
+        assert sockets and not any(_others_may_access(s, data_dir) for s in sockets)
+    finally:
+        assert hub.stop() == 0  # the stores flush their files on the way out
+
+    paths = [data_dir, *data_dir.rglob("*")]
+    assert any(p.name == "milvus-index.db" for p in paths) and any(p.name == "PG_VERSION" for p in paths)
+    exposed = [f"{p} {stat.S_IMODE(p.lstat().st_mode):04o}" for p in paths if _others_may_access(p, data_dir)]
+    assert exposed == []
+    if os.geteuid() == 0:  # the attack as reported: an unprivileged local user reads the index file
+        for target in (data_dir, data_dir / "milvus-index.db", data_dir / "jwt-secret"):
+            probe = subprocess.run(["cat", str(target)], user="nobody", capture_output=True)
+            assert probe.returncode != 0, f"nobody could read {target}"
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o750, 0o705, 0o711], ids=oct)
+def test_a_data_directory_others_may_access_is_refused_at_start(tmp_path: Path, mode: int) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    os.chmod(data_dir, mode)
+    policies = write_policy_dir(tmp_path / "policies", OPEN_POLICY)
+    # A database nobody listens on: the check must come before any store is touched.
+    config = hub_config(data_dir, "postgresql://postgres@127.0.0.1:1/unused", "refused", policies)
+    with pytest.raises(StartupError) as excinfo:
+        Hub.open(config)
+    assert f"chmod 700 {data_dir}" in str(excinfo.value)
+    assert list(data_dir.iterdir()) == []  # refused before anything was written there (no token secret)
+
+
+def test_a_missing_data_directory_is_created_private_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        created = ensure_private_dir(tmp_path / "fresh" / "data")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(created.stat().st_mode) == 0o700
