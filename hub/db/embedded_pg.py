@@ -41,6 +41,7 @@ import logging
 import os
 import pwd
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -158,7 +159,7 @@ class EmbeddedPostgres:
             running = self._running_postmaster()
             if running is not None:
                 log.info("stopping the embedded Postgres in %s (no hub uses it any more)", self.pgdata)
-                self._pg_ctl("stop", "-w", "-m", "fast", timeout=START_TIMEOUT_S, check=False)
+                _stop(running.pid)
 
     # -- start-up steps -------------------------------------------------------------
 
@@ -283,10 +284,10 @@ class EmbeddedPostgres:
 
     # -- helpers --------------------------------------------------------------------
 
-    def _pg_ctl(self, *args: str, timeout: float, check: bool = True) -> None:
-        self._run([str(self._bin / "pg_ctl"), "-D", str(self.pgdata), *args], timeout=timeout, what="pg_ctl", check=check)
+    def _pg_ctl(self, *args: str, timeout: float) -> None:
+        self._run([str(self._bin / "pg_ctl"), "-D", str(self.pgdata), *args], timeout=timeout, what="pg_ctl")
 
-    def _run(self, argv: list[str], *, timeout: float, what: str, check: bool = True) -> None:
+    def _run(self, argv: list[str], *, timeout: float, what: str) -> None:
         # As root: the server's user with its own group only. Setting the uid alone would leave the
         # process in root's group and supplementary groups.
         as_user: dict = {}
@@ -298,7 +299,7 @@ class EmbeddedPostgres:
             try:
                 subprocess.run(
                     argv,
-                    check=check,
+                    check=True,
                     stdin=subprocess.DEVNULL,
                     stdout=output_file,
                     stderr=subprocess.STDOUT,
@@ -374,6 +375,23 @@ def start(data_dir: Path) -> str:
         url = server.start()
         _instances[key] = server
         return url
+
+
+def _stop(pid: int, timeout_s: float = START_TIMEOUT_S) -> None:
+    """Stop a postmaster as ``pg_ctl stop -m fast`` does (SIGINT, then wait), escalating to an immediate
+    shutdown (SIGQUIT) if it lingers. Signals rather than pg_ctl: pg_ctl must reach PGDATA by its path,
+    which may no longer be possible for the server's user (a parent directory's mode changed since)."""
+    try:
+        proc = psutil.Process(pid)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout_s)
+    except psutil.TimeoutExpired:
+        log.warning("the embedded Postgres (pid %d) did not stop within %.0f s; shutting it down immediately", pid, timeout_s)
+        with contextlib.suppress(psutil.Error):
+            proc.send_signal(signal.SIGQUIT)
+            proc.wait(timeout_s)
+    except psutil.NoSuchProcess:
+        pass
 
 
 def _read_postmaster(path: Path) -> _Postmaster | None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -109,3 +112,22 @@ def spawn_hub(
         if match:
             hub.address = f"127.0.0.1:{match.group(1)}"
             return hub
+
+
+def embedded_store_root(tmp_path: Path) -> Iterator[Path]:
+    """A directory for data directories that run an embedded Postgres; removed afterwards.
+
+    As root, the server runs as another user that must pass through every
+    parent of its data directory, and pytest makes its base temp directory
+    0700 again whenever a pytest session starts (other sessions may run at
+    the same time), which would lock a server in this one out mid-start. So
+    as root: a directory of its own under /tmp. Otherwise ``tmp_path``.
+    """
+    if os.geteuid() != 0:
+        yield tmp_path
+        return
+    root = Path(tempfile.mkdtemp(prefix="memhub-test-", dir="/tmp"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

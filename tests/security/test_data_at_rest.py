@@ -13,6 +13,7 @@ import stat
 import subprocess
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -32,7 +33,7 @@ from hub.client import MemhubClient, memory_input
 from hub.data_dir import ensure_private_dir
 from hub.db import embedded_pg
 from hub.errors import StartupError
-from security.spawned_hub import spawn_hub
+from security.spawned_hub import embedded_store_root, spawn_hub
 
 WRITERS = 8
 KILL_AFTER = 150
@@ -123,9 +124,14 @@ def _others_may_access(path: Path, data_dir: Path) -> bool:
     return bool(mode & 0o077)
 
 
-def test_the_data_directory_and_every_store_file_are_private_even_under_umask_0(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
-    hub = spawn_hub(tmp_path, data_dir, umask=0)  # embedded Postgres and Milvus Lite, everything created now
+@pytest.fixture
+def store_root(tmp_path: Path) -> Iterator[Path]:
+    yield from embedded_store_root(tmp_path)
+
+
+def test_the_data_directory_and_every_store_file_are_private_even_under_umask_0(store_root: Path) -> None:
+    data_dir = store_root / "data"
+    hub = spawn_hub(store_root, data_dir, umask=0)  # embedded Postgres and Milvus Lite, everything created now
     try:
         with MemhubClient(hub.address, token=hub.token("keeper")) as client:
             secret = f"the launch code is {uuid.uuid4().hex}"

@@ -25,7 +25,7 @@ from conftest import REPO, eventually
 
 from hub.client import MemhubClient, memory_input
 from hub.db import embedded_pg
-from security.spawned_hub import spawn_hub
+from security.spawned_hub import embedded_store_root, spawn_hub
 
 # Starts (or joins) the embedded server of argv[1] as the hub does and checks it answers. With "hold",
 # it then waits until SIGTERM (ending normally, so it leaves the server like an exiting hub does).
@@ -89,14 +89,20 @@ def running(pid: int | None) -> bool:
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
+def store_root(tmp_path: Path) -> Iterator[Path]:
+    yield from embedded_store_root(tmp_path)
+
+
+@pytest.fixture
+def data_dir(store_root: Path) -> Iterator[Path]:
     """A fresh data directory; whatever server is left running on it at the end is stopped."""
-    path = tmp_path / "data"
+    path = store_root / "data"
     yield path
     pid = postmaster_pid(path)
     if running(pid):
         os.kill(pid, signal.SIGCONT)
-        os.kill(pid, signal.SIGTERM)  # smart shutdown
+        os.kill(pid, signal.SIGINT)  # fast shutdown
+        eventually(lambda: not running(pid), "the left-over server stopped", timeout_s=120)
 
 
 def as_server_user() -> dict:
@@ -107,14 +113,14 @@ def as_server_user() -> dict:
     return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
 
 
-def test_a_server_left_by_a_killed_hub_is_adopted_and_stopped_by_the_last_hub_out(tmp_path: Path, data_dir: Path) -> None:
-    first = spawn_hub(tmp_path, data_dir)
+def test_a_server_left_by_a_killed_hub_is_adopted_and_stopped_by_the_last_hub_out(store_root: Path, data_dir: Path) -> None:
+    first = spawn_hub(store_root, data_dir)
     server = postmaster_pid(data_dir)
     assert running(server)
     first.kill()
     assert running(server), "the server outlives a killed hub (nothing could stop it)"
 
-    second = spawn_hub(tmp_path, data_dir)
+    second = spawn_hub(store_root, data_dir)
     with MemhubClient(second.address, token=second.token("survivor")) as client:
         assert client.write([memory_input("after/crash", "still here")]).results[0].memory.id
     assert postmaster_pid(data_dir) == server  # the same server, adopted
