@@ -44,22 +44,27 @@ class SpawnedHub:
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=60)
 
-    def stop(self) -> int:
-        """SIGTERM, as an operator stops it; its exit code."""
+    def stop(self, timeout_s: float = 120) -> int:
+        """SIGTERM, as an operator stops it; its exit code. A hub that hangs gets SIGABRT, so its log
+        ends with every thread's stack (PYTHONFAULTHANDLER is set by ``hub_env``)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=120)
+                self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
+                self.proc.send_signal(signal.SIGABRT)
+                try:
+                    self.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(timeout=30)
         return self.proc.returncode
 
 
 def hub_env(policy_dir: Path, **extra: str) -> dict[str, str]:
     """This process's environment without MEMHUB_* settings, plus the policy folder and ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
-    return {**env, "MEMHUB_POLICY_DIR": str(policy_dir), **extra}
+    return {**env, "MEMHUB_POLICY_DIR": str(policy_dir), "PYTHONFAULTHANDLER": "1", **extra}
 
 
 def spawn_hub(
