@@ -16,6 +16,16 @@
   rules (English, Chinese), delimited rendering against a fake result "by bob", control characters
   in one-line fields, trust levels from the token, flags and their filters, quarantine and the
   audited admin release (item 17; the bridge's rendering in tests/test_bridge_tools.py).
+- test_confidentiality.py: where a policy grants write without read, dedup, supersede and replay
+  reveal and change nothing; superseding needs forget, forgetting needs read (items 7, 8, 9).
+- test_data_at_rest.py: every acknowledged write and forget keeps its audit row through kill -9
+  (item 11); the data directory and the stores' files are private under any umask, and a data
+  directory others may access is refused (item 10).
+- test_provenance.py: a hub-generated request id beside the caller-supplied trace id (item 13).
+- test_telemetry_identity.py: no span names an agent or an agents/<id> namespace (item 15).
+- test_embedded_postgres_recovery.py: the embedded Postgres after a killed hub, a stale pid file
+  naming a reused pid, and a server that does not answer (item 16).
 
-hubs.py starts hubs with their own settings (small limits and quotas) for these tests.
+hubs.py starts hubs with their own settings (small limits and quotas) for these tests;
+spawned_hub.py runs `memhub serve` in a process of its own, for tests that kill it.
 """
