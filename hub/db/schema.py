@@ -70,7 +70,7 @@ memories = Table(
     # content, normalised (hub/recall/entities.py). ``entities`` keeps what the writer gave.
     Column("entity_keys", ARRAY(Text), nullable=False, server_default="{}"),
     # The writer's trust level (verified | agent | external) from its token, and what screening
-    # flagged in the content (e.g. {instruction_like}); migration 0008, hub/core/screening.py.
+    # flagged in the content (e.g. {instruction_like}); migration 0006, hub/core/screening.py.
     Column("trust", String(16), nullable=False, server_default="agent"),
     Column("flags", ARRAY(Text), nullable=False, server_default="{}"),
     # Written by an agent that could write the namespace but not read it (an inbox, a report drop).

@@ -1,15 +1,15 @@
 """hub-generated request ids beside the caller-supplied trace id, in memories' provenance and the audit log
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-01 07:10:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
-down_revision = "0009"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

@@ -1,15 +1,15 @@
 """blind writes: memories written by agents that may not read their namespace are never deduplicated
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-12-01 07:00:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

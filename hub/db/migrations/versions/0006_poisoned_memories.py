@@ -1,6 +1,6 @@
 """poisoned memories (issue 10 item 17): the writer's trust level, content flags, quarantine
 
-Revision ID: 0008
+Revision ID: 0006
 Revises: 0005
 Create Date: 2026-12-02 09:00:00
 
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0008"
+revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
@@ -41,8 +41,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     # Quarantined memories would turn servable without their status: make them forgotten-like tombstones first.
     op.execute(
-        "UPDATE memories SET status = 'forgotten', content = '', forgotten_at = now(), forgotten_by = 'migration-0008', "
-        "forget_reason = 'quarantined when migration 0008 was downgraded' WHERE status = 'quarantined'"
+        "UPDATE memories SET status = 'forgotten', content = '', forgotten_at = now(), forgotten_by = 'migration-0006', "
+        "forget_reason = 'quarantined when migration 0006 was downgraded' WHERE status = 'quarantined'"
     )
     op.drop_index("ix_memories_quarantined", table_name="memories")
     op.drop_column("memories", "flags")
