@@ -189,6 +189,13 @@ def write_request(req: pb.WriteMemoriesRequest) -> list[NewMemory]:
         v.bounded(len(m.derived_from), f"memories[{i}].derived_from", v.MAX_DERIVED_FROM, "ids")
     sources = sum(len(m.derived_from) for m in req.memories)
     v.bounded(sources, "memories[].derived_from", v.MAX_DERIVED_FROM_PER_REQUEST, "ids in all")
+    size = sum(len(m.content.encode("utf-8", "surrogatepass")) for m in req.memories)
+    if size > v.MAX_WRITE_CONTENT_BYTES:
+        raise InvalidArgument(
+            "memories[].content",
+            f"holds {size} bytes in all; the limit is {v.MAX_WRITE_CONTENT_BYTES} per call (the reply echoes "
+            "every memory written) - split the write into smaller calls",
+        )
     now = datetime.now(timezone.utc)
     return [new_memory(m, f"memories[{i}]", now) for i, m in enumerate(req.memories)]
 

@@ -22,6 +22,10 @@ MAX_TAGS = 32
 MAX_ENTITIES = 32
 MAX_ENTITY_CHARS = 128
 MAX_BATCH = 100
+MAX_WRITE_CONTENT_BYTES = 3 * 1024 * 1024
+"""Content bytes (UTF-8) in one write request. The reply echoes every memory it wrote, so this keeps a
+reply under 4 MiB, gRPC clients' default receive limit: 100 memories of 16,384 Chinese characters
+(~4.7 MiB) would otherwise be committed and then be too big for the writer to receive."""
 MAX_FORGET_IDS = 1_000
 MAX_REASON_CHARS = 1_024
 MAX_TOP_K = 100

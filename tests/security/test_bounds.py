@@ -155,3 +155,24 @@ def test_a_search_of_big_memories_drops_its_tail_and_says_so(stack: Stack, big_n
     small = stack.client.search("big memory", [big_namespace], top_k=5, channels=["dense"])
     assert not small.truncated and len(small.hits) == 5
     assert [h.memory.id for h in small.hits] == [h.memory.id for h in reply.hits[:5]]  # the tail went, not the best
+
+
+def test_a_write_whose_reply_would_pass_4_mib_is_refused_before_anything_is_stored(stack: Stack, ns: str) -> None:
+    # 100 memories of 16,384 Chinese characters are each within the content limit, but the reply that
+    # echoes them (~4.7 MiB) would be committed and then be too big for a client's default 4 MiB.
+    items = [memory_input(ns, f"{i:03d}" + "记" * 16_381) for i in range(100)]
+    details = _invalid(lambda: stack.client.write(items))
+    assert details.startswith("memories[].content: holds 4914600 bytes in all; the limit is 3145728 per call")
+    assert list(stack.client.list([ns]).memories) == []
+
+
+def test_the_largest_accepted_write_reply_fits_a_default_grpc_client(stack: Stack, ns: str) -> None:
+    from memhub.v1 import memory_pb2_grpc as pb_grpc
+
+    items = [memory_input(ns, f"{i:03d}" + "记" * 16_381) for i in range(63)]  # just under 3 MiB of content
+    with grpc.insecure_channel(stack.address) as channel:  # gRPC's default 4 MiB receive limit
+        stub = pb_grpc.MemoryServiceStub(channel)
+        reply = stub.WriteMemories(
+            pb.WriteMemoriesRequest(memories=items), metadata=[("authorization", f"Bearer {stack.token('tester')}")]
+        )
+    assert len(reply.results) == 63 and reply.ByteSize() < 4 * 1024 * 1024
