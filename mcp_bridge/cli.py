@@ -15,29 +15,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hub.cli.arguments import Refused, refuse_token_option
+
 if TYPE_CHECKING:  # only for annotations: importing them costs the SDK and gRPC (see the module docstring)
     from mcp_bridge.config import BridgeSettings
     from mcp_bridge.server import Bridge
 
 DEFAULT_HUB = "127.0.0.1:50051"
-
-_ARGV_SECRET = (
-    "command-line arguments are visible to every user of this machine (ps, /proc/<pid>/cmdline) and end up "
-    "in shell history and client config files. "
-)
-
-
-class _Refused(argparse.Action):
-    """An option that exists only to be refused with an explanation (its value is never echoed)."""
-
-    def __init__(self, option_strings: list[str], dest: str, why: str, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS)
-        self.why = why
-
-    def __call__(
-        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option: str | None = None
-    ) -> None:
-        parser.error(f"{option} is refused: {_ARGV_SECRET}{self.why}")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=env.get("MEMHUB_TOKEN_FILE"),
         help="file holding the agent's hub JWT (MEMHUB_TOKEN_FILE); or put the token itself in MEMHUB_TOKEN",
     )
-    p.add_argument("--token", action=_Refused, why="Use --token-file FILE (chmod 600) or the MEMHUB_TOKEN environment variable.")
+    refuse_token_option(p)
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable HTTP")
     p.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=None, help="HTTP: port (default 8765; 0 picks a free one, printed on stderr)")
@@ -61,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="HTTP: file holding the bearer token clients must send; or put it in MEMHUB_BRIDGE_HTTP_TOKEN",
     )
     p.add_argument(
-        "--http-token", action=_Refused, why="Use --http-token-file FILE or the MEMHUB_BRIDGE_HTTP_TOKEN environment variable."
+        "--http-token", action=Refused, why="Use --http-token-file FILE or the MEMHUB_BRIDGE_HTTP_TOKEN environment variable."
     )
     p.add_argument(
         "--allow-origin",

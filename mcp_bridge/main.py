@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hub.cli.arguments import StrictArgumentParser
 from mcp_bridge import cli
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = StrictArgumentParser(
         prog="memhub-bridge",
         description="Run one agent's MCP bridge to the memhub hub (stdio by default, streamable HTTP with --transport http).",
     )

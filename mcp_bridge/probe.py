@@ -25,9 +25,11 @@ import httpx2
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from hub.cli.arguments import StrictArgumentParser
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m mcp_bridge.probe", description=__doc__.splitlines()[0])
+    p = StrictArgumentParser(prog="python -m mcp_bridge.probe", description=__doc__.splitlines()[0])
     p.add_argument("--url", help="a bridge serving streamable HTTP; its bearer token comes from MEMHUB_BRIDGE_HTTP_TOKEN")
     p.add_argument("--json", action="store_true", help="also print the structured content")
     sub = p.add_subparsers(dest="action", required=True)

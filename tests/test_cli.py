@@ -211,3 +211,21 @@ def test_admin_limits_command(fleet) -> None:  # noqa: ANN001 - the fleet fixtur
     assert result.returncode == 0, result.stderr
     assert "every agent      4 at once, 100/s (bursts 200)" in result.stdout
     assert "namespace agents/eve/cli-limits: 1 memories, 12 bytes (created by eve)" in result.stdout
+
+
+def test_a_token_on_the_command_line_is_refused_and_never_echoed(stack: Stack) -> None:
+    secret_looking = stack.token("tester")
+    for option in ("--token", "--token-f", "--tok"):  # abbreviations used to reach --token-file
+        done = memhub("search", "anything", option, secret_looking, stack=stack)
+        assert done.returncode == 2, (option, done.stderr)
+        assert secret_looking not in done.stderr and secret_looking not in done.stdout
+    refused = memhub("search", "anything", "--token", secret_looking, stack=stack)
+    assert "--token is refused" in refused.stderr and "--token-file" in refused.stderr
+    bridge = subprocess.run([sys.executable, "-m", "mcp_bridge.main", "--tok", "x"], capture_output=True, text=True, timeout=120)
+    assert bridge.returncode == 2 and "unrecognized arguments: --tok" in bridge.stderr
+
+
+def test_an_empty_memhub_token_is_named(stack: Stack) -> None:
+    # `export MEMHUB_TOKEN=$(memhub token issue ...)` whose command failed leaves it set and empty.
+    done = memhub("search", "anything", stack=stack, token=" ")
+    assert done.returncode == 2 and "MEMHUB_TOKEN is set but empty" in done.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 from google.protobuf.json_format import MessageToDict
 from memhub.v1 import memory_pb2 as pb
 
+from hub.cli.arguments import refuse_token_option
 from hub.client import DEFAULT_ADDRESS, MemhubClient, kind_value, memory_input, type_value
 from hub.memory_text import block
 
@@ -28,6 +29,7 @@ def add_connection_args(p: argparse.ArgumentParser) -> None:
         help="file holding the agent's JWT (MEMHUB_TOKEN_FILE); or put the token itself in MEMHUB_TOKEN",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    refuse_token_option(p)
 
 
 def read_token(args: argparse.Namespace) -> str | None:
@@ -37,7 +39,11 @@ def read_token(args: argparse.Namespace) -> str | None:
             return Path(args.token_file).read_text().strip()
         except OSError as exc:
             raise ValueError(f"cannot read the token file {args.token_file}: {exc.strerror}") from None
-    return os.environ.get("MEMHUB_TOKEN") or None
+    token = os.environ.get("MEMHUB_TOKEN")
+    if token is not None and not token.strip():
+        # Typically `export MEMHUB_TOKEN=$(memhub token issue ...)` whose command failed: say so, not "missing".
+        raise ValueError("MEMHUB_TOKEN is set but empty (did the `memhub token issue` that set it fail? run it alone to see why)")
+    return token.strip() if token else None
 
 
 def parse_duration(text: str) -> timedelta:

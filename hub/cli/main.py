@@ -8,13 +8,14 @@ import sys
 import grpc
 
 from hub.cli import admin_cmds, client_cmds, import_jsonl, index_server, reindex, serve, token_cmds
+from hub.cli.arguments import StrictArgumentParser
 from hub.errors import HubError
 from hub.policy import cli as policy_cli
 from mcp_bridge import cli as bridge_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memhub", description="A shared memory hub for fleets of LLM agents.")
+    parser = StrictArgumentParser(prog="memhub", description="A shared memory hub for fleets of LLM agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(sub)
     client_cmds.add_parsers(sub)

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from hub.cli.arguments import StrictArgumentParser
 from hub.policy.engine import PolicyEngine
 from hub.policy.model import PolicyError
 from hub.policy.table import TableError, describe, load_table, run_table
@@ -128,7 +129,7 @@ def run_test(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Standalone entry point (`python -m hub.policy.cli policy validate ...`) until hub/cli/main.py wires it in."""
-    parser = argparse.ArgumentParser(prog="memhub")
+    parser = StrictArgumentParser(prog="memhub")
     add_parsers(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     args = parser.parse_args(argv)
     return args.func(args)
