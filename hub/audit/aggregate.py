@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from opentelemetry import metrics
 
 from hub.audit.writer import AuditEntry, AuditWriter
+from hub.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +67,13 @@ class AggregatedEvents:
 
     def __init__(self, audit: AuditWriter, *, window_s: float = 10.0, max_keys: int = 1000) -> None:
         self._audit = audit
-        self._window_s = window_s
         self._max_keys = max_keys
         self._lock = threading.Lock()
         self._pending: dict[EventKey, _Tally] = {}
         self._totals: Counter[tuple[str, str]] = Counter()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic(
+            self.flush, window_s, "memhub-security-events", log, "could not write aggregated security events"
+        )
 
     def record(
         self, key: EventKey, *, rpc: str = "", groups: tuple[str, ...] = (), detail: Mapping[str, str] | None = None
@@ -135,23 +136,9 @@ class AggregatedEvents:
         return len(pending)
 
     def start(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="memhub-security-events", daemon=True)
-        self._thread.start()
+        self._periodic.start()
 
     def stop(self) -> None:
         """Stop the thread and write what is pending (before the audit writer stops)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
-            self._thread = None
+        self._periodic.stop()
         self.flush()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._window_s):
-            try:
-                self.flush()
-            except Exception:  # the audit queue put failed: keep counting, try next window
-                log.exception("could not write aggregated security events")

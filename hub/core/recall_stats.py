@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from sqlalchemy import Engine
 
 from hub.db import memories as memories_db
+from hub.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -21,12 +22,10 @@ log = logging.getLogger(__name__)
 class RecallRecorder:
     def __init__(self, engine: Engine, flush_interval_s: float = 2.0) -> None:
         self._engine = engine
-        self._interval = flush_interval_s
         self._pending: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic(self.flush, flush_interval_s, "memhub-recall-stats", log, "could not flush recall statistics")
 
     def record(self, ids: Iterable[str]) -> None:
         with self._lock:
@@ -49,15 +48,8 @@ class RecallRecorder:
                 log.exception("could not record recall statistics; %d counts dropped", sum(batch.values()))
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="memhub-recall-stats", daemon=True)
-        self._thread.start()
+        self._periodic.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._periodic.stop(5)
         self.flush()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.flush()

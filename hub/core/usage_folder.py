@@ -8,11 +8,11 @@ more rows. Every replica runs a folder; SKIP LOCKED keeps them apart.
 from __future__ import annotations
 
 import logging
-import threading
 
 from sqlalchemy import Engine
 
 from hub.db import namespace_usage
+from hub.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -20,9 +20,10 @@ log = logging.getLogger(__name__)
 class UsageFolder:
     def __init__(self, engine: Engine, interval_s: float = 5.0) -> None:
         self._engine = engine
-        self._interval = interval_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # A failed fold (Postgres restarting) leaves the deltas to wait; quotas stay exact meanwhile.
+        self._periodic = Periodic(
+            self.fold, interval_s, "memhub-usage-folder", log, "could not fold namespace storage deltas; will retry"
+        )
 
     def fold(self, rounds: int = 20) -> int:
         """Fold the deltas there are (up to ``rounds`` batches: writers may add more all the while); returns the
@@ -37,21 +38,7 @@ class UsageFolder:
         return updated
 
     def start(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="memhub-usage-folder", daemon=True)
-        self._thread.start()
+        self._periodic.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
-            self._thread = None
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self.fold()
-            except Exception:  # Postgres restarting: the deltas wait, and quotas stay exact meanwhile
-                log.warning("could not fold namespace storage deltas; will retry", exc_info=True)
+        self._periodic.stop()

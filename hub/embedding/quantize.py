@@ -19,6 +19,7 @@ rebuilt rather than run.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import os
 import sys
@@ -71,14 +72,14 @@ def dynamic_int8(source: Path, source_sha256: str, cache_dir: Path | None = None
 
 
 def _onnx_version() -> str:
+    # The installed version, read from its metadata: importing onnx (only needed to derive) costs start-up time.
     try:
-        import onnx
-    except ImportError as exc:
+        return importlib.metadata.version("onnx")
+    except importlib.metadata.PackageNotFoundError as exc:
         raise EmbeddingError(
             "the local embedder needs the PyPI package 'onnx' to prepare its int8 model "
             "(pip install onnx), or set MEMHUB_EMBEDDING_QUANTIZE=none to run the shipped float32 arithmetic"
         ) from exc
-    return onnx.__version__
 
 
 def _intact(path: Path) -> bool:

@@ -169,10 +169,16 @@ def test_a_write_whose_reply_would_pass_4_mib_is_refused_before_anything_is_stor
 def test_the_largest_accepted_write_reply_fits_a_default_grpc_client(stack: Stack, ns: str) -> None:
     from memhub.v1 import memory_pb2_grpc as pb_grpc
 
-    items = [memory_input(ns, f"{i:03d}" + "记" * 16_381) for i in range(63)]  # just under 3 MiB of content
+    from hub.core.validation import MAX_WRITE_CONTENT_BYTES
+
+    # As many of the largest memories as the content bound admits: the reply must still fit 4 MiB, so raising
+    # the bound past what a default client receives fails here.
+    text = "记" * 16_381
+    count = min(100, MAX_WRITE_CONTENT_BYTES // len(("000" + text).encode()))
+    items = [memory_input(ns, f"{i:03d}" + text) for i in range(count)]
     with grpc.insecure_channel(stack.address) as channel:  # gRPC's default 4 MiB receive limit
         stub = pb_grpc.MemoryServiceStub(channel)
         reply = stub.WriteMemories(
             pb.WriteMemoriesRequest(memories=items), metadata=[("authorization", f"Bearer {stack.token('tester')}")]
         )
-    assert len(reply.results) == 63 and reply.ByteSize() < 4 * 1024 * 1024
+    assert len(reply.results) == count and reply.ByteSize() < 4 * 1024 * 1024
