@@ -31,7 +31,8 @@ from opentelemetry import propagate, trace
 from opentelemetry.instrumentation.grpc import client_interceptor
 from opentelemetry.instrumentation.grpc.grpcext import StreamClientInterceptor, UnaryClientInterceptor, intercept_channel
 
-DEFAULT_ADDRESS = "127.0.0.1:50051"
+from hub.client_config import DEFAULT_ADDRESS
+
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/",)
 
 

@@ -16,16 +16,12 @@ from typing import TypeVar
 from hub.auth import AuthConfig
 from hub.core.namespaces import validate_namespace
 from hub.core.screening import ScreeningConfig
+from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
 from hub.errors import InvalidArgument, StartupError
 from hub.rerank.config import RerankConfig
 
 N = TypeVar("N", int, float)
-
-
-def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "memhub"
 
 
 @dataclass(frozen=True)

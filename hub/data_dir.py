@@ -31,6 +31,12 @@ PRIVATE_DIR_MODE = 0o700
 TRAVERSE_ONLY_GROUP_MODE = 0o710
 
 
+def default_data_dir() -> Path:
+    """``$XDG_DATA_HOME/memhub``, else ``~/.local/share/memhub`` (where a hub started without --data-dir keeps its data)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memhub"
+
+
 def ensure_private_dir(path: Path, *, traverse_group: int | None = None) -> Path:
     """Create ``path`` (0700, parents as needed) or check an existing one; tighten the files directly in it.
 

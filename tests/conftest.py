@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import tempfile
 import threading
 import time
 import uuid
@@ -40,6 +41,12 @@ REPO = Path(__file__).resolve().parent.parent
 # access-control tests use the shipped policies instead (test_access_*.py).
 OPEN_POLICY = '@id("tests-open")\npermit(principal in Group::"testers", action, resource);\n'
 TESTER = Caller("tester", groups=("testers",))
+
+# `memhub serve` records its address for client commands in $XDG_CONFIG_HOME/memhub/client.json
+# (hub/client_config.py): the hubs tests start must not rewrite the developer's own file, and a test
+# must not find a hub another test recorded. Subprocesses inherit this; tests that exercise the file
+# point XDG_CONFIG_HOME at their own directory.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="memhub-test-config-")
 
 EXTERNAL_PG = os.environ.get("MEMHUB_TEST_EXTERNAL_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 

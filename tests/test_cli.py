@@ -54,7 +54,7 @@ def test_serve_starts_on_embedded_defaults_and_stops_on_sigterm(tmp_path: Path) 
                 port = int(match.group(1))
                 break
         assert port, f"serve printed no address: {lines} / {proc.stderr.read() if proc.poll() is not None else ''}"
-        more = [proc.stdout.readline() for _ in range(7)]
+        more = [proc.stdout.readline() for _ in range(9)]
         printed = "".join(lines + more)
         assert str(tmp_path / "data") in printed  # says where data lives
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
@@ -65,7 +65,10 @@ def test_serve_starts_on_embedded_defaults_and_stops_on_sigterm(tmp_path: Path) 
         # Everything but health needs a token, reflection included; the secret was made on first start, mode 0600.
         secret_file = tmp_path / "data" / "jwt-secret"
         assert secret_file.stat().st_mode & 0o777 == 0o600
-        assert f"memhub token issue --agent me --data-dir {tmp_path / 'data'}" in printed
+        # The client commands find this hub by the file it recorded, so the hint needs no flags.
+        assert "export MEMHUB_TOKEN=$(memhub token issue --agent me --ttl 8h)" in printed
+        recorded = json.loads((Path(os.environ["XDG_CONFIG_HOME"]) / "memhub" / "client.json").read_text())
+        assert recorded["address"] == f"127.0.0.1:{port}" and recorded["data_dir"] == str(tmp_path / "data")
         reflect = reflection_pb2_grpc.ServerReflectionStub(channel)
         request = iter([reflection_pb2.ServerReflectionRequest(list_services="")])
         with pytest.raises(grpc.RpcError) as refused:
@@ -103,7 +106,7 @@ def test_client_subcommands_round_trip(stack: Stack, ns: str) -> None:
     assert memory_id in listed.stdout
 
     forgot = memhub("forget", memory_id, "--reason", "test", stack=stack)
-    assert forgot.returncode == 0 and "forgot 1 memories" in forgot.stdout
+    assert forgot.returncode == 0 and "forgot 1 memory\n" in forgot.stdout
     assert memhub("search", "Grace", "--ns", ns, stack=stack).stdout.strip() == "no memories found"
 
 
@@ -172,7 +175,7 @@ def test_token_issue_prints_only_the_token_on_stdout(stack: Stack) -> None:
     identity = stack.hub.verifier.verify(token)
     assert identity.agent_id == "cli-agent" and identity.groups == ("testers", "ops")
     missing = memhub("token", "issue", "--agent", "x", "--secret-file", "/nonexistent/jwt-secret")
-    assert missing.returncode == 1 and "no secret at /nonexistent/jwt-secret" in missing.stderr
+    assert missing.returncode == 1 and "no token secret at /nonexistent/jwt-secret (from --secret-file)" in missing.stderr
 
 
 def test_admin_commands(fleet) -> None:  # noqa: ANN001 - the fleet fixture (shipped policies)

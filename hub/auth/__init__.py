@@ -17,26 +17,41 @@ Typical start-up:
 
 from __future__ import annotations
 
-from hub.auth.config import SUPPORTED_ALGORITHMS, AuthConfig, PublicKeySpec
-from hub.auth.issuer import IssuedToken, issue_token
-from hub.auth.keys import KeyRing, VerificationKey
-from hub.auth.local_secret import ensure_local_secret, load_secret
-from hub.auth.revocation import RevocationList, RevokedToken
-from hub.auth.verifier import Identity, TokenVerifier, bearer_token
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "SUPPORTED_ALGORITHMS",
-    "AuthConfig",
-    "PublicKeySpec",
-    "KeyRing",
-    "VerificationKey",
-    "Identity",
-    "TokenVerifier",
-    "bearer_token",
-    "ensure_local_secret",
-    "load_secret",
-    "IssuedToken",
-    "issue_token",
-    "RevocationList",
-    "RevokedToken",
-]
+if TYPE_CHECKING:
+    from hub.auth.config import SUPPORTED_ALGORITHMS, AuthConfig, PublicKeySpec  # noqa: F401 - re-exported lazily
+    from hub.auth.issuer import IssuedToken, issue_token  # noqa: F401 - re-exported lazily
+    from hub.auth.keys import KeyRing, VerificationKey  # noqa: F401 - re-exported lazily
+    from hub.auth.local_secret import ensure_local_secret, load_secret  # noqa: F401 - re-exported lazily
+    from hub.auth.revocation import RevocationList, RevokedToken  # noqa: F401 - re-exported lazily
+    from hub.auth.verifier import Identity, TokenVerifier, bearer_token  # noqa: F401 - re-exported lazily
+
+# Names are loaded on first use (PEP 562): `memhub token issue` needs the issuer (pyjwt) but not the
+# revocation list, whose Postgres schema pulls in SQLAlchemy; importing it eagerly cost every CLI call.
+_EXPORTS = {
+    "SUPPORTED_ALGORITHMS": "config",
+    "AuthConfig": "config",
+    "PublicKeySpec": "config",
+    "IssuedToken": "issuer",
+    "issue_token": "issuer",
+    "KeyRing": "keys",
+    "VerificationKey": "keys",
+    "ensure_local_secret": "local_secret",
+    "load_secret": "local_secret",
+    "RevocationList": "revocation",
+    "RevokedToken": "revocation",
+    "Identity": "verifier",
+    "TokenVerifier": "verifier",
+    "bearer_token": "verifier",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hub.auth' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"hub.auth.{module}"), name)

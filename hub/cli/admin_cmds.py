@@ -12,14 +12,14 @@ from hub.cli.client_cmds import add_connection_args, client_from, parse_duration
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("audit", help="read the audit log of access decisions, newest first")
-    p.add_argument("--agent", dest="agent_id", default="")
+    p.add_argument("--agent", dest="agent_id", default="", help="only this agent's entries")
     p.add_argument(
         "--action",
         default="",
         help="read | write | forget | consolidate | subscribe | admin | authenticate | limit | quota | release",
     )
     p.add_argument("--ns", dest="namespace", default="", help="this namespace and below")
-    p.add_argument("--decision", choices=["allow", "deny"])
+    p.add_argument("--decision", choices=["allow", "deny"], help="only allowed or only denied requests")
     p.add_argument("--since", type=parse_duration, help="only the last e.g. 15m, 24h, 7d")
     p.add_argument("--limit", type=int, default=50, help="entries to show (1 to 1000)")
     add_connection_args(p)
@@ -28,7 +28,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     admin = sub.add_parser("admin", help="namespaces and policies of a running hub")
     asub = admin.add_subparsers(dest="admin_command", required=True, metavar="SUBCOMMAND")
     p = asub.add_parser("namespaces", help="list namespaces")
-    p.add_argument("--under", default="")
+    p.add_argument("--under", default="", help="only namespaces below this one, e.g. teams/support")
     add_connection_args(p)
     p.set_defaults(func=cmd_namespaces)
     p = asub.add_parser("policy", help="show the active policy version (and reload with --reload)")

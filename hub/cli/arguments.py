@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 # A JWT (header.payload.signature, base64url; the header always starts with '{"' = "eyJ").
@@ -28,6 +29,7 @@ class StrictArgumentParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Subparsers)
 
     def error(self, message: str) -> NoReturn:
         # argparse quotes what it did not understand ("unrecognized arguments: --tok eyJ..."): never a token.
@@ -49,3 +51,31 @@ class Refused(argparse.Action):
 
 def refuse_token_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", action=Refused, why="Use --token-file FILE (chmod 600) or the MEMHUB_TOKEN environment variable.")
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse like ``parser.parse_args``, but report an unknown option with the usage of the subcommand it was given to.
+
+    argparse hands a subcommand's unrecognised arguments back to the top-level
+    parser, which prints `memhub`'s usage: a typo in `memhub search --top_k 3`
+    then shows the list of commands instead of search's options.
+    """
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        owner = getattr(args, _OWNER, None) or parser
+        owner.error(f"unrecognized arguments: {' '.join(extras)}")
+    if hasattr(args, _OWNER):
+        delattr(args, _OWNER)
+    return args
+
+
+_OWNER = "_memhub_parser"
+
+
+class _Subparsers(argparse._SubParsersAction):
+    """Subparsers that remember, in the parsed namespace, which (innermost) parser took the command line."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        sub = super().add_parser(name, **kwargs)
+        sub.set_defaults(**{_OWNER: sub})
+        return sub

@@ -13,6 +13,7 @@ from pathlib import Path
 from google.protobuf.json_format import MessageToDict
 from memhub.v1 import memory_pb2 as pb
 
+from hub import client_config
 from hub.cli.arguments import refuse_token_option
 from hub.client import DEFAULT_ADDRESS, MemhubClient, kind_value, memory_input, type_value
 from hub.memory_text import block
@@ -20,7 +21,10 @@ from hub.memory_text import block
 
 def add_connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--hub", default=os.environ.get("MEMHUB_ADDRESS", DEFAULT_ADDRESS), help="hub address HOST:PORT (MEMHUB_ADDRESS)"
+        "--hub",
+        default=None,
+        help="hub address HOST:PORT (default: MEMHUB_ADDRESS, else the hub `memhub serve` recorded in "
+        f"~/.config/memhub/client.json, else {DEFAULT_ADDRESS})",
     )
     p.add_argument(
         "--token-file",
@@ -58,12 +62,14 @@ def parse_duration(text: str) -> timedelta:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("write", help="store a memory")
-    p.add_argument("namespace")
-    p.add_argument("content")
+    p.add_argument("namespace", help="where to store it, e.g. agents/me/notes (lower-case segments separated by /)")
+    p.add_argument("content", help="the memory's text (quote it)")
     p.add_argument("--kind", default="episodic", help="episodic | semantic | procedural")
     p.add_argument("--type", default="event", help="event | fact | preference | correction | rule | lesson | outcome | note")
-    p.add_argument("--tag", action="append", default=[], dest="tags")
-    p.add_argument("--entity", action="append", default=[], dest="entities")
+    p.add_argument("--tag", action="append", default=[], dest="tags", help="a tag such as deploy or ticket:4312 (repeatable)")
+    p.add_argument(
+        "--entity", action="append", default=[], dest="entities", help="a person, product or id it is about (repeatable)"
+    )
     p.add_argument("--importance", type=int, default=0, help="1 to 5 (default 3)")
     p.add_argument("--ttl", type=parse_duration, help="forget automatically after e.g. 7d")
     p.add_argument("--subject", default="", help="subject key of a semantic memory, e.g. user/reply-language")
@@ -92,7 +98,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("get", help="show one memory")
-    p.add_argument("id")
+    p.add_argument("id", help="the memory's id (as printed by write, search and list)")
     add_connection_args(p)
     p.set_defaults(func=cmd_get)
 
@@ -100,9 +106,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--ns", action="append", default=[], dest="namespaces", help="namespace to list (repeatable; default: all you may read)"
     )
-    p.add_argument("--kind", action="append", default=[], dest="kinds")
-    p.add_argument("--type", action="append", default=[], dest="types")
-    p.add_argument("--tag", action="append", default=[], dest="tags")
+    _add_filter_args(p, "list")
     p.add_argument(
         "--status",
         action="append",
@@ -110,23 +114,40 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         dest="statuses",
         help="active (default) | superseded | forgotten | expired | quarantined (admins only)",
     )
-    p.add_argument("--page-size", type=int, default=0)
-    p.add_argument("--page-token", default="")
+    p.add_argument("--page-size", type=int, default=0, help="memories per page (1 to 500, default 50)")
+    p.add_argument("--page-token", default="", help="continue from a previous page (its `more: --page-token` line)")
     p.add_argument("--all", action="store_true", help="follow page tokens to the end")
     _add_flag_args(p)
     add_connection_args(p)
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("forget", help="forget memories by id, or everything matching a filter")
-    p.add_argument("ids", nargs="*")
+    p.add_argument("ids", nargs="*", help="ids of the memories to forget (or use --ns with filters)")
     p.add_argument("--reason", required=True, help="recorded in the tombstone")
     p.add_argument("--ns", help="forget by filter: everything active in this namespace (and below) that matches")
-    p.add_argument("--kind", action="append", default=[], dest="kinds")
-    p.add_argument("--type", action="append", default=[], dest="types")
-    p.add_argument("--tag", action="append", default=[], dest="tags")
-    p.add_argument("--subject", default="")
+    _add_filter_args(p, "forget")
+    p.add_argument("--subject", default="", help="with --ns: only the semantic memory with this subject key")
     add_connection_args(p)
     p.set_defaults(func=cmd_forget)
+
+
+def _add_filter_args(p: argparse.ArgumentParser, verb: str) -> None:
+    """--kind, --type, --tag: repeatable filters; a memory must match one value of each filter given."""
+    p.add_argument(
+        "--kind",
+        action="append",
+        default=[],
+        dest="kinds",
+        help=f"only {verb} this kind: episodic | semantic | procedural (repeatable)",
+    )
+    p.add_argument(
+        "--type",
+        action="append",
+        default=[],
+        dest="types",
+        help=f"only {verb} this type: event | fact | preference | correction | rule | lesson | outcome | note (repeatable)",
+    )
+    p.add_argument("--tag", action="append", default=[], dest="tags", help=f"only {verb} memories with this tag (repeatable)")
 
 
 def _add_flag_args(p: argparse.ArgumentParser) -> None:
@@ -134,8 +155,25 @@ def _add_flag_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exclude-flagged", action="store_true", help="leave out memories the hub flagged")
 
 
+def hub_address(args: argparse.Namespace) -> str:
+    """--hub, else MEMHUB_ADDRESS, else the address `memhub serve` recorded, else the default.
+
+    Records where the address came from in ``args.hub_source`` for the "is the hub running?" hint.
+    """
+    if args.hub:
+        args.hub_source = "--hub"
+    elif os.environ.get("MEMHUB_ADDRESS", "").strip():
+        args.hub, args.hub_source = os.environ["MEMHUB_ADDRESS"].strip(), "MEMHUB_ADDRESS"
+    elif (recorded := client_config.read()) is not None:
+        args.hub, args.hub_source = recorded.address, f"recorded by `memhub serve` in {recorded.path}"
+    else:
+        args.hub, args.hub_source = DEFAULT_ADDRESS, "the default"
+    return args.hub
+
+
 def client_from(args: argparse.Namespace) -> MemhubClient:
-    return MemhubClient(args.hub, token=read_token(args))
+    token = read_token(args)
+    return MemhubClient(hub_address(args), token=token)
 
 
 def print_json(message) -> None:  # noqa: ANN001
@@ -286,7 +324,17 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if args.json:
         print_json(reply)
     else:
-        print(f"forgot {len(reply.forgotten_ids)} memories")
+        print(forgot_summary(len(reply.forgotten_ids), asked=len(args.ids)))
         for mid in reply.forgotten_ids:
             print(f"  {mid}")
     return 0
+
+
+def forgot_summary(count: int, *, asked: int) -> str:
+    """'forgot 1 memory', 'forgot 3 memories'; when ids were named and fewer forgotten, the rest already were."""
+    line = f"forgot {count} {'memory' if count == 1 else 'memories'}"
+    if asked and count < asked:
+        line += f" ({asked - count} already forgotten)" if count else " (already forgotten)"
+    elif not asked and not count:
+        line += " (nothing active matched the filter)"
+    return line

@@ -14,11 +14,8 @@ import threading
 from pathlib import Path
 
 from hub import logs
-from hub.config import default_data_dir
-from hub.data_dir import ensure_private_dir
+from hub.data_dir import default_data_dir, ensure_private_dir
 from hub.errors import StartupError
-from hub.index import IndexUnavailable
-from hub.index.lite_server import LiteServer
 
 DEFAULT_FILE = "milvus-index.db"
 
@@ -34,6 +31,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: every memhub command builds this parser, and pymilvus costs a second.
+    from hub.index import IndexUnavailable
+    from hub.index.lite_server import LiteServer
+
     logs.configure("info")
     if not 1 <= args.port <= 65535:
         raise StartupError(f"--port {args.port} is out of range (1 to 65535)")

@@ -8,7 +8,7 @@ import sys
 import grpc
 
 from hub.cli import admin_cmds, client_cmds, import_jsonl, index_server, reindex, serve, token_cmds
-from hub.cli.arguments import StrictArgumentParser
+from hub.cli.arguments import StrictArgumentParser, parse
 from hub.errors import HubError
 from hub.policy import cli as policy_cli
 from mcp_bridge import cli as bridge_cli
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(build_parser(), argv)
     try:
         return args.func(args)
     except HubError as exc:  # start-up problems: the message says what to fix
@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         code = exc.code()
         hint = ""
         if code == grpc.StatusCode.UNAVAILABLE:
-            hint = f" (is the hub running at {getattr(args, 'hub', '?')}? start it with `memhub serve`)"
+            where = getattr(args, "hub", None) or "?"
+            source = getattr(args, "hub_source", "")
+            hint = f" (is the hub running at {where}{f', {source}' if source else ''}? start it with `memhub serve`)"
         elif code == grpc.StatusCode.UNAUTHENTICATED:
             hint = " (set MEMHUB_TOKEN or --token-file; `memhub token issue --agent NAME` makes one)"
         print(f"memhub {args.command}: {code.name}: {exc.details()}{hint}", file=sys.stderr)

@@ -14,24 +14,26 @@ import argparse
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
 from hub import logs
-from hub.app import open_database, open_embedder, open_index, prepare_data_dirs
 from hub.cli.serve import config_from_args
-from hub.core.indexer import Indexer
-from hub.db.context import Window
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("reindex", help="rebuild the retrieval index from Postgres (e.g. after changing the embedding model)")
-    p.add_argument("--data-dir", type=Path)
-    p.add_argument("--database-url")
-    p.add_argument("--milvus-uri")
+    p.add_argument("--data-dir", type=Path, help="the hub's data directory (MEMHUB_DATA_DIR), for the embedded stores")
+    p.add_argument("--database-url", help="external PostgreSQL URL (MEMHUB_DATABASE_URL)")
+    p.add_argument("--milvus-uri", help="external Milvus URI (MEMHUB_MILVUS_URI)")
     p.set_defaults(func=run, host=None, port=None, no_indexer=False)
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: every memhub command builds this parser, and the stores cost seconds to import.
+    from tqdm import tqdm
+
+    from hub.app import open_database, open_embedder, open_index, prepare_data_dirs
+    from hub.core.indexer import Indexer
+    from hub.db.context import Window
+
     logs.configure("warning")
     config = config_from_args(args)
     prepare_data_dirs(config)

@@ -12,11 +12,16 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hub import logs, telemetry
-from hub.api.server import build_server
-from hub.app import Hub
-from hub.config import HubConfig
+from hub import client_config, logs
+
+if TYPE_CHECKING:
+    from hub import telemetry
+    from hub.config import HubConfig
+
+# The hub itself (stores, embedder, gRPC server) is imported by `run`, not here: every memhub command
+# builds this parser, and a client command must not pay seconds of imports for a server it does not start.
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--database-url", help="external PostgreSQL URL (MEMHUB_DATABASE_URL)")
     p.add_argument("--milvus-uri", help="external Milvus URI (MEMHUB_MILVUS_URI)")
     p.add_argument("--no-indexer", action="store_true", help="leave outbox indexing to other replicas")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="least severe log lines shown on stderr (default info: start-up, where it listens, problems)",
+    )
     p.set_defaults(func=run)
 
 
@@ -46,10 +56,14 @@ def config_from_args(args: argparse.Namespace) -> HubConfig:
         "MEMHUB_PORT": str(args.port) if args.port is not None else None,
         "MEMHUB_INDEXER": "0" if args.no_indexer else None,
     }
+    from hub.config import HubConfig
+
     return HubConfig.from_env({**os.environ, **{k: v for k, v in flags.items() if v}})
 
 
 def run(args: argparse.Namespace) -> int:
+    from hub import telemetry
+
     logs.configure(args.log_level)
     config = config_from_args(args)
     tracing = telemetry.TelemetryConfig.from_env(None, "memhub-hub")  # a bad setting fails before anything starts
@@ -62,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig) -> int:
+    from hub.api.server import build_server
+    from hub.app import Hub
+
     hub = Hub.open(config)
     server, port, health = build_server(hub)
     server.start()
@@ -76,22 +93,42 @@ def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig) -> int:
         f"  policies:  {config.policy.dir} (version {policy.version[:12]}, {len(policy.policy_ids)} policies)",
         f"  traces:    {_describe_tracing(tracing)}",
     ]
-    if config.auth.local_secret:
-        lines += [
-            f"  tokens:    HS256 secret {config.auth.hs256_secret_file} (keep it private)",
-            f"  try:       export MEMHUB_TOKEN=$(memhub token issue --agent me --data-dir {config.store.data_dir})",
-            "             memhub write agents/me/notes 'hello' && memhub search hello",
-        ]
-    print("\n".join(lines), flush=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
-    print("memhub: shutting down", flush=True)
-    health.enter_graceful_shutdown()  # load balancers stop routing before we stop answering
-    server.stop(grace=5).wait()
-    hub.close()
+    address = client_config.connect_address(config.server.host, port)
+    recorded = client_config.write(address, config.store.data_dir)
+    if recorded is not None:
+        lines.append(f"  clients:   {recorded} records this address and data directory for memhub commands")
+    if config.auth.local_secret:
+        lines.append(f"  tokens:    HS256 secret {config.auth.hs256_secret_file} (keep it private)")
+        lines += _first_steps(config, address, recorded)
+    print("\n".join(lines), flush=True)
+    try:
+        stop.wait()
+        print("memhub: shutting down", flush=True)
+        health.enter_graceful_shutdown()  # load balancers stop routing before we stop answering
+        server.stop(grace=5).wait()
+        hub.close()
+    finally:
+        client_config.remove_if_ours()  # a stopped hub's address would send the next `memhub search` nowhere
     return 0
+
+
+def _first_steps(config: HubConfig, address: str, recorded: Path | None) -> list[str]:
+    """The exact commands from here to a first search, with whatever flags this hub needs.
+
+    With the client file written, client commands find the address and the data directory by themselves;
+    without it (MEMHUB_CLIENT_CONFIG=none, or not writable) the commands carry them explicitly.
+    """
+    flags = ""
+    if recorded is None:
+        flags = f" --data-dir {config.store.data_dir}"
+    steps = [f"export MEMHUB_TOKEN=$(memhub token issue --agent me --ttl 8h{flags})"]
+    if recorded is None and address != client_config.DEFAULT_ADDRESS:
+        steps.append(f"export MEMHUB_ADDRESS={address}")
+    steps.append("memhub write agents/me/notes 'hello' && memhub search hello")
+    return [f"  try:       {steps[0]}", *(f"             {step}" for step in steps[1:])]
 
 
 def _describe_tracing(tracing: telemetry.TelemetryConfig) -> str:

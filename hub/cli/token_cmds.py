@@ -10,10 +10,12 @@ from pathlib import Path
 
 from memhub.v1 import admin_pb2
 
-from hub.auth import issue_token, load_secret
+from hub import client_config
 from hub.auth.config import LOCAL_SECRET_NAME
+from hub.auth.issuer import issue_token
+from hub.auth.local_secret import load_secret
 from hub.cli.client_cmds import add_connection_args, client_from, parse_duration
-from hub.config import default_data_dir
+from hub.data_dir import default_data_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,30 +44,46 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=os.environ.get("MEMHUB_JWT_SECRET_FILE"),
         help="the HS256 secret file (MEMHUB_JWT_SECRET_FILE)",
     )
-    p.add_argument("--audience", default=os.environ.get("MEMHUB_JWT_AUDIENCE", "memhub"))
-    p.add_argument("--issuer", default=os.environ.get("MEMHUB_JWT_ISSUER", "memhub"))
+    p.add_argument(
+        "--audience",
+        default=os.environ.get("MEMHUB_JWT_AUDIENCE", "memhub"),
+        help="the token's aud; must match the hub's MEMHUB_JWT_AUDIENCE (default memhub)",
+    )
+    p.add_argument(
+        "--issuer",
+        default=os.environ.get("MEMHUB_JWT_ISSUER", "memhub"),
+        help="the token's iss; must match the hub's MEMHUB_JWT_ISSUER (default memhub)",
+    )
     p.add_argument("--json", action="store_true", help="print token, id and expiry as JSON")
     p.set_defaults(func=cmd_issue)
 
     p = tsub.add_parser("revoke", help="revoke a token by its id (jti); needs an admin token")
-    p.add_argument("token_id")
-    p.add_argument("--reason", required=True)
+    p.add_argument("token_id", help="the token's id (jti), printed on stderr by `memhub token issue`")
+    p.add_argument("--reason", required=True, help="why, kept with the revocation")
     add_connection_args(p)
     p.set_defaults(func=cmd_revoke)
 
 
-def _secret_path(args: argparse.Namespace) -> Path:
+def _secret_path(args: argparse.Namespace) -> tuple[Path, str]:
+    """The HS256 secret to sign with, and where that choice came from (named when the file is missing)."""
     if args.secret_file:
-        return Path(args.secret_file)
-    data_dir = args.data_dir or (Path(os.environ["MEMHUB_DATA_DIR"]) if os.environ.get("MEMHUB_DATA_DIR") else default_data_dir())
-    return data_dir.expanduser() / LOCAL_SECRET_NAME
+        return Path(args.secret_file), "--secret-file"
+    if args.data_dir:
+        return args.data_dir.expanduser() / LOCAL_SECRET_NAME, "--data-dir"
+    if os.environ.get("MEMHUB_DATA_DIR", "").strip():
+        return Path(os.environ["MEMHUB_DATA_DIR"].strip()).expanduser() / LOCAL_SECRET_NAME, "MEMHUB_DATA_DIR"
+    recorded = client_config.read()
+    if recorded is not None:
+        return recorded.data_dir / LOCAL_SECRET_NAME, f"the data directory `memhub serve` recorded in {recorded.path}"
+    return default_data_dir() / LOCAL_SECRET_NAME, "the default data directory"
 
 
 def cmd_issue(args: argparse.Namespace) -> int:
-    path = _secret_path(args)
+    path, source = _secret_path(args)
     if not path.is_file():
         print(
-            f"memhub token issue: no secret at {path}; start the hub once (it creates it) or pass --data-dir/--secret-file",
+            f"memhub token issue: no token secret at {path} (from {source}); the hub creates it on its first start: "
+            "start `memhub serve` first, or pass the --data-dir the hub was started with (or --secret-file)",
             file=sys.stderr,
         )
         return 1

@@ -23,11 +23,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hub.cli.arguments import StrictArgumentParser
-from hub.policy.engine import PolicyEngine
 from hub.policy.model import PolicyError
-from hub.policy.table import TableError, describe, load_table, run_table
+
+if TYPE_CHECKING:
+    from hub.policy.engine import PolicyEngine
 
 DIR_ENV = "MEMHUB_POLICY_DIR"
 SHIPPED_DIR = Path(__file__).resolve().parent.parent.parent / "policies"  # same as hub.config.default_policy_dir()
@@ -83,6 +85,8 @@ def _selection(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
 
 
 def _load(args: argparse.Namespace, command: str) -> PolicyEngine | None:
+    from hub.policy.engine import PolicyEngine  # cedarpy is loaded by the commands that use it, not by `memhub --help`
+
     directory, files = _selection(args)
     try:
         return PolicyEngine.from_dir(directory, files=files)
@@ -103,6 +107,8 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_test(args: argparse.Namespace) -> int:
+    from hub.policy.table import TableError, describe, load_table, run_table
+
     engine = _load(args, "test")
     if engine is None:
         return 1
