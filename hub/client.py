@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
@@ -140,6 +141,51 @@ def traced_channel(channel: grpc.Channel) -> grpc.Channel:
     return intercept_channel(channel, client_interceptor(filter_=_traced), _ExplicitTraceparent())
 
 
+def search_request(
+    query: str,
+    namespaces: Sequence[str],
+    *,
+    top_k: int = 0,
+    kinds: Sequence[str] = (),
+    types: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    channels: Sequence[str] = (),
+    explain: bool = False,
+    max_tokens: int = 0,
+    occurred_start: datetime | None = None,
+    occurred_end: datetime | None = None,
+    context_window: int = 0,
+    min_relevance: float = 0.0,
+    ranking: Mapping[str, bool] | None = None,
+    flags: Sequence[str] = (),
+    exclude_flagged: bool = False,
+) -> pb.SearchMemoriesRequest:
+    """A SearchMemoriesRequest. ``ranking``: RankingOptions fields to set, e.g. ``{"neighbour_smoothing": False}``;
+    ``flags``: names such as "instruction_like" (only memories carrying one); ``exclude_flagged``: leave flagged
+    memories out."""
+    req = pb.SearchMemoriesRequest(
+        query=query,
+        namespaces=list(namespaces),
+        top_k=top_k,
+        kinds=[kind_value(k) for k in kinds],
+        types=[type_value(t) for t in types],
+        tags=list(tags),
+        channels=[channel_value(c) for c in channels],
+        explain=explain,
+        max_tokens=max_tokens,
+        context_window=context_window,
+        min_relevance=min_relevance,
+        ranking=pb.RankingOptions(**(ranking or {})),
+        flags=[flag_value(f) for f in flags],
+        exclude_flagged=exclude_flagged,
+    )
+    if occurred_start is not None:
+        req.occurred.start.FromDatetime(occurred_start)
+    if occurred_end is not None:
+        req.occurred.end.FromDatetime(occurred_end)
+    return req
+
+
 class MemhubClient:
     """One channel to one hub, acting as the agent its token names. Thread-safe (gRPC channels are)."""
 
@@ -197,49 +243,9 @@ class MemhubClient:
             ),
         )
 
-    def search(
-        self,
-        query: str,
-        namespaces: Sequence[str],
-        *,
-        top_k: int = 0,
-        kinds: Sequence[str] = (),
-        types: Sequence[str] = (),
-        tags: Sequence[str] = (),
-        channels: Sequence[str] = (),
-        explain: bool = False,
-        max_tokens: int = 0,
-        occurred_start: datetime | None = None,
-        occurred_end: datetime | None = None,
-        context_window: int = 0,
-        min_relevance: float = 0.0,
-        ranking: Mapping[str, bool] | None = None,
-        flags: Sequence[str] = (),
-        exclude_flagged: bool = False,
-    ) -> pb.SearchMemoriesResponse:
-        """``ranking``: RankingOptions fields to set, e.g. ``{"neighbour_smoothing": False}``; ``flags``: names such as
-        "instruction_like" (only memories carrying one); ``exclude_flagged``: leave flagged memories out."""
-        req = pb.SearchMemoriesRequest(
-            query=query,
-            namespaces=list(namespaces),
-            top_k=top_k,
-            kinds=[kind_value(k) for k in kinds],
-            types=[type_value(t) for t in types],
-            tags=list(tags),
-            channels=[channel_value(c) for c in channels],
-            explain=explain,
-            max_tokens=max_tokens,
-            context_window=context_window,
-            min_relevance=min_relevance,
-            ranking=pb.RankingOptions(**(ranking or {})),
-            flags=[flag_value(f) for f in flags],
-            exclude_flagged=exclude_flagged,
-        )
-        if occurred_start is not None:
-            req.occurred.start.FromDatetime(occurred_start)
-        if occurred_end is not None:
-            req.occurred.end.FromDatetime(occurred_end)
-        return self._call(self._stub.SearchMemories, req)
+    def search(self, query: str, namespaces: Sequence[str], **options: Any) -> pb.SearchMemoriesResponse:
+        """Options as `search_request`'s keyword arguments."""
+        return self._call(self._stub.SearchMemories, search_request(query, namespaces, **options))
 
     def get(self, memory_id: str) -> pb.Memory:
         return self._call(self._stub.GetMemory, pb.GetMemoryRequest(id=memory_id))
@@ -284,3 +290,22 @@ class MemhubClient:
         if filter is not None:
             req.filter.CopyFrom(filter)
         return self._call(self._stub.ForgetMemories, req)
+
+    def assemble_context(
+        self,
+        query: str,
+        namespaces: Sequence[str],
+        *,
+        token_budget: int = 0,
+        per_group: int = 0,
+        include_flagged: bool = False,
+        **search_options: Any,
+    ) -> pb.AssembleContextResponse:
+        """A ready-to-inject block for ``query``; ``search_options`` as `search_request`'s (top_k = candidates)."""
+        req = pb.AssembleContextRequest(
+            search=search_request(query, namespaces, **search_options),
+            token_budget=token_budget,
+            per_group=per_group,
+            include_flagged=include_flagged,
+        )
+        return self._call(self._stub.AssembleContext, req)

@@ -8,10 +8,11 @@ from concurrent.futures import Executor
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 
-from hub.api import convert
+from hub.api import convert, convert_context
 from hub.api.identity import current_caller
 from hub.api.status import blocking_rpc
 from hub.core import validation as v
+from hub.core.context_recall import assemble_context
 from hub.core.service import MemoryService
 
 
@@ -71,3 +72,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             request_hash=convert.request_hash(request),
         )
         return pb.ForgetMemoriesResponse(forgotten_ids=forgotten, replayed=replayed)
+
+    @blocking_rpc
+    def AssembleContext(self, request: pb.AssembleContextRequest, context: None) -> pb.AssembleContextResponse:
+        caller = current_caller()
+        result = assemble_context(self._service, caller, convert_context.context_request(request))
+        return convert_context.context_response(result)

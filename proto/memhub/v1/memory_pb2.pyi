@@ -422,3 +422,37 @@ class ForgetMemoriesResponse(_message.Message):
     forgotten_ids: _containers.RepeatedScalarFieldContainer[str]
     replayed: bool
     def __init__(self, forgotten_ids: _Optional[_Iterable[str]] = ..., replayed: _Optional[bool] = ...) -> None: ...
+
+class AssembleContextRequest(_message.Message):
+    __slots__ = ("search", "token_budget", "per_group", "include_flagged")
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    PER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_FLAGGED_FIELD_NUMBER: _ClassVar[int]
+    search: SearchMemoriesRequest
+    token_budget: int
+    per_group: int
+    include_flagged: bool
+    def __init__(self, search: _Optional[_Union[SearchMemoriesRequest, _Mapping]] = ..., token_budget: _Optional[int] = ..., per_group: _Optional[int] = ..., include_flagged: _Optional[bool] = ...) -> None: ...
+
+class AssembleContextResponse(_message.Message):
+    __slots__ = ("text", "memory_ids", "tokens", "tokenizer", "collapsed", "omitted", "language", "degraded", "degraded_reason")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_FIELD_NUMBER: _ClassVar[int]
+    COLLAPSED_FIELD_NUMBER: _ClassVar[int]
+    OMITTED_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_REASON_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    tokens: int
+    tokenizer: str
+    collapsed: int
+    omitted: int
+    language: str
+    degraded: bool
+    degraded_reason: str
+    def __init__(self, text: _Optional[str] = ..., memory_ids: _Optional[_Iterable[str]] = ..., tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., collapsed: _Optional[int] = ..., omitted: _Optional[int] = ..., language: _Optional[str] = ..., degraded: _Optional[bool] = ..., degraded_reason: _Optional[str] = ...) -> None: ...

@@ -63,6 +63,11 @@ class MemoryServiceStub:
                 request_serializer=memhub_dot_v1_dot_memory__pb2.ForgetMemoriesRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_memory__pb2.ForgetMemoriesResponse.FromString,
                 _registered_method=True)
+        self.AssembleContext = channel.unary_unary(
+                '/memhub.v1.MemoryService/AssembleContext',
+                request_serializer=memhub_dot_v1_dot_memory__pb2.AssembleContextRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_memory__pb2.AssembleContextResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -112,6 +117,15 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AssembleContext(self, request, context):
+        """A ready-to-inject block of the memories relevant to a task, grouped by
+        type (preferences, past feedback, lessons, facts, related history),
+        near-duplicates collapsed, within a token budget.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -139,6 +153,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ForgetMemories,
                     request_deserializer=memhub_dot_v1_dot_memory__pb2.ForgetMemoriesRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_memory__pb2.ForgetMemoriesResponse.SerializeToString,
+            ),
+            'AssembleContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.AssembleContext,
+                    request_deserializer=memhub_dot_v1_dot_memory__pb2.AssembleContextRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_memory__pb2.AssembleContextResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -280,6 +299,33 @@ class MemoryService:
             '/memhub.v1.MemoryService/ForgetMemories',
             memhub_dot_v1_dot_memory__pb2.ForgetMemoriesRequest.SerializeToString,
             memhub_dot_v1_dot_memory__pb2.ForgetMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AssembleContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.MemoryService/AssembleContext',
+            memhub_dot_v1_dot_memory__pb2.AssembleContextRequest.SerializeToString,
+            memhub_dot_v1_dot_memory__pb2.AssembleContextResponse.FromString,
             options,
             channel_credentials,
             insecure,
