@@ -213,6 +213,7 @@ class Hub:
             max_response_bytes=config.server.max_response_bytes,
             screening_config=config.screening,
             audit=audit,
+            near_dup=config.near_dup,
         )
         admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)
         return cls(

@@ -16,6 +16,7 @@ from typing import TypeVar
 from hub.auth import AuthConfig
 from hub.core.namespaces import validate_namespace
 from hub.core.screening import ScreeningConfig
+from hub.curation.near_dup import NearDupConfig
 from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
 from hub.errors import InvalidArgument, StartupError
@@ -254,6 +255,8 @@ class HubConfig:
     audit: AuditConfig = field(default_factory=AuditConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     screening: ScreeningConfig = field(default_factory=ScreeningConfig)
+    near_dup: NearDupConfig = field(default_factory=NearDupConfig)
+    """Folding near-duplicate writes into the memory they repeat (MEMHUB_NEAR_DUP, MEMHUB_NEAR_DUP_COSINE)."""
     """Flagging of instruction-like content and the namespaces where flagged writes are quarantined."""
 
     @staticmethod
@@ -327,6 +330,7 @@ class HubConfig:
             audit=AuditConfig(retention_days=retention or None),
             limits=_limits(env),
             screening=_screening(env),
+            near_dup=NearDupConfig.from_env(env),
         )
 
 

@@ -302,6 +302,7 @@ def memory(record: MemoryRecord) -> pb.Memory:
         ),
         subject_key=record.subject_key or "",
         recall=pb.RecallStats(recall_count=record.recall_count),
+        seen_count=record.seen_count,
         embedding_model=record.embedding_model,
         trust=_TRUST_TO_PB[record.trust],
         flags=[_FLAG_TO_PB[f] for f in record.flags if f in _FLAG_TO_PB],

@@ -35,7 +35,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             wait_indexed=request.wait_indexed,
         )
         return pb.WriteMemoriesResponse(
-            results=[pb.WriteResult(memory=convert.memory(o.memory), deduplicated=o.deduplicated) for o in result.results],
+            results=[
+                pb.WriteResult(memory=convert.memory(o.memory), deduplicated=o.deduplicated, near=o.near) for o in result.results
+            ],
             indexed=result.indexed,
             replayed=result.replayed,
         )

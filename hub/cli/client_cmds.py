@@ -226,7 +226,10 @@ def cmd_write(args: argparse.Namespace) -> int:
         print_json(reply)
         return 0
     for r in reply.results:
-        note = " (already stored: deduplicated)" if r.deduplicated else ""
+        note = ""
+        if r.deduplicated:
+            what = "a near-duplicate (same words, other case or punctuation)" if r.near else "the same text"
+            note = f" (already stored as {what}: seen {r.memory.seen_count} times)"
         print(f"wrote {r.memory.id} to {r.memory.namespace}{note}")
     if not args.no_wait and not reply.indexed:
         print("note: not searchable yet (the indexer is behind); it will be shortly", file=sys.stderr)

@@ -145,12 +145,16 @@ class MemoryRecord:
     """The writer's trust level when it wrote the memory."""
     flags: tuple[str, ...] = ()
     """What screening found in the content on write, e.g. ("instruction_like",)."""
+    seen_count: int = 1
+    """Writes of this memory: the first, plus each exact or near duplicate folded into it."""
 
 
 @dataclass(frozen=True)
 class WriteOutcome:
     memory: MemoryRecord
     deduplicated: bool
+    near: bool = False
+    """Deduplicated into a memory with the same content words, not the same text (hub/curation/near_dup.py)."""
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,10 @@ from hub.core.model import (
     WriteResponse,
 )
 from hub.core.namespaces import minimal_roots
+from hub.core.near_duplicates import NearDuplicateFinder
 from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import Retrieval, RetrievalSettings
+from hub.curation.near_dup import NearDupConfig
 from hub.db import context, idempotency, namespace_scope
 from hub.db import memories as memories_db
 from hub.db.engine import is_transient_conflict
@@ -171,6 +173,7 @@ def as_first_written(record: MemoryRecord, item: NewMemory) -> MemoryRecord:
         forget_reason=None,
         trust=record.trust,
         flags=record.flags,
+        seen_count=1,
     )
 
 
@@ -200,6 +203,7 @@ class MemoryService:
         max_response_bytes: int = 4 * 2**20,
         screening_config: screening.ScreeningConfig | None = None,
         audit: AuditWriter | None = None,
+        near_dup: NearDupConfig | None = None,
     ) -> None:
         """``audit``: the writer the authorizer records into; given, writes and forgets commit their
         decisions in their own transactions (hub/audit/held.py). None: decisions go wherever the
@@ -224,6 +228,7 @@ class MemoryService:
         # Channels of one search run side by side: dense waits on the embedder, keyword on Milvus.
         self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
         self._retrieval = Retrieval(index, self._index_health, self._pool, retrieval or RetrievalSettings())
+        self._near_dups = NearDuplicateFinder(self._reads, index, embedder, self._index_health, near_dup or NearDupConfig())
 
     def _hold_decisions(self) -> HeldDecisions | NotHeld:
         return self._audit.hold() if self._audit is not None else NotHeld()
@@ -263,6 +268,7 @@ class MemoryService:
             self._check_sources_readable(caller, items)
             # Flags and quarantine come from the hub's own reading of the content, never from the request.
             items = screening.screened(items, self._screening)
+            near = self._near_dups.find(items, session_id, blind)
 
             def transaction() -> list[WriteOutcome]:
                 with self._engine.begin() as conn:
@@ -271,10 +277,21 @@ class MemoryService:
                         if prior is not None:
                             raise _ConcurrentRetry()
                     outcomes = memories_db.insert_memories(
-                        conn, caller, session_id, items, self._embedder.model_id, blind=blind, may_supersede=may_supersede
+                        conn,
+                        caller,
+                        session_id,
+                        items,
+                        self._embedder.model_id,
+                        blind=blind,
+                        may_supersede=may_supersede,
+                        near=near,
                     )
                     if request_id is not None:
-                        response = {"ids": [o.memory.id for o in outcomes], "dedup": [o.deduplicated for o in outcomes]}
+                        response = {
+                            "ids": [o.memory.id for o in outcomes],
+                            "dedup": [o.deduplicated for o in outcomes],
+                            "near": [o.near for o in outcomes],
+                        }
                         if not idempotency.store(conn, caller.agent_id, request_id, "write", request_hash, response):
                             raise _ConcurrentRetry()  # rolls this transaction back
                     held.insert(conn)
@@ -316,11 +333,12 @@ class MemoryService:
         namespaces = list(dict.fromkeys(r.namespace for r in records))
         unreadable = self._blind_namespaces(caller, namespaces)
         outcomes = []
-        for record, dedup, item in zip(records, prior.response["dedup"], items, strict=True):
+        near_flags = prior.response.get("near") or [False] * len(records)  # results stored before near-duplicates
+        for record, dedup, near, item in zip(records, prior.response["dedup"], near_flags, items, strict=True):
             if record.namespace not in unreadable:
-                outcomes.append(WriteOutcome(_with_effective_status(record), deduplicated=dedup))
+                outcomes.append(WriteOutcome(_with_effective_status(record), deduplicated=dedup, near=near))
             elif record.source_agent == caller.agent_id:
-                outcomes.append(WriteOutcome(as_first_written(record, item), deduplicated=dedup))
+                outcomes.append(WriteOutcome(as_first_written(record, item), deduplicated=dedup, near=near))
             else:
                 # Only a write made before blind writes existed can have been deduplicated into another
                 # agent's memory in a namespace the caller cannot read; showing that memory would leak it.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -78,6 +78,7 @@ def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the me
         forget_reason=m["forget_reason"],
         trust=Trust(m["trust"]),
         flags=tuple(m["flags"]),
+        seen_count=m["seen_count"],
     )
 
 
@@ -110,6 +111,7 @@ def insert_memories(
     *,
     blind: frozenset[str] = frozenset(),
     may_supersede: frozenset[str] | None = None,
+    near: Mapping[int, str] | None = None,
 ) -> list[WriteOutcome]:
     """Insert validated memories; dedup by content hash and supersede by subject key. Outcomes keep input order.
 
@@ -125,6 +127,12 @@ def insert_memories(
     ``may_supersede``: namespaces where the caller may retire an older memory
     with the same subject key (it needs the forget right there); None: all.
     A write that would supersede elsewhere raises PermissionDenied.
+    ``near``: item position -> an active memory it near-duplicates (found by the caller
+    before the transaction, hub/curation/near_dup.py). Such an item is not stored; the
+    memory it duplicates is confirmed instead, unless it stopped being active meanwhile
+    (then the item is stored like any other).
+
+    A duplicate, exact or near, confirms the memory it folds into (``confirm``).
     """
     # Rows go in sorted by their unique keys: two writers inserting the same new keys in
     # different orders would each wait for the other's transaction (a deadlock, seen with
@@ -133,7 +141,11 @@ def insert_memories(
     conn.execute(pg_insert(namespaces).on_conflict_do_nothing(), ns_rows)
     outcomes: dict[int, WriteOutcome] = {}
     changed: list[str] = []
-    plain = [i for i, item in enumerate(items) if item.subject_key is None]
+    for i, target in sorted((near or {}).items(), key=lambda kv: kv[1]):  # lock order: by id
+        confirmed = confirm(conn, target)
+        if confirmed is not None:
+            outcomes[i] = WriteOutcome(confirmed, deduplicated=True, near=True)
+    plain = [i for i, item in enumerate(items) if item.subject_key is None and i not in outcomes]
     if plain:
         values = {i: _row_values(items[i], i, caller, session_id, embedding_model, blind) for i in plain}
         plain.sort(key=lambda i: (values[i]["namespace"], values[i]["content_hash"]))
@@ -153,9 +165,10 @@ def insert_memories(
                 changed.append(values[i]["id"])
                 continue
             match = existing.get((items[i].namespace, values[i]["content_hash"]))
-            if match is None:  # the copy we collided with was forgotten in between
+            confirmed = confirm(conn, match.id) if match is not None else None
+            if confirmed is None:  # the copy we collided with was forgotten in between
                 raise Aborted(f"memories[{i}]: a concurrent write changed the same content in {items[i].namespace!r}; retry")
-            outcomes[i] = WriteOutcome(match, deduplicated=True)
+            outcomes[i] = WriteOutcome(confirmed, deduplicated=True)
     keyed = sorted((i for i, item in enumerate(items) if item.subject_key is not None), key=lambda i: _order(items[i]))
     for i in keyed:
         values = _row_values(items[i], i, caller, session_id, embedding_model, blind)
@@ -223,8 +236,9 @@ def _insert_with_subject(
 ) -> WriteOutcome:
     key = (item.namespace, values["content_hash"])
     existing = _active_by_hash(conn, [key]).get(key)
-    if existing is not None:
-        return WriteOutcome(existing, deduplicated=True)
+    confirmed = confirm(conn, existing.id) if existing is not None else None
+    if confirmed is not None:
+        return WriteOutcome(confirmed, deduplicated=True)
     with conn.begin_nested() as savepoint:
         values["supersedes"] = superseded = _supersede_subject(conn, item, values["id"])
         if superseded and may_supersede is not None and item.namespace not in may_supersede:
@@ -250,6 +264,46 @@ def _insert_with_subject(
         return WriteOutcome(existing, deduplicated=True)
     changed.extend([values["id"], *superseded])
     return WriteOutcome(to_record(row), deduplicated=False)
+
+
+CONFIRMATION_WEIGHT = 0.25
+"""Each confirming write moves a memory's confidence this share of the way to 1 (0.8 -> 0.85 -> 0.8875 ...)."""
+
+
+def confirm(conn: Connection, memory_id: str) -> MemoryRecord | None:
+    """Count another write of an active, non-blind memory: seen_count + 1, confidence nudged up.
+
+    None when the memory is no longer active (forgotten, superseded, expired meanwhile). Confidence
+    moves with repetition because the same statement written again, by the same agent or another,
+    is evidence it still holds; it never reaches 1 by repetition alone.
+    """
+    row = conn.execute(
+        update(memories)
+        .where(memories.c.id == memory_id, memories.c.status == Status.ACTIVE.value, memories.c.blind_write.is_(False))
+        .values(
+            seen_count=memories.c.seen_count + 1,
+            confidence=memories.c.confidence + (1 - memories.c.confidence) * CONFIRMATION_WEIGHT,
+            updated_at=func.now(),
+        )
+        .returning(*memories.c)
+    ).first()
+    return to_record(row) if row is not None else None
+
+
+def near_duplicate_targets(conn: Connection, ids: Sequence[str], namespace: str) -> list[MemoryRecord]:
+    """Of ``ids`` (dense-search candidates), the active, non-blind, unexpired memories of ``namespace``."""
+    if not ids:
+        return []
+    rows = conn.execute(
+        select(memories).where(
+            memories.c.id.in_(list(ids)),
+            memories.c.namespace == namespace,
+            memories.c.status == Status.ACTIVE.value,
+            memories.c.blind_write.is_(False),
+            or_(memories.c.expires_at.is_(None), memories.c.expires_at > func.now()),
+        )
+    ).all()
+    return [to_record(r) for r in rows]
 
 
 def _supersede_subject(conn: Connection, item: NewMemory, new_id: str) -> list[str]:

@@ -58,6 +58,8 @@ memories = Table(
     Column("derived_from", ARRAY(UUID(as_uuid=False)), nullable=False, server_default="{}"),
     Column("superseded_by", UUID(as_uuid=False)),
     Column("recall_count", BigInteger, nullable=False, server_default="0"),
+    # Writes of this memory: 1, plus one per exact or near duplicate that was folded into it (migration 0009).
+    Column("seen_count", BigInteger, nullable=False, server_default="1"),
     Column("last_recalled_at", DateTime(timezone=True)),
     Column("embedding_model", String(128), nullable=False),
     Column("forgotten_at", DateTime(timezone=True)),

@@ -144,7 +144,7 @@ class Tombstone(_message.Message):
     def __init__(self, forgotten_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., forgotten_by: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "created_at", "valid_from", "valid_to", "expires_at", "source", "content_hash", "status", "links", "subject_key", "recall", "embedding_model", "tombstone", "updated_at", "trust", "flags")
+    __slots__ = ("id", "namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "created_at", "valid_from", "valid_to", "expires_at", "source", "content_hash", "status", "links", "subject_key", "recall", "embedding_model", "tombstone", "updated_at", "trust", "flags", "seen_count")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +170,7 @@ class Memory(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     TRUST_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
+    SEEN_COUNT_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     kind: MemoryKind
@@ -195,7 +196,8 @@ class Memory(_message.Message):
     updated_at: _timestamp_pb2.Timestamp
     trust: TrustLevel
     flags: _containers.RepeatedScalarFieldContainer[MemoryFlag]
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., content_hash: _Optional[str] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., links: _Optional[_Union[MemoryLinks, _Mapping]] = ..., subject_key: _Optional[str] = ..., recall: _Optional[_Union[RecallStats, _Mapping]] = ..., embedding_model: _Optional[str] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., trust: _Optional[_Union[TrustLevel, str]] = ..., flags: _Optional[_Iterable[_Union[MemoryFlag, str]]] = ...) -> None: ...
+    seen_count: int
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., content_hash: _Optional[str] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., links: _Optional[_Union[MemoryLinks, _Mapping]] = ..., subject_key: _Optional[str] = ..., recall: _Optional[_Union[RecallStats, _Mapping]] = ..., embedding_model: _Optional[str] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., trust: _Optional[_Union[TrustLevel, str]] = ..., flags: _Optional[_Iterable[_Union[MemoryFlag, str]]] = ..., seen_count: _Optional[int] = ...) -> None: ...
 
 class MemoryInput(_message.Message):
     __slots__ = ("namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "valid_from", "valid_to", "expires_at", "ttl", "subject_key", "derived_from")
@@ -244,12 +246,14 @@ class WriteMemoriesRequest(_message.Message):
     def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., wait_indexed: _Optional[bool] = ...) -> None: ...
 
 class WriteResult(_message.Message):
-    __slots__ = ("memory", "deduplicated")
+    __slots__ = ("memory", "deduplicated", "near")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
+    NEAR_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     deduplicated: bool
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ...) -> None: ...
+    near: bool
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., near: _Optional[bool] = ...) -> None: ...
 
 class WriteMemoriesResponse(_message.Message):
     __slots__ = ("results", "indexed", "replayed")
