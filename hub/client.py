@@ -309,3 +309,7 @@ class MemhubClient:
             include_flagged=include_flagged,
         )
         return self._call(self._stub.AssembleContext, req)
+
+    def history(self, memory_id: str, *, limit: int = 0) -> pb.GetMemoryHistoryResponse:
+        """Every version of the subject ``memory_id`` belongs to, oldest first."""
+        return self._call(self._stub.GetMemoryHistory, pb.GetMemoryHistoryRequest(id=memory_id, limit=limit))

@@ -14,6 +14,7 @@ from hub.api.status import blocking_rpc
 from hub.core import validation as v
 from hub.core.context_recall import assemble_context
 from hub.core.service import MemoryService
+from hub.errors import InvalidArgument
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
@@ -80,3 +81,13 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         caller = current_caller()
         result = assemble_context(self._service, caller, convert_context.context_request(request))
         return convert_context.context_response(result)
+
+    @blocking_rpc
+    def GetMemoryHistory(self, request: pb.GetMemoryHistoryRequest, context: None) -> pb.GetMemoryHistoryResponse:
+        limit = request.limit or 50
+        if not 1 <= limit <= 200:
+            raise InvalidArgument("limit", f"is {request.limit}; use 1 to 200 (0 means 50)")
+        subject, versions, truncated = self._service.history(current_caller(), v.memory_id(request.id, "id"), limit)
+        return pb.GetMemoryHistoryResponse(
+            subject_key=subject, versions=[convert.memory(m) for m in versions], truncated=truncated
+        )

@@ -524,6 +524,20 @@ class MemoryService:
             raise NotFound(f"memory {memory_id} not found")
         return _with_effective_status(record)
 
+    def history(self, caller: Caller, memory_id: str, limit: int) -> tuple[str, list[MemoryRecord], bool]:
+        """The chain of versions of the subject ``memory_id`` belongs to ("why did this change?").
+
+        Reading the one memory is the right needed: the versions of a subject all live in its namespace.
+        A memory without a subject key is its own whole history. Returns (subject key, versions oldest
+        first, whether older versions were left out).
+        """
+        record = self.get(caller, memory_id)
+        if record.subject_key is None:
+            return "", [record], False
+        with self._reads.connect() as conn:
+            versions, truncated = memories_db.subject_history(conn, record.namespace, record.subject_key, limit)
+        return record.subject_key, [_with_effective_status(v) for v in versions], truncated
+
     def list(self, caller: Caller, query: ListQuery) -> ListPage:
         flt = dataclasses.replace(query.filter, namespaces=tuple(minimal_roots(list(query.filter.namespaces))))
         statuses = query.statuses or (Status.ACTIVE,)

@@ -332,6 +332,24 @@ def get(conn: Connection, memory_id: str) -> MemoryRecord | None:
     return to_record(row) if row else None
 
 
+def subject_history(conn: Connection, namespace: str, subject_key: str, limit: int) -> tuple[list[MemoryRecord], bool]:
+    """The newest ``limit`` versions of a subject in a namespace, oldest first, and whether older ones were left out.
+
+    Quarantined versions are not part of the history: they never superseded anything (``_supersede_subject``).
+    """
+    rows = conn.execute(
+        select(memories)
+        .where(
+            memories.c.namespace == namespace,
+            memories.c.subject_key == subject_key,
+            memories.c.status != Status.QUARANTINED.value,
+        )
+        .order_by(memories.c.created_at.desc(), memories.c.id.desc())
+        .limit(limit + 1)
+    ).all()
+    return [to_record(r) for r in reversed(rows[:limit])], len(rows) > limit
+
+
 def subtree_condition(column: ColumnElement[str], roots: Sequence[str]) -> ColumnElement[bool]:
     """`column` equals one of the roots or lies below it ('a' covers 'a/b', not 'ab')."""
     clauses: list[ColumnElement[bool]] = []

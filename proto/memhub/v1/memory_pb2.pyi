@@ -460,3 +460,21 @@ class AssembleContextResponse(_message.Message):
     degraded: bool
     degraded_reason: str
     def __init__(self, text: _Optional[str] = ..., memory_ids: _Optional[_Iterable[str]] = ..., tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., collapsed: _Optional[int] = ..., omitted: _Optional[int] = ..., language: _Optional[str] = ..., degraded: _Optional[bool] = ..., degraded_reason: _Optional[str] = ...) -> None: ...
+
+class GetMemoryHistoryRequest(_message.Message):
+    __slots__ = ("id", "limit")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    limit: int
+    def __init__(self, id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class GetMemoryHistoryResponse(_message.Message):
+    __slots__ = ("subject_key", "versions", "truncated")
+    SUBJECT_KEY_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    subject_key: str
+    versions: _containers.RepeatedCompositeFieldContainer[Memory]
+    truncated: bool
+    def __init__(self, subject_key: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...

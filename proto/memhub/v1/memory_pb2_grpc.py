@@ -68,6 +68,11 @@ class MemoryServiceStub:
                 request_serializer=memhub_dot_v1_dot_memory__pb2.AssembleContextRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_memory__pb2.AssembleContextResponse.FromString,
                 _registered_method=True)
+        self.GetMemoryHistory = channel.unary_unary(
+                '/memhub.v1.MemoryService/GetMemoryHistory',
+                request_serializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -126,6 +131,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMemoryHistory(self, request, context):
+        """Every version of the subject a memory belongs to (same namespace and
+        subject_key), oldest first: what it said before and who changed it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -158,6 +171,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.AssembleContext,
                     request_deserializer=memhub_dot_v1_dot_memory__pb2.AssembleContextRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_memory__pb2.AssembleContextResponse.SerializeToString,
+            ),
+            'GetMemoryHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMemoryHistory,
+                    request_deserializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -326,6 +344,33 @@ class MemoryService:
             '/memhub.v1.MemoryService/AssembleContext',
             memhub_dot_v1_dot_memory__pb2.AssembleContextRequest.SerializeToString,
             memhub_dot_v1_dot_memory__pb2.AssembleContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMemoryHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.MemoryService/GetMemoryHistory',
+            memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryRequest.SerializeToString,
+            memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryResponse.FromString,
             options,
             channel_credentials,
             insecure,
