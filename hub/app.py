@@ -31,6 +31,7 @@ from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import RetrievalSettings
 from hub.core.service import MemoryService
 from hub.core.usage_folder import UsageFolder
+from hub.curation.archive import Archiver
 from hub.data_dir import ensure_private_dir
 from hub.db import embedded_pg, migrate, namespace_usage
 from hub.db import engine as db_engine
@@ -164,6 +165,8 @@ class Hub:
     """Failed authentications and refused calls, audited in aggregate (hub/audit/aggregate.py)."""
     usage_folder: UsageFolder
     """Folds storage deltas for the quotas (hub/core/usage_folder.py)."""
+    archiver: Archiver
+    """Moves old, never-recalled memories out of the index (hub/curation/archive.py)."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -234,6 +237,7 @@ class Hub:
             admin,
             AggregatedEvents(audit),
             UsageFolder(engine),
+            Archiver(engine, config.archive, indexer.nudge),
         )
 
     def start_background(self) -> None:
@@ -246,8 +250,10 @@ class Hub:
             self.indexer.start()
         self.recorder.start()
         self.monitor.start()
+        self.archiver.start()
 
     def close(self) -> None:
+        self.archiver.stop()
         self.monitor.stop()
         self.usage_folder.stop()
         self.indexer.stop()

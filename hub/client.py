@@ -313,3 +313,7 @@ class MemhubClient:
     def history(self, memory_id: str, *, limit: int = 0) -> pb.GetMemoryHistoryResponse:
         """Every version of the subject ``memory_id`` belongs to, oldest first."""
         return self._call(self._stub.GetMemoryHistory, pb.GetMemoryHistoryRequest(id=memory_id, limit=limit))
+
+    def restore(self, ids: Sequence[str]) -> pb.RestoreMemoriesResponse:
+        """Bring archived memories back into search."""
+        return self._call(self._stub.RestoreMemories, pb.RestoreMemoriesRequest(ids=list(ids)))

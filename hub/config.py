@@ -16,6 +16,7 @@ from typing import TypeVar
 from hub.auth import AuthConfig
 from hub.core.namespaces import validate_namespace
 from hub.core.screening import ScreeningConfig
+from hub.curation.archive import ArchiveConfig
 from hub.curation.near_dup import NearDupConfig
 from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
@@ -256,6 +257,8 @@ class HubConfig:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     screening: ScreeningConfig = field(default_factory=ScreeningConfig)
     near_dup: NearDupConfig = field(default_factory=NearDupConfig)
+    archive: ArchiveConfig = field(default_factory=lambda: ArchiveConfig.from_env({}))
+    """Rules that move old, never-recalled memories out of the index (MEMHUB_ARCHIVE_RULES, hub/curation/archive.py)."""
     """Folding near-duplicate writes into the memory they repeat (MEMHUB_NEAR_DUP, MEMHUB_NEAR_DUP_COSINE)."""
     """Flagging of instruction-like content and the namespaces where flagged writes are quarantined."""
 
@@ -331,6 +334,7 @@ class HubConfig:
             limits=_limits(env),
             screening=_screening(env),
             near_dup=NearDupConfig.from_env(env),
+            archive=ArchiveConfig.from_env(env),
         )
 
 

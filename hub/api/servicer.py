@@ -91,3 +91,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return pb.GetMemoryHistoryResponse(
             subject_key=subject, versions=[convert.memory(m) for m in versions], truncated=truncated
         )
+
+    @blocking_rpc
+    def RestoreMemories(self, request: pb.RestoreMemoriesRequest, context: None) -> pb.RestoreMemoriesResponse:
+        if not request.ids:
+            raise InvalidArgument("ids", "name 1 to 1000 archived memories to restore")
+        v.bounded(len(request.ids), "ids", v.MAX_FORGET_IDS, "ids")
+        ids = list(dict.fromkeys(v.memory_id(mid, f"ids[{i}]") for i, mid in enumerate(request.ids)))
+        return pb.RestoreMemoriesResponse(restored_ids=self._service.restore(current_caller(), ids))

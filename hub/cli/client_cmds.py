@@ -112,7 +112,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         dest="statuses",
-        help="active (default) | superseded | forgotten | expired | quarantined (admins only)",
+        help="active (default) | superseded | forgotten | expired | archived | quarantined (admins only)",
     )
     p.add_argument("--page-size", type=int, default=0, help="memories per page (1 to 500, default 50)")
     p.add_argument("--page-token", default="", help="continue from a previous page (its `more: --page-token` line)")

@@ -31,6 +31,8 @@ class Status(enum.StrEnum):
     EXPIRED = "expired"
     QUARANTINED = "quarantined"
     """Flagged on write in a quarantined namespace: served to nobody until an admin releases it (hub/core/screening.py)."""
+    ARCHIVED = "archived"
+    """Old, never recalled, unimportant: out of the index, kept and restorable (hub/curation/archive.py)."""
 
 
 class Trust(enum.StrEnum):

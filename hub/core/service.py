@@ -55,6 +55,7 @@ from hub.core.namespaces import minimal_roots
 from hub.core.near_duplicates import NearDuplicateFinder
 from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import Retrieval, RetrievalSettings
+from hub.curation import archive
 from hub.curation.near_dup import NearDupConfig
 from hub.db import context, idempotency, namespace_scope
 from hub.db import memories as memories_db
@@ -597,6 +598,26 @@ class MemoryService:
         self._indexer.nudge()
         trace.get_current_span().set_attribute("memhub.forgotten", len(forgotten))
         return forgotten, False
+
+    def restore(self, caller: Caller, ids: Sequence[str]) -> list[str]:
+        """Bring archived memories back into search; returns the ids restored now (already active ones are not).
+
+        Needs read (an unreadable memory looks missing) and write in the memory's namespace: restoring puts it
+        back in front of every reader, as writing it would.
+        """
+        with self._hold_decisions() as held:
+            with self._engine.begin() as conn:
+                found = memories_db.existing_ids(conn, ids)
+                for i, mid in enumerate(ids):
+                    namespace = found.get(mid)
+                    if namespace is None or not self._authorizer.allowed(caller, Action.READ, namespace):
+                        raise NotFound(f"ids[{i}]: memory {mid} not found; nothing was restored")
+                    require(self._authorizer, caller, Action.WRITE, namespace)
+                restored = archive.restore(conn, list(ids))
+                held.insert(conn)
+            held.committed()
+        self._indexer.nudge()
+        return restored
 
     def _forgettable_ids(self, conn, caller: Caller, ids: Sequence[str]) -> list[str]:  # noqa: ANN001
         """The ids, once each is known to be readable and forgettable by the caller.

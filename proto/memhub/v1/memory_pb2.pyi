@@ -38,6 +38,7 @@ class MemoryStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MEMORY_STATUS_FORGOTTEN: _ClassVar[MemoryStatus]
     MEMORY_STATUS_EXPIRED: _ClassVar[MemoryStatus]
     MEMORY_STATUS_QUARANTINED: _ClassVar[MemoryStatus]
+    MEMORY_STATUS_ARCHIVED: _ClassVar[MemoryStatus]
 
 class TrustLevel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -78,6 +79,7 @@ MEMORY_STATUS_SUPERSEDED: MemoryStatus
 MEMORY_STATUS_FORGOTTEN: MemoryStatus
 MEMORY_STATUS_EXPIRED: MemoryStatus
 MEMORY_STATUS_QUARANTINED: MemoryStatus
+MEMORY_STATUS_ARCHIVED: MemoryStatus
 TRUST_LEVEL_UNSPECIFIED: TrustLevel
 TRUST_LEVEL_VERIFIED: TrustLevel
 TRUST_LEVEL_AGENT: TrustLevel
@@ -478,3 +480,15 @@ class GetMemoryHistoryResponse(_message.Message):
     versions: _containers.RepeatedCompositeFieldContainer[Memory]
     truncated: bool
     def __init__(self, subject_key: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class RestoreMemoriesRequest(_message.Message):
+    __slots__ = ("ids",)
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RestoreMemoriesResponse(_message.Message):
+    __slots__ = ("restored_ids",)
+    RESTORED_IDS_FIELD_NUMBER: _ClassVar[int]
+    restored_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, restored_ids: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -73,6 +73,11 @@ class MemoryServiceStub:
                 request_serializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryResponse.FromString,
                 _registered_method=True)
+        self.RestoreMemories = channel.unary_unary(
+                '/memhub.v1.MemoryService/RestoreMemories',
+                request_serializer=memhub_dot_v1_dot_memory__pb2.RestoreMemoriesRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_memory__pb2.RestoreMemoriesResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -139,6 +144,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RestoreMemories(self, request, context):
+        """Brings archived memories back into search (needs read and write in
+        their namespaces).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -176,6 +189,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.GetMemoryHistory,
                     request_deserializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryResponse.SerializeToString,
+            ),
+            'RestoreMemories': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestoreMemories,
+                    request_deserializer=memhub_dot_v1_dot_memory__pb2.RestoreMemoriesRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_memory__pb2.RestoreMemoriesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -371,6 +389,33 @@ class MemoryService:
             '/memhub.v1.MemoryService/GetMemoryHistory',
             memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryRequest.SerializeToString,
             memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.MemoryService/RestoreMemories',
+            memhub_dot_v1_dot_memory__pb2.RestoreMemoriesRequest.SerializeToString,
+            memhub_dot_v1_dot_memory__pb2.RestoreMemoriesResponse.FromString,
             options,
             channel_credentials,
             insecure,
