@@ -17,7 +17,7 @@ from opentelemetry import trace
 from sqlalchemy import Engine
 
 from hub.core.index_health import IndexHealth
-from hub.core.model import Kind, NewMemory
+from hub.core.model import Kind, MemoryRecord, NewMemory
 from hub.curation.near_dup import NearDupConfig, same_content
 from hub.db import memories as memories_db
 from hub.embedding import Embedder
@@ -42,18 +42,37 @@ class NearDuplicateFinder:
         if not self.config.enabled or not eligible or not self._index_health.ok:
             return {}
         try:
-            vectors = np.asarray(self._embedder.embed([items[i].content for i in eligible]))
-            found: dict[int, str] = {}
-            with self._reads.connect() as conn:
-                for i, vector in zip(eligible, vectors, strict=True):
-                    target = self._match(conn, items[i], vector, session_id)
-                    if target is not None:
-                        found[i] = target
+            found = self._find(items, eligible, session_id)
         except Exception as exc:  # noqa: BLE001 - the index or embedder failing must not fail the write
             log.warning("near-duplicate check skipped: %s", exc)
             trace.get_current_span().set_attribute("memhub.near_dup.skipped", str(exc)[:200])
             return {}
         trace.get_current_span().set_attribute("memhub.near_dup.found", len(found))
+        return found
+
+    def _find(self, items: Sequence[NewMemory], eligible: list[int], session_id: str) -> dict[int, str]:
+        vectors = dict(zip(eligible, np.asarray(self._embedder.embed([items[i].content for i in eligible])), strict=True))
+        # One index search per (namespace, kind) and one Postgres read for all candidates: a batch of 50
+        # costs two round trips, not a hundred.
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i in eligible:
+            groups.setdefault((items[i].namespace, items[i].kind.value), []).append(i)
+        close: dict[int, dict[str, float]] = {}
+        for (namespace, kind), members in groups.items():
+            flt = IndexFilter(namespaces=(namespace,), kinds=(kind,))
+            results = self._index.search_dense_many([vectors[i] for i in members], flt, self.config.candidates)
+            for i, hits in zip(members, results, strict=True):
+                close[i] = {mid: score for mid, score in hits if score >= self.config.cosine}
+        wanted = {mid for hits in close.values() for mid in hits}
+        if not wanted:
+            return {}
+        with self._reads.connect() as conn:
+            records = {r.id: r for r in memories_db.near_duplicate_targets(conn, sorted(wanted))}
+        found: dict[int, str] = {}
+        for i, hits in close.items():
+            target = self._match(items[i], [records[m] for m in sorted(hits, key=lambda m: -hits[m]) if m in records], session_id)
+            if target is not None:
+                found[i] = target
         return found
 
     @staticmethod
@@ -65,12 +84,12 @@ class NearDuplicateFinder:
             return False
         return item.kind is not Kind.EPISODIC or bool(session_id)
 
-    def _match(self, conn, item: NewMemory, vector: np.ndarray, session_id: str) -> str | None:  # noqa: ANN001
-        hits = self._index.search_dense(
-            vector, IndexFilter(namespaces=(item.namespace,), kinds=(item.kind.value,)), self.config.candidates
-        )
-        close = {mid: score for mid, score in hits if score >= self.config.cosine}
-        for record in sorted(memories_db.near_duplicate_targets(conn, list(close), item.namespace), key=lambda r: -close[r.id]):
+    @staticmethod
+    def _match(item: NewMemory, candidates: list[MemoryRecord], session_id: str) -> str | None:
+        """The first candidate (closest first) that says the same as ``item`` in the same content words."""
+        for record in candidates:
+            if record.namespace != item.namespace:
+                continue
             if record.kind is Kind.EPISODIC and record.source_session != session_id:
                 continue
             if record.content == item.content:

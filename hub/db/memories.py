@@ -290,14 +290,13 @@ def confirm(conn: Connection, memory_id: str) -> MemoryRecord | None:
     return to_record(row) if row is not None else None
 
 
-def near_duplicate_targets(conn: Connection, ids: Sequence[str], namespace: str) -> list[MemoryRecord]:
-    """Of ``ids`` (dense-search candidates), the active, non-blind, unexpired memories of ``namespace``."""
+def near_duplicate_targets(conn: Connection, ids: Sequence[str]) -> list[MemoryRecord]:
+    """Of ``ids`` (dense-search candidates), the active, non-blind, unexpired memories."""
     if not ids:
         return []
     rows = conn.execute(
         select(memories).where(
             memories.c.id.in_(list(ids)),
-            memories.c.namespace == namespace,
             memories.c.status == Status.ACTIVE.value,
             memories.c.blind_write.is_(False),
             or_(memories.c.expires_at.is_(None), memories.c.expires_at > func.now()),

@@ -331,6 +331,16 @@ class MilvusIndex:
             span.set_attribute("memhub.milvus.hits", len(hits))
         return hits
 
+    def search_dense_many(
+        self, vectors: Sequence[Sequence[float]], flt: IndexFilter, limit: int
+    ) -> list[list[tuple[str, float]]]:
+        """`search_dense` for several vectors under one filter, in one call: one result list per vector."""
+        queries = [check_vector(v, self._dimension, "query") for v in vectors]
+        if not queries:
+            return []
+        with self._span("search_dense", {**_search_attributes(flt, limit), "memhub.milvus.queries": len(queries)}):
+            return self._search_many(queries, schema.DENSE, flt, limit, "dense search")
+
     def search_keyword(self, text: str, flt: IndexFilter, limit: int) -> list[tuple[str, float]]:
         """BM25 matches for ``text``, best first: ``[(id, score)]`` with higher = better.
 
@@ -447,6 +457,9 @@ class MilvusIndex:
             return self._server.ensure_running()
 
     def _search(self, data: list[Any], field: str, flt: IndexFilter, limit: int, what: str) -> list[tuple[str, float]]:
+        return self._search_many(data, field, flt, limit, what)[0]
+
+    def _search_many(self, data: list[Any], field: str, flt: IndexFilter, limit: int, what: str) -> list[list[tuple[str, float]]]:
         if not 1 <= limit <= MAX_LIMIT:
             raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
         expr = build_filter(flt)
@@ -465,9 +478,10 @@ class MilvusIndex:
                 timeout=self._search_timeout,
             ),
         )
-        hits = res[0] if res else []
-        # Dense: cosine similarity; BM25: score. Both "higher is better".
-        return [(str(h["id"]), float(h["distance"])) for h in hits]
+        # Dense: cosine similarity; BM25: score. Both "higher is better". One list per query.
+        lists = list(res) if res else []
+        lists += [[]] * (len(data) - len(lists))
+        return [[(str(h["id"]), float(h["distance"])) for h in hits] for hits in lists]
 
     def _has_collection(self) -> bool:
         with self._call("has_collection"):
