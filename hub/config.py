@@ -16,6 +16,7 @@ from typing import TypeVar
 from hub.auth import AuthConfig
 from hub.core.namespaces import validate_namespace
 from hub.core.screening import ScreeningConfig
+from hub.curation.consolidation_config import ConsolidationConfig
 from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
 from hub.errors import InvalidArgument, StartupError
@@ -255,6 +256,8 @@ class HubConfig:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     screening: ScreeningConfig = field(default_factory=ScreeningConfig)
     """Flagging of instruction-like content and the namespaces where flagged writes are quarantined."""
+    consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
+    """The summariser and the consolidation schedule (hub/curation/consolidation_config.py)."""
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> HubConfig:
@@ -327,6 +330,7 @@ class HubConfig:
             audit=AuditConfig(retention_days=retention or None),
             limits=_limits(env),
             screening=_screening(env),
+            consolidation=ConsolidationConfig.from_env(env),
         )
 
 
