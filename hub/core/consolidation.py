@@ -166,7 +166,7 @@ class Consolidator:
             try:
                 text = summariser.summarise(g, request.target_kind, request.max_sentences)
             except SummariserError as exc:
-                raise Unavailable(f"consolidation failed at group {g.key!r}: {exc}") from None
+                raise Unavailable(f"consolidation failed at group {g.key!r}: {exc}; nothing was written") from None
             if text is None:
                 skipped += 1
                 continue

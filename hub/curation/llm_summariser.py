@@ -93,22 +93,18 @@ class ChatSummariser:
             resp = self._client.post(self._url, json=body)
         except httpx.TimeoutException:
             raise SummariserError(
-                f"summariser endpoint {self._url} did not answer within {self._timeout:g} s; nothing was written "
+                f"summariser endpoint {self._url} did not answer within {self._timeout:g} s "
                 "(raise MEMHUB_SUMMARISER_TIMEOUT_S or use the extractive summariser)"
             ) from None
         except httpx.HTTPError as exc:
-            raise SummariserError(
-                f"summariser endpoint {self._url} unreachable ({type(exc).__name__}); nothing was written"
-            ) from None
+            raise SummariserError(f"summariser endpoint {self._url} unreachable ({type(exc).__name__})") from None
         if resp.status_code in (401, 403):
             raise SummariserError(
                 f"summariser endpoint {self._url} refused the request (HTTP {resp.status_code}); "
-                f"set its API key in the environment variable {self._api_key_env}; nothing was written"
+                f"set its API key in the environment variable {self._api_key_env}"
             )
         if resp.status_code != 200:
-            raise SummariserError(
-                f"summariser endpoint {self._url} answered HTTP {resp.status_code}: {resp.text[:200]!r}; nothing was written"
-            )
+            raise SummariserError(f"summariser endpoint {self._url} answered HTTP {resp.status_code}: {resp.text[:200]!r}")
         return self._answer(resp)
 
     def _answer(self, resp: httpx.Response) -> str | None:
@@ -126,11 +122,10 @@ class ChatSummariser:
         if not text or text.strip(" .\"'").upper() == NOTHING:
             return None
         if "\x00" in text:
-            raise SummariserError(f"summariser endpoint {self._url} answered text with a NUL character; nothing was written")
+            raise SummariserError(f"summariser endpoint {self._url} answered text with a NUL character")
         if len(text) > MAX_CONTENT_CHARS:
             raise SummariserError(
-                f"summariser endpoint {self._url} answered {len(text)} characters, over the {MAX_CONTENT_CHARS} a memory "
-                "may hold; nothing was written"
+                f"summariser endpoint {self._url} answered {len(text)} characters, over the {MAX_CONTENT_CHARS} a memory may hold"
             )
         return text
 
