@@ -38,8 +38,9 @@ to be more central only because they repeat the topic's words (a deploy session,
 is cold, ..." sentence 0.44 against 0.57 for the most central)."""
 REDUNDANT = 0.92
 """Cosine above which a sentence repeats one already chosen."""
-MIN_WORDS, MIN_CJK_CHARS = 4, 6
-"""Shorter sentences ("Hey Mel!", "谢谢！") carry no lesson; used only when nothing longer exists."""
+MIN_WORDS, MIN_CJK_CHARS = 5, 6
+"""Shorter sentences ("That's really sweet.", "谢谢！") carry no lesson; used only when nothing longer exists.
+Questions neither: they state nothing (on LoCoMo they were a third of the chosen lines before this rule)."""
 # "[1:56 pm on 8 May, 2023] Caroline: ..." or "Caroline: ...": a label copied onto every sentence taken from the episode.
 _PREFIX = re.compile(r"^(\[[^\]\n]{1,80}\]\s*)?(?:([^\s:\[\]][^:\n]{0,40}?):\s+)?")
 
@@ -55,22 +56,36 @@ class _Sentence:
     substantial: bool
 
 
-def _label(record: MemoryRecord) -> tuple[str, str]:
-    """(label to show before each sentence of the episode, the episode's text after its label)."""
-    match = _PREFIX.match(record.content)
+def _label_split(content: str) -> tuple[str, str, str]:
+    """(the bracketed label, the speaker, the text after both) of an episode's content."""
+    match = _PREFIX.match(content)
     bracket, speaker = (match.group(1) or "", match.group(2) or "") if match else ("", "")
     if speaker and len(speaker.split()) > 4:  # "The reason we moved: ..." is a sentence, not a speaker
         speaker = ""
-    body = record.content[len(bracket) :]
+    body = content[len(bracket) :]
     if speaker:
         body = body[body.index(":") + 1 :].lstrip()
+    return bracket, speaker, body
+
+
+def _label(record: MemoryRecord) -> tuple[str, str]:
+    """(label to show before each sentence of the episode, the episode's text after its label)."""
+    bracket, speaker, body = _label_split(record.content)
     date = bracket.strip() if bracket else f"[{record.occurred_at.date().isoformat()}]"
     return f"{date} {speaker + ': ' if speaker else ''}", body
 
 
 def _substantial(body: str) -> bool:
+    if body.rstrip("\"'”’)） ").endswith(("?", "？")):
+        return False
     cjk = sum(1 for ch in body if "\u4e00" <= ch <= "\u9fff")
-    return cjk >= MIN_CJK_CHARS or len(re.findall(r"\w+", body)) >= MIN_WORDS
+    return cjk >= MIN_CJK_CHARS or len(body.split()) >= MIN_WORDS
+
+
+def episode_body(content: str) -> str:
+    """An episode's text without its leading "[date] Speaker: " label (what clustering compares: labels shared by
+    every turn of a conversation would make all of them look alike)."""
+    return _label_split(content)[2]
 
 
 def sentences_of(group: Group) -> list[_Sentence]:

@@ -16,6 +16,7 @@ import numpy as np
 
 from hub.core.model import MemoryRecord
 from hub.curation.consolidation_model import Group, Grouping
+from hub.curation.extractive import episode_body
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 EMBED_CHARS = 2_000
@@ -100,7 +101,7 @@ def _clusters(episodes: Sequence[MemoryRecord], embed: Embed, threshold: float) 
     """
     if not episodes:
         return {}
-    vectors = embed([e.content[:EMBED_CHARS] for e in episodes]).astype(np.float64)
+    vectors = embed([episode_body(e.content)[:EMBED_CHARS] or e.content[:EMBED_CHARS] for e in episodes]).astype(np.float64)
     n = len(episodes)
     sums = vectors.copy()
     sizes = np.ones(n)
