@@ -22,6 +22,8 @@ from hub.auth.config import LOCAL_SECRET_NAME
 from hub.config import HubConfig
 from hub.core.access import Authorizer
 from hub.core.admin import AdminService
+from hub.core.consolidation import Consolidator
+from hub.core.consolidation_schedule import ScheduledConsolidation
 from hub.core.health_monitor import HealthMonitor
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -32,6 +34,9 @@ from hub.core.retrieval import RetrievalSettings
 from hub.core.service import MemoryService
 from hub.core.usage_folder import UsageFolder
 from hub.curation.archive import Archiver
+from hub.curation.consolidation_config import SummariserConfig
+from hub.curation.extractive import ExtractiveSummariser
+from hub.curation.llm_summariser import ChatSummariser
 from hub.data_dir import ensure_private_dir
 from hub.db import embedded_pg, migrate, namespace_usage
 from hub.db import engine as db_engine
@@ -167,6 +172,10 @@ class Hub:
     """Folds storage deltas for the quotas (hub/core/usage_folder.py)."""
     archiver: Archiver
     """Moves old, never-recalled memories out of the index (hub/curation/archive.py)."""
+    consolidator: Consolidator | None = None
+    """ConsolidateMemories (hub/core/consolidation.py); set by open()."""
+    consolidation_schedule: ScheduledConsolidation | None = None
+    """The periodic consolidation of MEMHUB_CONSOLIDATE_SCHEDULE (off when it is empty)."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -219,7 +228,15 @@ class Hub:
             near_dup=config.near_dup,
         )
         admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)
-        return cls(
+        consolidator = Consolidator(
+            engine,
+            authorizer,
+            embedder,
+            service,
+            ExtractiveSummariser(embedder),
+            _open_llm_summariser(config.consolidation.summariser),
+        )
+        hub = cls(
             config,
             engine,
             url,
@@ -239,6 +256,9 @@ class Hub:
             UsageFolder(engine),
             Archiver(engine, config.archive, indexer.nudge),
         )
+        hub.consolidator = consolidator
+        hub.consolidation_schedule = ScheduledConsolidation(consolidator, config.consolidation)
+        return hub
 
     def start_background(self) -> None:
         self.revocations.start()  # loads the list before returning: never serve with an unknown list
@@ -251,9 +271,15 @@ class Hub:
         self.recorder.start()
         self.monitor.start()
         self.archiver.start()
+        if self.consolidation_schedule is not None:
+            self.consolidation_schedule.start()
 
     def close(self) -> None:
         self.archiver.stop()
+        if self.consolidation_schedule is not None:
+            self.consolidation_schedule.stop()
+        if self.consolidator is not None:
+            self.consolidator.close()
         self.monitor.stop()
         self.usage_folder.stop()
         self.indexer.stop()
@@ -273,6 +299,16 @@ def _open_reranker(config: HubConfig) -> Reranker | None:
         return open_reranker(config.rerank)
     except ValueError as exc:
         raise StartupError(f"rerank configuration: {exc}") from None
+
+
+def _open_llm_summariser(config: SummariserConfig) -> ChatSummariser | None:
+    if config.provider != "llm":
+        return None
+    assert config.base_url and config.model  # checked when the configuration was read
+    try:
+        return ChatSummariser(config.base_url, config.model, api_key_env=config.api_key_env, timeout_s=config.timeout_s)
+    except ValueError as exc:
+        raise StartupError(f"summariser configuration: {exc}") from None
 
 
 def _psycopg_url(url: str) -> str:

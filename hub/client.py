@@ -317,3 +317,53 @@ class MemhubClient:
     def restore(self, ids: Sequence[str]) -> pb.RestoreMemoriesResponse:
         """Bring archived memories back into search."""
         return self._call(self._stub.RestoreMemories, pb.RestoreMemoriesRequest(ids=list(ids)))
+
+    def consolidate(
+        self,
+        namespace: str,
+        *,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
+        session_id: str = "",
+        tags: Sequence[str] = (),
+        types: Sequence[str] = (),
+        group_by: str = "",
+        target_kind: str = "",
+        target_type: str = "",
+        target_namespace: str = "",
+        dry_run: bool = False,
+        summariser: str = "",
+        min_group_size: int = 0,
+        max_group_size: int = 0,
+        max_sources: int = 0,
+        similarity: float = 0.0,
+        max_sentences: int = 0,
+    ) -> pb.ConsolidateMemoriesResponse:
+        """Turn the episodes of ``namespace`` (and below) into semantic or procedural memories derived from them.
+
+        ``group_by``: session (default) | tag | entity | embedding; ``target_kind``: semantic (default) |
+        procedural; ``summariser``: extractive | llm (default: the hub's); empty strings and zeros take the hub's
+        defaults. With ``dry_run`` nothing is written and the response shows what would be.
+        """
+        req = pb.ConsolidateMemoriesRequest(
+            namespace=namespace,
+            session_id=session_id,
+            tags=list(tags),
+            types=[type_value(t) for t in types],
+            group_by=_enum_value(pb.ConsolidationGrouping, "CONSOLIDATION_GROUPING", group_by, "grouping") if group_by else 0,
+            target_kind=kind_value(target_kind) if target_kind else 0,
+            target_type=type_value(target_type) if target_type else 0,
+            target_namespace=target_namespace,
+            dry_run=dry_run,
+            summariser=_enum_value(pb.Summariser, "SUMMARISER", summariser, "summariser") if summariser else 0,
+            min_group_size=min_group_size,
+            max_group_size=max_group_size,
+            max_sources=max_sources,
+            similarity=similarity,
+            max_sentences=max_sentences,
+        )
+        if occurred_start is not None:
+            req.occurred.start.FromDatetime(occurred_start)
+        if occurred_end is not None:
+            req.occurred.end.FromDatetime(occurred_end)
+        return self._call(self._stub.ConsolidateMemories, req)

@@ -17,6 +17,7 @@ from hub.auth import AuthConfig
 from hub.core.namespaces import validate_namespace
 from hub.core.screening import ScreeningConfig
 from hub.curation.archive import ArchiveConfig
+from hub.curation.consolidation_config import ConsolidationConfig
 from hub.curation.near_dup import NearDupConfig
 from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
@@ -261,6 +262,8 @@ class HubConfig:
     """Rules that move old, never-recalled memories out of the index (MEMHUB_ARCHIVE_RULES, hub/curation/archive.py)."""
     """Folding near-duplicate writes into the memory they repeat (MEMHUB_NEAR_DUP, MEMHUB_NEAR_DUP_COSINE)."""
     """Flagging of instruction-like content and the namespaces where flagged writes are quarantined."""
+    consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
+    """The summariser and the consolidation schedule (hub/curation/consolidation_config.py)."""
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> HubConfig:
@@ -335,6 +338,7 @@ class HubConfig:
             screening=_screening(env),
             near_dup=NearDupConfig.from_env(env),
             archive=ArchiveConfig.from_env(env),
+            consolidation=ConsolidationConfig.from_env(env),
         )
 
 

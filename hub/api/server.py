@@ -162,7 +162,7 @@ class HubServer:
             ],
             maximum_concurrent_rpcs=limits.max_concurrent_calls,
         )
-        pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service, self._pool), server)
+        pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service, self._pool, hub.consolidator), server)
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool, self.limiter, hub.events), server)
         health_servicer = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

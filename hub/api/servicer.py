@@ -8,18 +8,20 @@ from concurrent.futures import Executor
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 
-from hub.api import convert, convert_context
+from hub.api import convert, convert_consolidate, convert_context
 from hub.api.identity import current_caller
 from hub.api.status import blocking_rpc
 from hub.core import validation as v
+from hub.core.consolidation import Consolidator
 from hub.core.context_recall import assemble_context
 from hub.core.service import MemoryService
-from hub.errors import InvalidArgument
+from hub.errors import FailedPrecondition, InvalidArgument
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
-    def __init__(self, service: MemoryService, pool: Executor) -> None:
+    def __init__(self, service: MemoryService, pool: Executor, consolidator: Consolidator | None = None) -> None:
         self._service = service
+        self._consolidator = consolidator
         self.pool = pool  # where the method bodies run (hub/api/status.py)
 
     @blocking_rpc
@@ -99,3 +101,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         v.bounded(len(request.ids), "ids", v.MAX_FORGET_IDS, "ids")
         ids = list(dict.fromkeys(v.memory_id(mid, f"ids[{i}]") for i, mid in enumerate(request.ids)))
         return pb.RestoreMemoriesResponse(restored_ids=self._service.restore(current_caller(), ids))
+
+    @blocking_rpc
+    def ConsolidateMemories(self, request: pb.ConsolidateMemoriesRequest, context: None) -> pb.ConsolidateMemoriesResponse:
+        caller = current_caller()
+        if self._consolidator is None:
+            raise FailedPrecondition("this hub was started without consolidation")
+        result = self._consolidator.consolidate(caller, convert_consolidate.consolidation_request(request))
+        return convert_consolidate.consolidation_response(result)

@@ -10,6 +10,7 @@ import grpc
 from hub.cli import (
     admin_cmds,
     client_cmds,
+    consolidate_cmd,
     context_cmd,
     history_cmd,
     import_jsonl,
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     context_cmd.add_parser(sub)
     history_cmd.add_parser(sub)
     restore_cmd.add_parser(sub)
+    consolidate_cmd.add_parser(sub)
     import_jsonl.add_parser(sub)
     reindex.add_parser(sub)
     index_server.add_parser(sub)

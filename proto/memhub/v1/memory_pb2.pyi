@@ -60,6 +60,20 @@ class RetrievalChannel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RETRIEVAL_CHANNEL_ENTITY: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_TIME: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_EXPANSION: _ClassVar[RetrievalChannel]
+
+class ConsolidationGrouping(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONSOLIDATION_GROUPING_UNSPECIFIED: _ClassVar[ConsolidationGrouping]
+    CONSOLIDATION_GROUPING_SESSION: _ClassVar[ConsolidationGrouping]
+    CONSOLIDATION_GROUPING_TAG: _ClassVar[ConsolidationGrouping]
+    CONSOLIDATION_GROUPING_ENTITY: _ClassVar[ConsolidationGrouping]
+    CONSOLIDATION_GROUPING_EMBEDDING: _ClassVar[ConsolidationGrouping]
+
+class Summariser(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SUMMARISER_UNSPECIFIED: _ClassVar[Summariser]
+    SUMMARISER_EXTRACTIVE: _ClassVar[Summariser]
+    SUMMARISER_LLM: _ClassVar[Summariser]
 MEMORY_KIND_UNSPECIFIED: MemoryKind
 MEMORY_KIND_EPISODIC: MemoryKind
 MEMORY_KIND_SEMANTIC: MemoryKind
@@ -92,6 +106,14 @@ RETRIEVAL_CHANNEL_KEYWORD: RetrievalChannel
 RETRIEVAL_CHANNEL_ENTITY: RetrievalChannel
 RETRIEVAL_CHANNEL_TIME: RetrievalChannel
 RETRIEVAL_CHANNEL_EXPANSION: RetrievalChannel
+CONSOLIDATION_GROUPING_UNSPECIFIED: ConsolidationGrouping
+CONSOLIDATION_GROUPING_SESSION: ConsolidationGrouping
+CONSOLIDATION_GROUPING_TAG: ConsolidationGrouping
+CONSOLIDATION_GROUPING_ENTITY: ConsolidationGrouping
+CONSOLIDATION_GROUPING_EMBEDDING: ConsolidationGrouping
+SUMMARISER_UNSPECIFIED: Summariser
+SUMMARISER_EXTRACTIVE: Summariser
+SUMMARISER_LLM: Summariser
 
 class TimeRange(_message.Message):
     __slots__ = ("start", "end")
@@ -492,3 +514,75 @@ class RestoreMemoriesResponse(_message.Message):
     RESTORED_IDS_FIELD_NUMBER: _ClassVar[int]
     restored_ids: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, restored_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ConsolidateMemoriesRequest(_message.Message):
+    __slots__ = ("namespace", "occurred", "session_id", "tags", "types", "group_by", "target_kind", "target_type", "target_namespace", "dry_run", "summariser", "min_group_size", "max_group_size", "max_sources", "similarity", "max_sentences")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    OCCURRED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
+    TARGET_KIND_FIELD_NUMBER: _ClassVar[int]
+    TARGET_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    SUMMARISER_FIELD_NUMBER: _ClassVar[int]
+    MIN_GROUP_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MAX_GROUP_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SOURCES_FIELD_NUMBER: _ClassVar[int]
+    SIMILARITY_FIELD_NUMBER: _ClassVar[int]
+    MAX_SENTENCES_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    occurred: TimeRange
+    session_id: str
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    types: _containers.RepeatedScalarFieldContainer[MemoryType]
+    group_by: ConsolidationGrouping
+    target_kind: MemoryKind
+    target_type: MemoryType
+    target_namespace: str
+    dry_run: bool
+    summariser: Summariser
+    min_group_size: int
+    max_group_size: int
+    max_sources: int
+    similarity: float
+    max_sentences: int
+    def __init__(self, namespace: _Optional[str] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., session_id: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., group_by: _Optional[_Union[ConsolidationGrouping, str]] = ..., target_kind: _Optional[_Union[MemoryKind, str]] = ..., target_type: _Optional[_Union[MemoryType, str]] = ..., target_namespace: _Optional[str] = ..., dry_run: _Optional[bool] = ..., summariser: _Optional[_Union[Summariser, str]] = ..., min_group_size: _Optional[int] = ..., max_group_size: _Optional[int] = ..., max_sources: _Optional[int] = ..., similarity: _Optional[float] = ..., max_sentences: _Optional[int] = ...) -> None: ...
+
+class ConsolidatedGroup(_message.Message):
+    __slots__ = ("key", "source_ids", "memory", "written", "deduplicated")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_IDS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    source_ids: _containers.RepeatedScalarFieldContainer[str]
+    memory: Memory
+    written: bool
+    deduplicated: bool
+    def __init__(self, key: _Optional[str] = ..., source_ids: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., written: _Optional[bool] = ..., deduplicated: _Optional[bool] = ...) -> None: ...
+
+class ConsolidateMemoriesResponse(_message.Message):
+    __slots__ = ("groups", "sources_selected", "sources_already_consolidated", "sources_ungrouped", "memories_written", "dry_run", "truncated", "summariser", "groups_skipped")
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_SELECTED_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_ALREADY_CONSOLIDATED_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_UNGROUPED_FIELD_NUMBER: _ClassVar[int]
+    MEMORIES_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    SUMMARISER_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[ConsolidatedGroup]
+    sources_selected: int
+    sources_already_consolidated: int
+    sources_ungrouped: int
+    memories_written: int
+    dry_run: bool
+    truncated: bool
+    summariser: str
+    groups_skipped: int
+    def __init__(self, groups: _Optional[_Iterable[_Union[ConsolidatedGroup, _Mapping]]] = ..., sources_selected: _Optional[int] = ..., sources_already_consolidated: _Optional[int] = ..., sources_ungrouped: _Optional[int] = ..., memories_written: _Optional[int] = ..., dry_run: _Optional[bool] = ..., truncated: _Optional[bool] = ..., summariser: _Optional[str] = ..., groups_skipped: _Optional[int] = ...) -> None: ...

@@ -78,6 +78,11 @@ class MemoryServiceStub:
                 request_serializer=memhub_dot_v1_dot_memory__pb2.RestoreMemoriesRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_memory__pb2.RestoreMemoriesResponse.FromString,
                 _registered_method=True)
+        self.ConsolidateMemories = channel.unary_unary(
+                '/memhub.v1.MemoryService/ConsolidateMemories',
+                request_serializer=memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -152,6 +157,20 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ConsolidateMemories(self, request, context):
+        """Turns episodic memories into the lessons they teach: selects episodes
+        (namespace with descendants, time window, session, tags, types), groups
+        them (by session, tag, entity or embedding clusters) and writes one
+        semantic (or procedural) memory per group, derived_from every source.
+        Needs `consolidate` on the namespace, `read` on the sources (unreadable
+        ones are never used) and `read` and `write` on the target namespace.
+        Idempotent: episodes already consolidated into an active memory of the
+        target namespace are left out, so a re-run writes nothing new.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -194,6 +213,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.RestoreMemories,
                     request_deserializer=memhub_dot_v1_dot_memory__pb2.RestoreMemoriesRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_memory__pb2.RestoreMemoriesResponse.SerializeToString,
+            ),
+            'ConsolidateMemories': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConsolidateMemories,
+                    request_deserializer=memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -416,6 +440,33 @@ class MemoryService:
             '/memhub.v1.MemoryService/RestoreMemories',
             memhub_dot_v1_dot_memory__pb2.RestoreMemoriesRequest.SerializeToString,
             memhub_dot_v1_dot_memory__pb2.RestoreMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConsolidateMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.MemoryService/ConsolidateMemories',
+            memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesRequest.SerializeToString,
+            memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesResponse.FromString,
             options,
             channel_credentials,
             insecure,
