@@ -40,6 +40,7 @@ from hub.errors import StartupError
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
 from hub.policy import PolicyError, PolicyStore
 from hub.rerank import Reranker, open_reranker
+from hub.retrieval_log.writer import RetrievalLogWriter
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,8 @@ class Hub:
     """Failed authentications and refused calls, audited in aggregate (hub/audit/aggregate.py)."""
     usage_folder: UsageFolder
     """Folds storage deltas for the quotas (hub/core/usage_folder.py)."""
+    retrieval_log: RetrievalLogWriter | None = None
+    """Writes every search into the retrieval log (None when MEMHUB_RETRIEVAL_LOG=0)."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -193,6 +196,7 @@ class Hub:
         monitor = HealthMonitor(engine, index, index_health, indexer)
         recorder = RecallRecorder(engine)
         audit = AuditWriter(engine, retention_days=config.audit.retention_days)
+        retrieval_log = RetrievalLogWriter(engine, config.retrieval_log) if config.retrieval_log.enabled else None
         authorizer = authorizer or PolicyAuthorizer(policies, audit)
         service = MemoryService(
             engine,
@@ -213,6 +217,7 @@ class Hub:
             max_response_bytes=config.server.max_response_bytes,
             screening_config=config.screening,
             audit=audit,
+            retrieval_log=retrieval_log,
         )
         admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)
         return cls(
@@ -233,6 +238,7 @@ class Hub:
             admin,
             AggregatedEvents(audit),
             UsageFolder(engine),
+            retrieval_log=retrieval_log,
         )
 
     def start_background(self) -> None:
@@ -244,6 +250,8 @@ class Hub:
         if self.config.indexer.enabled:
             self.indexer.start()
         self.recorder.start()
+        if self.retrieval_log is not None:
+            self.retrieval_log.start()
         self.monitor.start()
 
     def close(self) -> None:
@@ -251,6 +259,8 @@ class Hub:
         self.usage_folder.stop()
         self.indexer.stop()
         self.recorder.stop()
+        if self.retrieval_log is not None:
+            self.retrieval_log.stop()
         self.events.stop()  # its last rows go to the audit writer, which stops next
         self.audit.stop()
         self.policies.stop()

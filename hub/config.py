@@ -20,6 +20,7 @@ from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
 from hub.errors import InvalidArgument, StartupError
 from hub.rerank.config import RerankConfig
+from hub.retrieval_log.config import RetrievalLogConfig
 
 N = TypeVar("N", int, float)
 
@@ -255,6 +256,8 @@ class HubConfig:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     screening: ScreeningConfig = field(default_factory=ScreeningConfig)
     """Flagging of instruction-like content and the namespaces where flagged writes are quarantined."""
+    retrieval_log: RetrievalLogConfig = field(default_factory=RetrievalLogConfig)
+    """What is logged of every search (query hash by default), for how long, and the queue's bound."""
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> HubConfig:
@@ -327,6 +330,7 @@ class HubConfig:
             audit=AuditConfig(retention_days=retention or None),
             limits=_limits(env),
             screening=_screening(env),
+            retrieval_log=RetrievalLogConfig.from_env(env),
         )
 
 

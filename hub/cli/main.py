@@ -7,7 +7,17 @@ import sys
 
 import grpc
 
-from hub.cli import admin_cmds, client_cmds, context_cmd, import_jsonl, index_server, reindex, serve, token_cmds
+from hub.cli import (
+    admin_cmds,
+    client_cmds,
+    context_cmd,
+    import_jsonl,
+    index_server,
+    reindex,
+    retrieval_log_cmd,
+    serve,
+    token_cmds,
+)
 from hub.cli.arguments import StrictArgumentParser, parse
 from hub.errors import HubError
 from hub.policy import cli as policy_cli
@@ -20,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_parser(sub)
     client_cmds.add_parsers(sub)
     context_cmd.add_parser(sub)
+    retrieval_log_cmd.add_parser(sub)
     import_jsonl.add_parser(sub)
     reindex.add_parser(sub)
     index_server.add_parser(sub)

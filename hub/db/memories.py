@@ -78,6 +78,9 @@ def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the me
         forget_reason=m["forget_reason"],
         trust=Trust(m["trust"]),
         flags=tuple(m["flags"]),
+        use_count=m["use_count"],
+        not_useful_count=m["not_useful_count"],
+        last_used_at=m["last_used_at"],
     )
 
 
