@@ -38,7 +38,8 @@ def insert_marks(
             # xmax is 0 on a row this statement inserted, set on one it updated.
             "RETURNING memory_id::text, (xmax = 0) AS inserted"
         ),
-        {"agent": agent_id, "search": search_id, "ids": list(memory_ids), "useful": useful},
+        # Sorted: two concurrent calls marking the same memories take their unique-index locks in one order.
+        {"agent": agent_id, "search": search_id, "ids": sorted(memory_ids), "useful": useful},
     )
     return [NewMark(r[0], bool(r[1])) for r in rows]
 
