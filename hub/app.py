@@ -46,6 +46,7 @@ from hub.errors import StartupError
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
 from hub.policy import PolicyError, PolicyStore
 from hub.rerank import Reranker, open_reranker
+from hub.retrieval_log.writer import RetrievalLogWriter
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +177,8 @@ class Hub:
     """ConsolidateMemories (hub/core/consolidation.py); set by open()."""
     consolidation_schedule: ScheduledConsolidation | None = None
     """The periodic consolidation of MEMHUB_CONSOLIDATE_SCHEDULE (off when it is empty)."""
+    retrieval_log: RetrievalLogWriter | None = None
+    """Writes every search into the retrieval log (None when MEMHUB_RETRIEVAL_LOG=0)."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -205,6 +208,7 @@ class Hub:
         monitor = HealthMonitor(engine, index, index_health, indexer)
         recorder = RecallRecorder(engine)
         audit = AuditWriter(engine, retention_days=config.audit.retention_days)
+        retrieval_log = RetrievalLogWriter(engine, config.retrieval_log) if config.retrieval_log.enabled else None
         authorizer = authorizer or PolicyAuthorizer(policies, audit)
         service = MemoryService(
             engine,
@@ -226,6 +230,7 @@ class Hub:
             screening_config=config.screening,
             audit=audit,
             near_dup=config.near_dup,
+            retrieval_log=retrieval_log,
         )
         admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)
         consolidator = Consolidator(
@@ -255,6 +260,7 @@ class Hub:
             AggregatedEvents(audit),
             UsageFolder(engine),
             Archiver(engine, config.archive, indexer.nudge),
+            retrieval_log=retrieval_log,
         )
         hub.consolidator = consolidator
         hub.consolidation_schedule = ScheduledConsolidation(consolidator, config.consolidation)
@@ -269,6 +275,8 @@ class Hub:
         if self.config.indexer.enabled:
             self.indexer.start()
         self.recorder.start()
+        if self.retrieval_log is not None:
+            self.retrieval_log.start()
         self.monitor.start()
         self.archiver.start()
         if self.consolidation_schedule is not None:
@@ -284,6 +292,8 @@ class Hub:
         self.usage_folder.stop()
         self.indexer.stop()
         self.recorder.stop()
+        if self.retrieval_log is not None:
+            self.retrieval_log.stop()
         self.events.stop()  # its last rows go to the audit writer, which stops next
         self.audit.stop()
         self.policies.stop()

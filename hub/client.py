@@ -367,3 +367,26 @@ class MemhubClient:
         if occurred_end is not None:
             req.occurred.end.FromDatetime(occurred_end)
         return self._call(self._stub.ConsolidateMemories, req)
+
+    def mark_used(self, memory_ids: Sequence[str], *, search_id: str = "", useful: bool | None = None) -> pb.MarkUsedResponse:
+        """Say which recalled memories were used: ``search_id`` from the search that returned them (optional);
+        ``useful``: None (just used), True or False (used, and whether it helped)."""
+        req = pb.MarkUsedRequest(memory_ids=list(memory_ids), search_id=search_id)
+        if useful is not None:
+            req.useful = useful
+        return self._call(self._stub.MarkUsed, req)
+
+    def retrieval_log(
+        self,
+        *,
+        agent_id: str = "",
+        all_agents: bool = False,
+        since: datetime | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> pb.ListRetrievalLogResponse:
+        """Recent searches, newest first: the caller's own, or (with the admin right) ``agent_id``'s or everyone's."""
+        req = pb.ListRetrievalLogRequest(agent_id=agent_id, all_agents=all_agents, page_size=page_size, page_token=page_token)
+        if since is not None:
+            req.since.FromDatetime(since)
+        return self._call(self._stub.ListRetrievalLog, req)

@@ -23,6 +23,7 @@ from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
 from hub.errors import InvalidArgument, StartupError
 from hub.rerank.config import RerankConfig
+from hub.retrieval_log.config import RetrievalLogConfig
 
 N = TypeVar("N", int, float)
 
@@ -264,6 +265,8 @@ class HubConfig:
     """Flagging of instruction-like content and the namespaces where flagged writes are quarantined."""
     consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
     """The summariser and the consolidation schedule (hub/curation/consolidation_config.py)."""
+    retrieval_log: RetrievalLogConfig = field(default_factory=RetrievalLogConfig)
+    """What is logged of every search (query hash by default), for how long, and the queue's bound."""
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> HubConfig:
@@ -339,6 +342,7 @@ class HubConfig:
             near_dup=NearDupConfig.from_env(env),
             archive=ArchiveConfig.from_env(env),
             consolidation=ConsolidationConfig.from_env(env),
+            retrieval_log=RetrievalLogConfig.from_env(env),
         )
 
 

@@ -302,13 +302,16 @@ def memory(record: MemoryRecord) -> pb.Memory:
             truncated=max(len(record.supersedes), len(record.derived_from)) > SHOWN_LINKS,
         ),
         subject_key=record.subject_key or "",
-        recall=pb.RecallStats(recall_count=record.recall_count),
         seen_count=record.seen_count,
+        recall=pb.RecallStats(
+            recall_count=record.recall_count, use_count=record.use_count, not_useful_count=record.not_useful_count
+        ),
         embedding_model=record.embedding_model,
         trust=_TRUST_TO_PB[record.trust],
         flags=[_FLAG_TO_PB[f] for f in record.flags if f in _FLAG_TO_PB],
     )
     _set_time(out.recall.last_recalled_at, record.last_recalled_at)
+    _set_time(out.recall.last_used_at, record.last_used_at)
     for name in ("occurred_at", "created_at", "updated_at", "valid_from", "valid_to", "expires_at"):
         _set_time(getattr(out, name), getattr(record, name))
     if record.status is Status.FORGOTTEN:

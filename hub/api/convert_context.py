@@ -44,4 +44,5 @@ def context_response(result: cr.ContextResult) -> pb.AssembleContextResponse:
         language=c.language,
         degraded=bool(result.degraded),
         degraded_reason=result.degraded,
+        search_id=result.search_id,
     )

@@ -8,7 +8,7 @@ from concurrent.futures import Executor
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 
-from hub.api import convert, convert_consolidate, convert_context
+from hub.api import convert, convert_consolidate, convert_context, convert_retrieval_log
 from hub.api.identity import current_caller
 from hub.api.status import blocking_rpc
 from hub.core import validation as v
@@ -54,6 +54,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             degraded=bool(result.degraded),
             degraded_reason=result.degraded,
             truncated=result.truncated,
+            search_id=result.search_id,
         )
 
     @blocking_rpc
@@ -109,3 +110,13 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             raise FailedPrecondition("this hub was started without consolidation")
         result = self._consolidator.consolidate(caller, convert_consolidate.consolidation_request(request))
         return convert_consolidate.consolidation_response(result)
+
+    @blocking_rpc
+    def MarkUsed(self, request: pb.MarkUsedRequest, context: None) -> pb.MarkUsedResponse:
+        marked = self._service.mark_used(current_caller(), convert_retrieval_log.use_marks(request))
+        return pb.MarkUsedResponse(counted=marked.counted, already_marked=marked.already_marked)
+
+    @blocking_rpc
+    def ListRetrievalLog(self, request: pb.ListRetrievalLogRequest, context: None) -> pb.ListRetrievalLogResponse:
+        page = self._service.retrieval_log(current_caller(), convert_retrieval_log.log_query(request))
+        return convert_retrieval_log.log_page(page)

@@ -15,7 +15,6 @@ them in the transaction of the change they allowed.
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import threading
@@ -23,10 +22,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from sqlalchemy import Connection, Engine, delete, func
+from sqlalchemy import Connection, Engine
 
 from hub.audit.held import HeldDecisions
 from hub.audit.held import current as current_hold
+from hub.db.batch_rows import copy_rows, delete_older_than
 from hub.db.schema import audit_log
 
 log = logging.getLogger(__name__)
@@ -110,10 +110,7 @@ class AuditWriter:
     def purge_older_than(self, days: float) -> int:
         """Retention: delete entries older than `days`."""
         with self._engine.begin() as conn:
-            result = conn.execute(
-                delete(audit_log).where(audit_log.c.at < func.now() - func.make_interval(0, 0, 0, 0, 0, 0, days * 86400))
-            )
-        return result.rowcount or 0
+            return delete_older_than(conn, audit_log, audit_log.c.at, days)
 
     def start(self) -> None:
         log.info(
@@ -149,18 +146,4 @@ _COLUMNS = tuple(f.name for f in fields(AuditEntry))
 
 
 def _copy_rows(conn: Connection, batch: list[AuditEntry]) -> None:
-    """Insert with COPY: at a few hundred decisions a second, an INSERT's parameter
-    handling in SQLAlchemy cost a sixth of a busy hub's Python time; COPY streams rows."""
-    raw = conn.connection.driver_connection
-    statement = f"COPY {audit_log.name} ({', '.join(_COLUMNS)}) FROM STDIN"
-    with raw.cursor() as cursor, cursor.copy(statement) as copy:
-        for entry in batch:
-            copy.write_row(tuple(_cell(getattr(entry, c)) for c in _COLUMNS))
-
-
-def _cell(value: object) -> object:
-    if isinstance(value, tuple):
-        return list(value)
-    if isinstance(value, Mapping):
-        return json.dumps(value, separators=(",", ":"))  # COPY text into jsonb
-    return value
+    copy_rows(conn, audit_log, _COLUMNS, (tuple(getattr(entry, c) for c in _COLUMNS) for entry in batch))

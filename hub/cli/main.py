@@ -17,6 +17,7 @@ from hub.cli import (
     index_server,
     reindex,
     restore_cmd,
+    retrieval_log_cmd,
     serve,
     token_cmds,
 )
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     history_cmd.add_parser(sub)
     restore_cmd.add_parser(sub)
     consolidate_cmd.add_parser(sub)
+    retrieval_log_cmd.add_parser(sub)
     import_jsonl.add_parser(sub)
     reindex.add_parser(sub)
     index_server.add_parser(sub)

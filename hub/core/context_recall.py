@@ -30,6 +30,8 @@ class ContextResult:
     context: AssembledContext
     tokenizer: str
     degraded: str
+    search_id: str = ""
+    """The search behind the block in the retrieval log (for MarkUsed)."""
 
 
 def assemble_context(service: MemoryService, caller: Caller, request: ContextRequest) -> ContextResult:
@@ -48,4 +50,4 @@ def assemble_context(service: MemoryService, caller: Caller, request: ContextReq
         token_budget=request.token_budget,
         per_group=request.per_group,
     )
-    return ContextResult(assembled, TOKENIZER_NAME, result.degraded)
+    return ContextResult(assembled, TOKENIZER_NAME, result.degraded, result.search_id)

@@ -149,6 +149,11 @@ class MemoryRecord:
     """What screening found in the content on write, e.g. ("instruction_like",)."""
     seen_count: int = 1
     """Writes of this memory: the first, plus each exact or near duplicate folded into it."""
+    use_count: int = 0
+    """Times agents marked it used (MarkUsed), whatever their verdict."""
+    not_useful_count: int = 0
+    """Of those, the marks that said it was not useful."""
+    last_used_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -241,6 +246,10 @@ class SearchResult:
     or from Postgres full-text search when the index could not be used at all)."""
     truncated: bool = False
     """Lower-ranked hits were left out to keep the response under the size limit (hub/core/response_size.py)."""
+    namespaces: tuple[str, ...] = ()
+    """The namespaces searched (those the caller could read under the request's roots): for the retrieval log."""
+    search_id: str = ""
+    """The search's id in the retrieval log ("" when the hub keeps none)."""
 
 
 @dataclass(frozen=True)

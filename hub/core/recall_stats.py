@@ -1,7 +1,10 @@
-"""Recall statistics, written in the background.
+"""Recall and use statistics, written in the background.
 
 Search must not write on its hot path (nor wait for row locks the indexer
-holds), so hits are counted in memory and flushed every few seconds.
+holds), so hits are counted in memory and flushed every few seconds. Use
+marks (MarkUsed) take the same road: a hot memory marked by many agents at
+once costs one row update per flush, not one per mark, and never makes a
+caller wait on a lock a writer or a forget holds on that row.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Iterable
 from sqlalchemy import Engine
 
 from hub.db import memories as memories_db
+from hub.db import retrieval_log as retrieval_log_db
 from hub.periodic import Periodic
 
 log = logging.getLogger(__name__)
@@ -23,6 +27,8 @@ class RecallRecorder:
     def __init__(self, engine: Engine, flush_interval_s: float = 2.0) -> None:
         self._engine = engine
         self._pending: Counter[str] = Counter()
+        self._uses: Counter[str] = Counter()
+        self._not_useful: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._periodic = Periodic(self.flush, flush_interval_s, "memhub-recall-stats", log, "could not flush recall statistics")
@@ -31,6 +37,12 @@ class RecallRecorder:
         with self._lock:
             self._pending.update(ids)
 
+    def record_uses(self, ids: Iterable[str], not_useful: Iterable[str] = ()) -> None:
+        """Count a use of each of ``ids``, and a "not useful" verdict for each of ``not_useful``."""
+        with self._lock:
+            self._uses.update(ids)
+            self._not_useful.update(not_useful)
+
     def flush(self) -> None:
         """Write the counts recorded so far. Returns after they (and any flush already under way) committed."""
         # One flush at a time: a caller that flushes while the background thread
@@ -38,14 +50,22 @@ class RecallRecorder:
         with self._flush_lock:
             with self._lock:
                 batch, self._pending = self._pending, Counter()
-            if not batch:
-                return
-            try:
-                with self._engine.begin() as conn:
-                    # Sorted ids: concurrent flushes from several replicas lock rows in one order.
-                    memories_db.record_recalls(conn, dict(sorted(batch.items())))
-            except Exception:
-                log.exception("could not record recall statistics; %d counts dropped", sum(batch.values()))
+                uses, self._uses = self._uses, Counter()
+                not_useful, self._not_useful = self._not_useful, Counter()
+            if batch:
+                try:
+                    with self._engine.begin() as conn:
+                        # Sorted ids: concurrent flushes from several replicas lock rows in one order.
+                        memories_db.record_recalls(conn, dict(sorted(batch.items())))
+                except Exception:
+                    log.exception("could not record recall statistics; %d counts dropped", sum(batch.values()))
+            if uses or not_useful:
+                counts = {mid: (uses[mid], not_useful[mid]) for mid in uses.keys() | not_useful.keys()}
+                try:
+                    with self._engine.begin() as conn:
+                        retrieval_log_db.record_uses(conn, counts)
+                except Exception:
+                    log.exception("could not record use statistics; %d counts dropped", sum(uses.values()))
 
     def start(self) -> None:
         self._periodic.start()

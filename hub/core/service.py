@@ -55,6 +55,7 @@ from hub.core.namespaces import minimal_roots
 from hub.core.near_duplicates import NearDuplicateFinder
 from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import Retrieval, RetrievalSettings
+from hub.core.retrieval_feedback import RetrievalFeedback
 from hub.curation import archive
 from hub.curation.near_dup import NearDupConfig
 from hub.db import context, idempotency, namespace_scope
@@ -65,6 +66,8 @@ from hub.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, P
 from hub.index import IndexFilter, MilvusIndex
 from hub.rerank import Candidate, Reranker, RerankError
 from hub.rerank.local import LocalReranker
+from hub.retrieval_log.records import LogPage, LogQuery, MarkedCount, UseMarks
+from hub.retrieval_log.writer import RetrievalLogWriter
 
 log = logging.getLogger(__name__)
 _tracer = telemetry.tracer(__name__)
@@ -175,6 +178,9 @@ def as_first_written(record: MemoryRecord, item: NewMemory) -> MemoryRecord:
         trust=record.trust,
         flags=record.flags,
         seen_count=1,
+        use_count=0,
+        not_useful_count=0,
+        last_used_at=None,
     )
 
 
@@ -205,10 +211,12 @@ class MemoryService:
         screening_config: screening.ScreeningConfig | None = None,
         audit: AuditWriter | None = None,
         near_dup: NearDupConfig | None = None,
+        retrieval_log: RetrievalLogWriter | None = None,
     ) -> None:
         """``audit``: the writer the authorizer records into; given, writes and forgets commit their
         decisions in their own transactions (hub/audit/held.py). None: decisions go wherever the
-        authorizer sends them (benchmarks with policies off record none)."""
+        authorizer sends them (benchmarks with policies off record none). ``retrieval_log``: where
+        every search is logged (None: nowhere, and searches return no search_id)."""
         self._engine = engine
         self._screening = screening_config or screening.ScreeningConfig()
         # Read-only work runs in autocommit: no BEGIN/ROLLBACK round trip per statement batch.
@@ -226,6 +234,8 @@ class MemoryService:
         self._response_budget = max_response_bytes - response_size.ENVELOPE_BYTES
         self._local_reranker = LocalReranker()
         self._audit = audit
+        self._retrieval_log = retrieval_log
+        self._feedback = RetrievalFeedback(engine, authorizer, recorder)
         # Channels of one search run side by side: dense waits on the embedder, keyword on Milvus.
         self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
         self._retrieval = Retrieval(index, self._index_health, self._pool, retrieval or RetrievalSettings())
@@ -371,6 +381,13 @@ class MemoryService:
     # -- search -----------------------------------------------------------------
 
     def search(self, caller: Caller, query: SearchQuery) -> SearchResult:
+        result = self._search(caller, query)
+        if self._retrieval_log is None:
+            return result
+        # Queued, never waited for: a full queue drops the entry (hub/retrieval_log/writer.py).
+        return dataclasses.replace(result, search_id=self._retrieval_log.record_search(caller, query.text, result))
+
+    def _search(self, caller: Caller, query: SearchQuery) -> SearchResult:
         span = trace.get_current_span()
         span.set_attributes(
             {
@@ -435,7 +452,7 @@ class MemoryService:
             span.set_attribute("memhub.search.degraded", True)
         if truncated:
             span.set_attribute("memhub.search.truncated", True)
-        return SearchResult(tuple(hits), degraded, truncated)
+        return SearchResult(tuple(hits), degraded, truncated, namespaces=tuple(readable))
 
     def _reranker_for(self, query: SearchQuery) -> Reranker | None:
         if query.rerank is None:
@@ -652,3 +669,13 @@ class MemoryService:
                 raise denied(caller, Action.FORGET, ns)
             scope.append(ns)
         return scope
+
+    # -- retrieval log and feedback -------------------------------------------------
+
+    def mark_used(self, caller: Caller, marks: UseMarks) -> MarkedCount:
+        """Which recalled memories the caller used (hub/core/retrieval_feedback.py)."""
+        return self._feedback.mark_used(caller, marks)
+
+    def retrieval_log(self, caller: Caller, query: LogQuery) -> LogPage:
+        """A page of the retrieval log: the caller's own searches, or (admins) anyone's."""
+        return self._feedback.log_page(caller, query)

@@ -79,6 +79,9 @@ def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the me
         trust=Trust(m["trust"]),
         flags=tuple(m["flags"]),
         seen_count=m["seen_count"],
+        use_count=m["use_count"],
+        not_useful_count=m["not_useful_count"],
+        last_used_at=m["last_used_at"],
     )
 
 

@@ -150,12 +150,18 @@ class MemoryLinks(_message.Message):
     def __init__(self, supersedes: _Optional[_Iterable[str]] = ..., derived_from: _Optional[_Iterable[str]] = ..., superseded_by: _Optional[str] = ..., truncated: _Optional[bool] = ...) -> None: ...
 
 class RecallStats(_message.Message):
-    __slots__ = ("recall_count", "last_recalled_at")
+    __slots__ = ("recall_count", "last_recalled_at", "use_count", "not_useful_count", "last_used_at")
     RECALL_COUNT_FIELD_NUMBER: _ClassVar[int]
     LAST_RECALLED_AT_FIELD_NUMBER: _ClassVar[int]
+    USE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    NOT_USEFUL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
     recall_count: int
     last_recalled_at: _timestamp_pb2.Timestamp
-    def __init__(self, recall_count: _Optional[int] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    use_count: int
+    not_useful_count: int
+    last_used_at: _timestamp_pb2.Timestamp
+    def __init__(self, recall_count: _Optional[int] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., use_count: _Optional[int] = ..., not_useful_count: _Optional[int] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Tombstone(_message.Message):
     __slots__ = ("forgotten_at", "forgotten_by", "reason")
@@ -364,16 +370,18 @@ class SearchHit(_message.Message):
     def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., channel_ranks: _Optional[_Iterable[_Union[ChannelRank, _Mapping]]] = ..., relevance: _Optional[float] = ..., before: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ...) -> None: ...
 
 class SearchMemoriesResponse(_message.Message):
-    __slots__ = ("hits", "degraded", "degraded_reason", "truncated")
+    __slots__ = ("hits", "degraded", "degraded_reason", "truncated", "search_id")
     HITS_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_REASON_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     degraded: bool
     degraded_reason: str
     truncated: bool
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., degraded: _Optional[bool] = ..., degraded_reason: _Optional[str] = ..., truncated: _Optional[bool] = ...) -> None: ...
+    search_id: str
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., degraded: _Optional[bool] = ..., degraded_reason: _Optional[str] = ..., truncated: _Optional[bool] = ..., search_id: _Optional[str] = ...) -> None: ...
 
 class GetMemoryRequest(_message.Message):
     __slots__ = ("id",)
@@ -464,7 +472,7 @@ class AssembleContextRequest(_message.Message):
     def __init__(self, search: _Optional[_Union[SearchMemoriesRequest, _Mapping]] = ..., token_budget: _Optional[int] = ..., per_group: _Optional[int] = ..., include_flagged: _Optional[bool] = ...) -> None: ...
 
 class AssembleContextResponse(_message.Message):
-    __slots__ = ("text", "memory_ids", "tokens", "tokenizer", "collapsed", "omitted", "language", "degraded", "degraded_reason")
+    __slots__ = ("text", "memory_ids", "tokens", "tokenizer", "collapsed", "omitted", "language", "degraded", "degraded_reason", "search_id")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
     TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -474,6 +482,7 @@ class AssembleContextResponse(_message.Message):
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_REASON_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
     text: str
     memory_ids: _containers.RepeatedScalarFieldContainer[str]
     tokens: int
@@ -483,7 +492,98 @@ class AssembleContextResponse(_message.Message):
     language: str
     degraded: bool
     degraded_reason: str
-    def __init__(self, text: _Optional[str] = ..., memory_ids: _Optional[_Iterable[str]] = ..., tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., collapsed: _Optional[int] = ..., omitted: _Optional[int] = ..., language: _Optional[str] = ..., degraded: _Optional[bool] = ..., degraded_reason: _Optional[str] = ...) -> None: ...
+    search_id: str
+    def __init__(self, text: _Optional[str] = ..., memory_ids: _Optional[_Iterable[str]] = ..., tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., collapsed: _Optional[int] = ..., omitted: _Optional[int] = ..., language: _Optional[str] = ..., degraded: _Optional[bool] = ..., degraded_reason: _Optional[str] = ..., search_id: _Optional[str] = ...) -> None: ...
+
+class MarkUsedRequest(_message.Message):
+    __slots__ = ("search_id", "memory_ids", "useful")
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
+    USEFUL_FIELD_NUMBER: _ClassVar[int]
+    search_id: str
+    memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    useful: bool
+    def __init__(self, search_id: _Optional[str] = ..., memory_ids: _Optional[_Iterable[str]] = ..., useful: _Optional[bool] = ...) -> None: ...
+
+class MarkUsedResponse(_message.Message):
+    __slots__ = ("counted", "already_marked")
+    COUNTED_FIELD_NUMBER: _ClassVar[int]
+    ALREADY_MARKED_FIELD_NUMBER: _ClassVar[int]
+    counted: int
+    already_marked: int
+    def __init__(self, counted: _Optional[int] = ..., already_marked: _Optional[int] = ...) -> None: ...
+
+class ListRetrievalLogRequest(_message.Message):
+    __slots__ = ("agent_id", "all_agents", "since", "page_size", "page_token")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ALL_AGENTS_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    all_agents: bool
+    since: _timestamp_pb2.Timestamp
+    page_size: int
+    page_token: str
+    def __init__(self, agent_id: _Optional[str] = ..., all_agents: _Optional[bool] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class RetrievedMemory(_message.Message):
+    __slots__ = ("memory_id", "rank", "score", "relevance", "used", "useful", "namespace", "status", "preview")
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    USEFUL_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PREVIEW_FIELD_NUMBER: _ClassVar[int]
+    memory_id: str
+    rank: int
+    score: float
+    relevance: float
+    used: bool
+    useful: bool
+    namespace: str
+    status: MemoryStatus
+    preview: str
+    def __init__(self, memory_id: _Optional[str] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ..., relevance: _Optional[float] = ..., used: _Optional[bool] = ..., useful: _Optional[bool] = ..., namespace: _Optional[str] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., preview: _Optional[str] = ...) -> None: ...
+
+class RetrievalLogEntry(_message.Message):
+    __slots__ = ("search_id", "at", "agent_id", "query_hash", "query_text", "namespaces", "namespace_count", "hits", "hidden_hits", "trace_id", "rpc", "hub_request_id")
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_HASH_FIELD_NUMBER: _ClassVar[int]
+    QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_HITS_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    RPC_FIELD_NUMBER: _ClassVar[int]
+    HUB_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    search_id: str
+    at: _timestamp_pb2.Timestamp
+    agent_id: str
+    query_hash: str
+    query_text: str
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    namespace_count: int
+    hits: _containers.RepeatedCompositeFieldContainer[RetrievedMemory]
+    hidden_hits: int
+    trace_id: str
+    rpc: str
+    hub_request_id: str
+    def __init__(self, search_id: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., query_hash: _Optional[str] = ..., query_text: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., namespace_count: _Optional[int] = ..., hits: _Optional[_Iterable[_Union[RetrievedMemory, _Mapping]]] = ..., hidden_hits: _Optional[int] = ..., trace_id: _Optional[str] = ..., rpc: _Optional[str] = ..., hub_request_id: _Optional[str] = ...) -> None: ...
+
+class ListRetrievalLogResponse(_message.Message):
+    __slots__ = ("entries", "next_page_token")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[RetrievalLogEntry]
+    next_page_token: str
+    def __init__(self, entries: _Optional[_Iterable[_Union[RetrievalLogEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetMemoryHistoryRequest(_message.Message):
     __slots__ = ("id", "limit")

@@ -83,6 +83,16 @@ class MemoryServiceStub:
                 request_serializer=memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesResponse.FromString,
                 _registered_method=True)
+        self.MarkUsed = channel.unary_unary(
+                '/memhub.v1.MemoryService/MarkUsed',
+                request_serializer=memhub_dot_v1_dot_memory__pb2.MarkUsedRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_memory__pb2.MarkUsedResponse.FromString,
+                _registered_method=True)
+        self.ListRetrievalLog = channel.unary_unary(
+                '/memhub.v1.MemoryService/ListRetrievalLog',
+                request_serializer=memhub_dot_v1_dot_memory__pb2.ListRetrievalLogRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_memory__pb2.ListRetrievalLogResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -171,6 +181,28 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def MarkUsed(self, request, context):
+        """Says which recalled memories the caller actually used: put into its
+        context, or found useful (or not). Call it after a search, naming the
+        search_id it returned; each memory must be one the caller can read now
+        (else NOT_FOUND, as GetMemory answers, and nothing is marked). Counts
+        feed the memories' use statistics (RecallStats.use_count), which
+        ranking may read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRetrievalLog(self, request, context):
+        """The retrieval log: recent searches, newest first, with what they
+        returned and which of those were marked used. Callers see their own
+        searches; another agent's (agent_id, all_agents) need the admin action.
+        Only memories the caller can read now are shown.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -218,6 +250,16 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ConsolidateMemories,
                     request_deserializer=memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesResponse.SerializeToString,
+            ),
+            'MarkUsed': grpc.unary_unary_rpc_method_handler(
+                    servicer.MarkUsed,
+                    request_deserializer=memhub_dot_v1_dot_memory__pb2.MarkUsedRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_memory__pb2.MarkUsedResponse.SerializeToString,
+            ),
+            'ListRetrievalLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRetrievalLog,
+                    request_deserializer=memhub_dot_v1_dot_memory__pb2.ListRetrievalLogRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_memory__pb2.ListRetrievalLogResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -467,6 +509,60 @@ class MemoryService:
             '/memhub.v1.MemoryService/ConsolidateMemories',
             memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesRequest.SerializeToString,
             memhub_dot_v1_dot_memory__pb2.ConsolidateMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MarkUsed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.MemoryService/MarkUsed',
+            memhub_dot_v1_dot_memory__pb2.MarkUsedRequest.SerializeToString,
+            memhub_dot_v1_dot_memory__pb2.MarkUsedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRetrievalLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.MemoryService/ListRetrievalLog',
+            memhub_dot_v1_dot_memory__pb2.ListRetrievalLogRequest.SerializeToString,
+            memhub_dot_v1_dot_memory__pb2.ListRetrievalLogResponse.FromString,
             options,
             channel_credentials,
             insecure,
