@@ -47,7 +47,6 @@ from mcp_bridge.results import (
     write_text,
 )
 
-
 # Limits the hub states in its rules but not as constants (hub/core/validation.py): a tag is 1 to 64
 # characters, a subject key at most 128. tests/test_bridge_schemas.py checks them against the hub itself.
 MAX_TAG_CHARS = 64
@@ -191,7 +190,9 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
         query: Annotated[QueryText, Field(description="What you want to know, in natural language.")],
         namespaces: Annotated[
             list[Namespace],
-            Field(max_length=MAX_SEARCH_NAMESPACES, description="Limit the search to these namespaces (each with its descendants)."),
+            Field(
+                max_length=MAX_SEARCH_NAMESPACES, description="Limit the search to these namespaces (each with its descendants)."
+            ),
         ] = [],  # noqa: B006
         kinds: Annotated[list[Kind], Field(max_length=3, description="Only these kinds of memory.")] = [],  # noqa: B006
         top_k: TopK = DEFAULT_TOP_K,
@@ -204,7 +205,12 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
             _optional("Only memories of things that happened before this time (ISO-8601, UTC if no offset)."),
         ] = None,
         context_window: Annotated[
-            int, Field(ge=0, le=MAX_CONTEXT_WINDOW, description="Also return this many turns before and after each hit in its conversation.")
+            int,
+            Field(
+                ge=0,
+                le=MAX_CONTEXT_WINDOW,
+                description="Also return this many turns before and after each hit in its conversation.",
+            ),
         ] = 0,
         min_relevance: Annotated[
             float, Field(ge=0.0, le=1.0, description="Leave out hits with a lower relevance (0 to 1; 0 keeps all).")
@@ -237,11 +243,14 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
         id: Annotated[  # noqa: A002 - the API's own field name
             str,
             Field(
-                min_length=MEMORY_ID_CHARS, max_length=MEMORY_ID_CHARS, description="The memory's id, as returned by the other tools."
+                min_length=MEMORY_ID_CHARS,
+                max_length=MEMORY_ID_CHARS,
+                description="The memory's id, as returned by the other tools.",
             ),
         ],
         reason: Annotated[
-            str, Field(min_length=1, max_length=MAX_REASON_CHARS, description="Why it should be forgotten; kept in the tombstone.")
+            str,
+            Field(min_length=1, max_length=MAX_REASON_CHARS, description="Why it should be forgotten; kept in the tombstone."),
         ],
     ) -> Annotated[CallToolResult, ForgetOutput]:
         out = await ops.forget(id, reason=reason)
