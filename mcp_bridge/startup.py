@@ -77,7 +77,8 @@ def check_token(token: str, source: str, now: datetime | None = None) -> dict[st
     if exp is not None and exp - now < SHORT_LIFETIME:
         log.warning(
             f"the agent's token expires in {_ago(exp - now)}, at {_iso(exp)}; after that every tool call fails. "
-            "For a long-running set-up issue one with a longer --ttl (e.g. 30d): " + renew_hint(agent),
+            f"A long-running set-up needs a longer-lived token: `memhub bridge init --agent {agent or 'NAME'} --force` "
+            "issues one for 30 days (or `memhub token issue ... --ttl 30d`); then restart the bridge.",
             extra={"agent": agent, "expires_at": _iso(exp)},
         )
     return claims
