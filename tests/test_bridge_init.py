@@ -7,12 +7,16 @@ the SDK's own stdio client, as Claude Desktop would, and lists the tools.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
+import socket
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -158,3 +162,95 @@ def test_memhub_help_and_bridge_init_help_load_no_sdk_and_no_store_libraries(tmp
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=user_env(tmp_path), timeout=120)
     assert "HEAVY []" in done.stderr, done.stderr
     assert "memhub bridge init [-h] --agent AGENT" in done.stdout and "default 30d" in done.stdout
+
+
+# -- the README's HTTP bridge flow, as written ------------------------------------------------------
+
+STEP = "@@step "
+
+
+def readme_bridge_commands() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## MCP bridge") : text.index("## Tracing")]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "README's MCP bridge section has no ```sh block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served_hub(env: dict[str, str], data_dir: Path) -> Iterator[int]:
+    """`memhub serve` on a non-default port and data directory, as a user starts it in another terminal."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hub.cli.main", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
+    printed = []
+    try:
+        for line in proc.stdout:
+            printed.append(line)
+            if line.startswith("  try:"):
+                break
+        assert any(f"listening on 127.0.0.1:{port}" in line for line in printed), "".join(printed)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def test_readme_http_bridge_flow_runs_as_written(tmp_path: Path) -> None:
+    """The README's block, line by line in one bash, by a user whose home is fresh; the only substitution is
+    the bridge's port (8765 may be taken on a test machine)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMHUB_", "OTEL_")) and k != "XDG_CONFIG_HOME"}
+    env["HOME"] = str(home)
+    lines = readme_bridge_commands()
+    assert any(line.startswith("memhub bridge init --agent reviewer") for line in lines)
+    assert not any("--hub" in line for line in lines)  # the bridge finds the hub as the client commands do
+    port = str(free_port())
+    script = "\n".join(f"echo '{STEP}{i}'\n{line.replace('8765', port)}" for i, line in enumerate(lines))
+
+    with served_hub(env, tmp_path / "hub-data"):
+        proc = subprocess.Popen(
+            ["bash", "-c", "set -e\n" + script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=REPO,
+            start_new_session=True,  # the backgrounded bridge is in this group: stopped below if the script fails
+        )
+        try:
+            stdout, stderr = proc.communicate(timeout=300)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.returncode == 0, f"rc {proc.returncode}\n{stdout}\n{stderr}"
+    outputs = {int(n): out for n, _, out in (chunk.partition("\n") for chunk in stdout.split(STEP)[1:])}
+    by_command = {line.split("  #")[0].strip(): outputs[i] for i, line in enumerate(lines)}
+
+    agents = home / ".config" / "memhub" / "agents"
+    assert mode(agents / "reviewer.jwt") == 0o600 and mode(agents / "reviewer-http.token") == 0o600
+    init_out = next(out for cmd, out in by_command.items() if cmd.startswith("memhub bridge init"))
+    assert printed_json(init_out)["mcpServers"]["memhub"]["args"][:2] == ["bridge", "--hub"]
+    listed = next(out for cmd, out in by_command.items() if cmd.endswith(" list"))
+    assert sorted(line.split(":")[0] for line in listed.splitlines() if not line.startswith(" ")) == [
+        "forget_memory",
+        "get_preferences",
+        "search_memories",
+        "write_memory",
+    ]
+    searched = next(out for cmd, out in by_command.items() if "call search_memories" in cmd)
+    assert searched.startswith("No memories match 'release freeze' in every namespace this agent may read.")
+    assert f"streamable HTTP for agent 'reviewer' on http://127.0.0.1:{port}/mcp" in stderr
