@@ -132,6 +132,8 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
     from mcp_bridge.hub_client import HubTls
     from mcp_bridge.narrowing import load_narrowing
 
+    if not args.startup_wait >= 0:  # NaN fails too
+        raise SettingsError(f"--startup-wait {args.startup_wait} must be 0 or more seconds")
     token = read_secret(args.token_file, env, "MEMHUB_TOKEN", "hub token")
     if token is None:
         raise SettingsError(
