@@ -10,7 +10,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +18,6 @@ from hub.cli.arguments import Refused, refuse_token_option
 
 if TYPE_CHECKING:  # only for annotations: importing them costs the SDK and gRPC (see the module docstring)
     from mcp_bridge.config import BridgeSettings
-    from mcp_bridge.server import Bridge
 
 DEFAULT_HUB = "127.0.0.1:50051"
 
@@ -27,7 +25,12 @@ DEFAULT_HUB = "127.0.0.1:50051"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The bridge's options, shared by both commands."""
     env = os.environ
-    p.add_argument("--hub", default=env.get("MEMHUB_ADDRESS", DEFAULT_HUB), help="hub address HOST:PORT (MEMHUB_ADDRESS)")
+    p.add_argument(
+        "--hub",
+        default=None,
+        help="hub address HOST:PORT (default: MEMHUB_ADDRESS, else the hub `memhub serve` recorded in "
+        f"~/.config/memhub/client.json, else {DEFAULT_HUB})",
+    )
     p.add_argument(
         "--token-file",
         type=Path,
@@ -71,18 +74,48 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="time per tool call to reach the hub, retries included (10)",
     )
+    p.add_argument(
+        "--startup-wait",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long the start-up check waits for an unreachable hub before the bridge exits (5)",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="stderr log level")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register `memhub bridge`."""
+    """Register `memhub bridge` and `memhub bridge init`."""
+    from mcp_bridge import init_cmd  # standard library and token issuing only, like this module
+
     p = sub.add_parser(
         "bridge",
-        help="run an MCP server that gives one agent memory tools on the hub",
-        description="Run one agent's MCP bridge to the hub (stdio by default, streamable HTTP with --transport http).",
+        help="run an MCP server that gives one agent memory tools on the hub (`memhub bridge init` sets one up)",
+        description="Run one agent's MCP bridge to the hub (stdio by default, streamable HTTP with --transport http). "
+        "`memhub bridge init --agent NAME` writes the agent's token file and prints the client configuration.",
     )
     add_arguments(p)
     p.set_defaults(func=run)
+    init_cmd.add_parser(p.add_subparsers(dest="bridge_command", metavar="[init]"))
+
+
+def hub_address(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> tuple[str, str]:
+    """--hub, else MEMHUB_ADDRESS, else the address `memhub serve` recorded, else the default; and where it came from."""
+    if args.hub:
+        return args.hub, "from --hub"
+    if env.get("MEMHUB_ADDRESS", "").strip():
+        return env["MEMHUB_ADDRESS"].strip(), "from MEMHUB_ADDRESS"
+    from hub import client_config
+
+    recorded = client_config.read()
+    if recorded is not None:
+        return recorded.address, f"recorded by `memhub serve` in {recorded.path}"
+    return DEFAULT_HUB, "the default address"
+
+
+def token_source(args: argparse.Namespace) -> str:
+    """Where the agent's token came from, for messages (never the token itself)."""
+    return f"from the file {args.token_file}" if args.token_file else "from MEMHUB_TOKEN"
 
 
 def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> BridgeSettings:
@@ -99,6 +132,8 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
     from mcp_bridge.hub_client import HubTls
     from mcp_bridge.narrowing import load_narrowing
 
+    if not args.startup_wait >= 0:  # NaN fails too
+        raise SettingsError(f"--startup-wait {args.startup_wait} must be 0 or more seconds")
     token = read_secret(args.token_file, env, "MEMHUB_TOKEN", "hub token")
     if token is None:
         raise SettingsError(
@@ -109,7 +144,7 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
     if args.transport == "http":
         http_token = read_secret(args.http_token_file, env, "MEMHUB_BRIDGE_HTTP_TOKEN", "HTTP bearer token")
     return BridgeSettings(
-        hub_address=args.hub,
+        hub_address=hub_address(args, env)[0],
         token=token,
         transport=args.transport,
         host=args.host,
@@ -132,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     from mcp_bridge.config import SettingsError
     from mcp_bridge.narrowing import ConfigError
     from mcp_bridge.server import build_bridge
+    from mcp_bridge.startup import StartupError, check_hub, check_token
 
     # Before anything can log: stdout is the protocol channel under stdio, so every log line goes to stderr.
     logs.configure(args.log_level)
@@ -143,8 +179,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
 
+    # Before serving: a client that started this bridge should see a broken set-up as a server that
+    # failed to start, with the reason in its log, not as tool errors later in a conversation.
+    try:
+        claims = check_token(settings.token, token_source(args))
+    except StartupError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        shutdown_tracing()
+        return 1
     bridge = build_bridge(settings)
-    threading.Thread(target=_probe_hub, args=(bridge,), name="hub-probe", daemon=True).start()
+    try:
+        check_hub(bridge.hub, settings.hub_address, hub_address(args)[1], claims, args.startup_wait)
+    except StartupError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        bridge.close()
+        shutdown_tracing()
+        return 1
 
     def stop(signum: int, frame: object) -> None:
         # Flush the spans still queued, then leave at once. Unwinding normally is not an option: under
@@ -186,14 +236,3 @@ def run(args: argparse.Namespace) -> int:
         bridge.close()
         shutdown_tracing()
     return 0
-
-
-def _probe_hub(bridge: Bridge) -> None:
-    """Warn early (on stderr) when the hub does not answer; tool calls still retry on their own."""
-    import logging
-
-    if not bridge.hub.healthy(timeout_s=3.0):
-        logging.getLogger("mcp_bridge").warning(
-            "the hub is not answering health checks yet; tool calls will retry and report it if it stays down",
-            extra={"hub": bridge.settings.hub_address},
-        )

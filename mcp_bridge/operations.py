@@ -162,7 +162,12 @@ class MemoryOperations:
             listed = await self.call(lambda: self.hub.list(scope, kinds=["semantic"], types=["preference"], page_size=top_k))
             found += [memory_record(m) for m in listed.memories]
         unique = list({m.id: m for m in found}.values())[:top_k]
-        return PreferencesOutput(subject_key=subject_key, query=query, preferences=unique)
+        # The hub lists newest first and searches best match first; the answer says which, so a model
+        # asking for nothing in particular does not take the newest preference for the most relevant one.
+        order = "newest_first"
+        if query:
+            order = "subject_newest_first_then_best_match" if subject_key else "best_match_first"
+        return PreferencesOutput(subject_key=subject_key, query=query, order=order, preferences=unique)
 
 
 def _checked(check: Callable[[], T]) -> T:

@@ -4,6 +4,8 @@
     python -m mcp_bridge.probe call search_memories '{"query": "release freeze"}' -- memhub-bridge --hub 127.0.0.1:50051
     # a bridge already serving streamable HTTP (its bearer token from MEMHUB_BRIDGE_HTTP_TOKEN):
     python -m mcp_bridge.probe --url http://127.0.0.1:8765/mcp list
+    # the same for a bridge started a moment ago: wait until it answers
+    python -m mcp_bridge.probe --url http://127.0.0.1:8765/mcp --wait 30 list
 
 For operators checking a deployment and for the README's walkthrough; agents
 use their MCP client instead. Prints the tool's text (and, with --json, its
@@ -18,7 +20,9 @@ import argparse
 import json
 import os
 import sys
+import time
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
@@ -32,6 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     p = StrictArgumentParser(prog="python -m mcp_bridge.probe", description=__doc__.splitlines()[0])
     p.add_argument("--url", help="a bridge serving streamable HTTP; its bearer token comes from MEMHUB_BRIDGE_HTTP_TOKEN")
     p.add_argument("--json", action="store_true", help="also print the structured content")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --url: wait this long for the bridge to answer (its /healthz) before giving up",
+    )
     sub = p.add_subparsers(dest="action", required=True)
     sub.add_parser("list", help="list the tools")
     call = sub.add_parser("call", help="call one tool")
@@ -51,7 +62,27 @@ def _transport(url: str | None, command: list[str]) -> Any:
     return stdio_client(StdioServerParameters(command=command[0], args=command[1:], env=env))
 
 
+async def _wait_for(url: str, seconds: float) -> None:
+    """Poll the bridge's /healthz (answered without a token) until it is up: a bridge started in the background
+    takes a few seconds to check its hub and listen."""
+    parts = urlsplit(url)
+    health = urlunsplit((parts.scheme, parts.netloc, "/healthz", "", ""))
+    deadline = time.monotonic() + seconds
+    async with httpx2.AsyncClient(timeout=5) as http:
+        while True:
+            try:
+                if (await http.get(health)).status_code == 200:
+                    return
+            except httpx2.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no bridge answered at {health} within {seconds:g} s")
+            await anyio.sleep(0.2)
+
+
 async def _run(args: argparse.Namespace, command: list[str]) -> int:
+    if args.url and args.wait > 0:
+        await _wait_for(args.url, args.wait)
     async with Client(_transport(args.url, command)) as client:
         if args.action == "list":
             for tool in (await client.list_tools()).tools:

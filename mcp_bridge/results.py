@@ -94,9 +94,22 @@ class ForgetOutput(BaseModel):
     forgotten: bool = Field(description="False when the memory had already been forgotten.")
 
 
+# How get_preferences orders what it returns, which depends on what it was asked (operations.py).
+PreferenceOrder = Literal["newest_first", "best_match_first", "subject_newest_first_then_best_match"]
+_ORDER_TEXT = {
+    "newest_first": "newest first",
+    "best_match_first": "best match first",
+    "subject_newest_first_then_best_match": "the subject's own first (newest first), then the best matches",
+}
+
+
 class PreferencesOutput(BaseModel):
     subject_key: str | None
     query: str | None
+    order: PreferenceOrder = Field(
+        description="newest_first (by subject key alone, or nothing asked: the most recently stored), best_match_first "
+        "(by query), subject_newest_first_then_best_match (both)."
+    )
     preferences: list[MemoryRecord]
 
 
@@ -227,9 +240,7 @@ def preferences_text(out: PreferencesOutput) -> str:
     asked = " and ".join(filter(None, [out.subject_key and f"subject {out.subject_key}", out.query and repr(out.query)]))
     if not out.preferences:
         return f"No stored preferences{' for ' + asked if asked else ''}."
-    lines = [
-        f"{_count(len(out.preferences), 'preference', 'preferences')}{' for ' + asked if asked else ''}, "
-        f"most relevant first. {READING_NOTE}"
-    ]
+    what = f"for {asked}" if asked else "stored most recently (nothing asked: not ranked by relevance)"
+    lines = [f"{_count(len(out.preferences), 'preference', 'preferences')} {what}, {_ORDER_TEXT[out.order]}. {READING_NOTE}"]
     lines += [x for i, p in enumerate(out.preferences, 1) for x in _entry(i, p)]
     return "\n".join(lines)

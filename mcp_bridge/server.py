@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
 
-from mcp.server import MCPServer
-
+from mcp_bridge.arguments import MemhubServer
 from mcp_bridge.config import BridgeSettings
 from mcp_bridge.hub_calls import HubCaller
 from mcp_bridge.hub_client import BridgeHubClient
@@ -47,7 +46,7 @@ class Bridge:
     """A ready bridge: `server` is the MCPServer to run or to hand to an in-memory `mcp.Client`."""
 
     settings: BridgeSettings
-    server: MCPServer
+    server: MemhubServer
     hub: BridgeHubClient
     tools: list[str]
 
@@ -70,7 +69,7 @@ def build_bridge(settings: BridgeSettings) -> Bridge:
         settings.narrowing,
         settings.default_namespace,
     )
-    server = MCPServer(name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS)
+    server = MemhubServer(name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS)
     tools = register_tools(server, ops, settings.narrowing.tools)
     log.info(
         "bridge ready",

@@ -22,6 +22,17 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from hub.core.namespaces import MAX_PATH_CHARS
+from hub.core.validation import (
+    DEFAULT_IMPORTANCE,
+    DEFAULT_TOP_K,
+    MAX_CONTENT_CHARS,
+    MAX_CONTEXT_WINDOW,
+    MAX_QUERY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_TAGS,
+    MAX_TOP_K,
+)
 from mcp_bridge.operations import MemoryOperations
 from mcp_bridge.results import (
     ForgetOutput,
@@ -36,6 +47,18 @@ from mcp_bridge.results import (
     write_text,
 )
 
+# Limits the hub states in its rules but not as constants (hub/core/validation.py): a tag is 1 to 64
+# characters, a subject key at most 128. tests/test_bridge_schemas.py checks them against the hub itself.
+MAX_TAG_CHARS = 64
+MAX_SUBJECT_KEY_CHARS = 128
+MEMORY_ID_CHARS = 36  # a UUID in its canonical text form, as every tool returns it
+# The bridge's own, narrower than the hub's (a positive duration up to 36,500 days): shorter than a
+# minute is a typo rather than a memory, and ten years is longer than any agent deployment lives.
+MIN_TTL_SECONDS = 60
+MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
+# Roots one search may name; the hub takes 64, but a model naming more than this wants no filter at all.
+MAX_SEARCH_NAMESPACES = 32
+
 
 def _no_default(schema: dict[str, Any]) -> None:
     # An optional argument is published as its plain type, not `anyOf [T, null]` with `default: null`:
@@ -43,27 +66,35 @@ def _no_default(schema: dict[str, Any]) -> None:
     schema.pop("default", None)
 
 
-def _optional(description: str, **bounds: Any) -> Any:
-    return Field(description=description, json_schema_extra=_no_default, **bounds)
+def _optional(description: str) -> Any:
+    return Field(description=description, json_schema_extra=_no_default)
 
+
+# Bounds of an optional argument sit on its value type, inside the `| None`: put on the union, pydantic
+# still enforces them but publishes them as "ge"/"le", which JSON Schema does not know (clients ignore them).
+# An empty optional string means "left out" (some clients send "" for an unset field), so those have no minLength.
+Namespace = Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)]
+OptionalNamespace = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
+SubjectKey = Annotated[str, Field(max_length=MAX_SUBJECT_KEY_CHARS)]
+QueryText = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+OptionalQueryText = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
+TtlSeconds = Annotated[int, Field(ge=MIN_TTL_SECONDS, le=MAX_TTL_SECONDS)]
 
 NamespaceArg = Annotated[
-    str | SkipJsonSchema[None],
+    OptionalNamespace | SkipJsonSchema[None],
     _optional(
         "Where to store it, e.g. 'agents/planner/project-x' or 'teams/support/kb' (lower-case path). "
-        "Leave out to use this bridge's default namespace.",
-        max_length=255,
+        "Leave out to use this bridge's default namespace."
     ),
 ]
 SubjectKeyArg = Annotated[
-    str | SkipJsonSchema[None],
+    SubjectKey | SkipJsonSchema[None],
     _optional(
         "For semantic memories: what the fact is about, as a lower-case path such as 'user/reply-language'. "
-        "A new memory with the same subject key replaces the old one (which stays as history).",
-        max_length=128,
+        "A new memory with the same subject key replaces the old one (which stays as history)."
     ),
 ]
-TopK = Annotated[int, Field(ge=1, le=100, description="How many results at most.")]
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many results at most.")]
 
 
 def _result(output: BaseModel, text: str) -> CallToolResult:
@@ -94,8 +125,9 @@ which keeps the old version as history."""
 PREFERENCES_DESCRIPTION = """\
 Call this at the start of a task, or before choosing a style, language, format, tool or approach, to \
 apply how the user (or team) wants things done. Give a subject_key when you know the exact subject \
-(e.g. 'user/reply-language'), a query to find preferences by meaning, both, or neither to get the most \
-recent preferences."""
+(e.g. 'user/reply-language'): its current preference comes first, newest first. Give a query to find \
+preferences by meaning: best match first. Give both: the subject's first, then the matches. Give neither \
+to get the most recently stored preferences, newest first (not ranked by relevance)."""
 
 
 def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str, ...]) -> list[str]:
@@ -104,7 +136,8 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
 
     async def write_memory(
         content: Annotated[
-            str, Field(min_length=1, max_length=16384, description="The memory itself, self-contained, in any language.")
+            str,
+            Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="The memory itself, self-contained, in any language."),
         ],
         type: Annotated[  # noqa: A002 - the API's own field name
             MemoryType,
@@ -122,13 +155,13 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
         ] = None,
         namespace: NamespaceArg = None,
         tags: Annotated[
-            list[Annotated[str, Field(min_length=1, max_length=64)]],
-            Field(max_length=32, description="Short labels to filter by later, e.g. 'billing', 'ticket:4312'."),
+            list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]],
+            Field(max_length=MAX_TAGS, description="Short labels to filter by later, e.g. 'billing', 'ticket:4312'."),
         ] = [],  # noqa: B006 - pydantic copies defaults; a tuple would publish a different schema
-        importance: Annotated[int, Field(ge=1, le=5, description="1 (trivia) to 5 (critical).")] = 3,
+        importance: Annotated[int, Field(ge=1, le=5, description="1 (trivia) to 5 (critical).")] = DEFAULT_IMPORTANCE,
         ttl_seconds: Annotated[
-            int | SkipJsonSchema[None],
-            _optional("Forget it automatically after this many seconds (e.g. 604800 for a week).", ge=60, le=315_360_000),
+            TtlSeconds | SkipJsonSchema[None],
+            _optional("Forget it automatically after this many seconds (e.g. 604800 for a week)."),
         ] = None,
         subject_key: SubjectKeyArg = None,
     ) -> Annotated[CallToolResult, WriteOutput]:
@@ -154,13 +187,15 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
     )
 
     async def search_memories(
-        query: Annotated[str, Field(min_length=1, max_length=4096, description="What you want to know, in natural language.")],
+        query: Annotated[QueryText, Field(description="What you want to know, in natural language.")],
         namespaces: Annotated[
-            list[Annotated[str, Field(min_length=1, max_length=255)]],
-            Field(max_length=32, description="Limit the search to these namespaces (each with its descendants)."),
+            list[Namespace],
+            Field(
+                max_length=MAX_SEARCH_NAMESPACES, description="Limit the search to these namespaces (each with its descendants)."
+            ),
         ] = [],  # noqa: B006
         kinds: Annotated[list[Kind], Field(max_length=3, description="Only these kinds of memory.")] = [],  # noqa: B006
-        top_k: TopK = 10,
+        top_k: TopK = DEFAULT_TOP_K,
         occurred_after: Annotated[
             datetime | SkipJsonSchema[None],
             _optional("Only memories of things that happened at or after this time (ISO-8601, UTC if no offset)."),
@@ -170,7 +205,12 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
             _optional("Only memories of things that happened before this time (ISO-8601, UTC if no offset)."),
         ] = None,
         context_window: Annotated[
-            int, Field(ge=0, le=5, description="Also return this many turns before and after each hit in its conversation.")
+            int,
+            Field(
+                ge=0,
+                le=MAX_CONTEXT_WINDOW,
+                description="Also return this many turns before and after each hit in its conversation.",
+            ),
         ] = 0,
         min_relevance: Annotated[
             float, Field(ge=0.0, le=1.0, description="Leave out hits with a lower relevance (0 to 1; 0 keeps all).")
@@ -201,10 +241,16 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
 
     async def forget_memory(
         id: Annotated[  # noqa: A002 - the API's own field name
-            str, Field(min_length=36, max_length=36, description="The memory's id, as returned by the other tools.")
+            str,
+            Field(
+                min_length=MEMORY_ID_CHARS,
+                max_length=MEMORY_ID_CHARS,
+                description="The memory's id, as returned by the other tools.",
+            ),
         ],
         reason: Annotated[
-            str, Field(min_length=1, max_length=1024, description="Why it should be forgotten; kept in the tombstone.")
+            str,
+            Field(min_length=1, max_length=MAX_REASON_CHARS, description="Why it should be forgotten; kept in the tombstone."),
         ],
     ) -> Annotated[CallToolResult, ForgetOutput]:
         out = await ops.forget(id, reason=reason)
@@ -220,14 +266,14 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
 
     async def get_preferences(
         subject_key: Annotated[
-            str | SkipJsonSchema[None],
-            _optional("The exact subject, e.g. 'user/reply-language'.", max_length=128),
+            SubjectKey | SkipJsonSchema[None],
+            _optional("The exact subject, e.g. 'user/reply-language'. Its preferences come first, newest first."),
         ] = None,
         query: Annotated[
-            str | SkipJsonSchema[None],
-            _optional("Find preferences by meaning, e.g. 'how should code reviews be written?'.", max_length=4096),
+            OptionalQueryText | SkipJsonSchema[None],
+            _optional("Find preferences by meaning, e.g. 'how should code reviews be written?'; best match first."),
         ] = None,
-        top_k: TopK = 10,
+        top_k: TopK = DEFAULT_TOP_K,
     ) -> Annotated[CallToolResult, PreferencesOutput]:
         out = await ops.preferences(subject_key=subject_key, query=query, top_k=top_k)
         return _result(out, preferences_text(out))

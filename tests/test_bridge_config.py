@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health, health_pb2_grpc
 
+from hub import client_config
 from mcp_bridge import BridgeSettings, ConfigError, HubTls, Narrowing, SettingsError, load_narrowing
 from mcp_bridge.cli import settings_from_args
 from mcp_bridge.hub_client import BridgeHubClient
@@ -205,3 +206,17 @@ def test_tls_to_the_hub_with_a_ca_file(tmp_path: Path) -> None:
         server.stop(None)
     with pytest.raises(ValueError, match="cannot read the hub CA file"):
         HubTls(ca_file=tmp_path / "missing.pem").credentials()
+
+
+def test_the_hub_address_comes_from_the_flag_the_environment_what_serve_recorded_or_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {"MEMHUB_TOKEN": token_for("alice")}
+    monkeypatch.setenv("MEMHUB_CLIENT_CONFIG", str(tmp_path / "client.json"))
+    assert settings([], env).hub_address == "127.0.0.1:50051"  # nothing recorded
+    client_config.write("127.0.0.1:50999", tmp_path / "data", pid=os.getpid())  # as `memhub serve --port 50999` does
+    assert settings([], env).hub_address == "127.0.0.1:50999"
+    assert settings([], env | {"MEMHUB_ADDRESS": "hub.internal:50051"}).hub_address == "hub.internal:50051"
+    assert settings(["--hub", "10.0.0.5:1234"], env | {"MEMHUB_ADDRESS": "hub.internal:50051"}).hub_address == "10.0.0.5:1234"
+    with pytest.raises(SettingsError, match="--startup-wait -1.0 must be 0 or more seconds"):
+        settings(["--startup-wait", "-1"], env)

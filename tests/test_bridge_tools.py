@@ -201,11 +201,17 @@ async def test_preferences_by_subject_key_and_by_query(stack: Stack, ns: str) ->
         by_query = await call_ok(client, "get_preferences", {"query": "how should I write a code review?"})
         assert by_query["preferences"][0]["content"] == "Code reviews should be short and kind"
         assert all(p["type"] == "preference" for p in by_query["preferences"])
-        everything = await call_ok(client, "get_preferences", {})
-        assert {p["content"] for p in everything["preferences"]} == {
-            "Alice wants replies in French",
+        assert (by_subject["order"], by_query["order"]) == ("newest_first", "best_match_first")
+        # Nothing asked: the most recently stored preferences, newest first, and the answer says so.
+        everything = await client.call_tool("get_preferences", {})
+        assert [p["content"] for p in everything.structured_content["preferences"]] == [
             "Code reviews should be short and kind",
-        }
+            "Alice wants replies in French",
+        ]
+        assert everything.structured_content["order"] == "newest_first"
+        assert "stored most recently (nothing asked: not ranked by relevance), newest first" in text(everything)
+        description = (await tools_by_name(client))["get_preferences"].description
+        assert "neither to get the most recently stored preferences, newest first" in " ".join(description.split())
 
 
 async def test_write_without_namespace_goes_to_the_agents_own_space(fleet: Fleet) -> None:

@@ -12,7 +12,7 @@ from memhub.v1 import admin_pb2
 
 from hub import client_config
 from hub.auth.config import LOCAL_SECRET_NAME
-from hub.auth.issuer import issue_token
+from hub.auth.issuer import IssuedToken, issue_token
 from hub.auth.local_secret import load_secret
 from hub.cli.client_cmds import add_connection_args, client_from, parse_duration
 from hub.data_dir import default_data_dir
@@ -23,9 +23,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tsub = token.add_subparsers(dest="token_command", required=True, metavar="SUBCOMMAND")
 
     p = tsub.add_parser("issue", help="print a new HS256 token signed with the hub's local secret")
+    add_issue_options(p, default_ttl="1h")
+    p.add_argument("--json", action="store_true", help="print token, id and expiry as JSON")
+    p.set_defaults(func=cmd_issue)
+
+    p = tsub.add_parser("revoke", help="revoke a token by its id (jti); needs an admin token")
+    p.add_argument("token_id", help="the token's id (jti), printed on stderr by `memhub token issue`")
+    p.add_argument("--reason", required=True, help="why, kept with the revocation")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_revoke)
+
+
+def add_issue_options(p: argparse.ArgumentParser, default_ttl: str) -> None:
+    """The options that say what token to sign and with which secret; `memhub bridge init` takes them too."""
     p.add_argument("--agent", required=True, help="the agent id (the token's sub)")
     p.add_argument("--groups", default="", help="comma-separated groups, e.g. support,auditors")
-    p.add_argument("--ttl", type=parse_duration, default=parse_duration("1h"), help="lifetime, e.g. 15m, 12h, 30d (default 1h)")
+    p.add_argument(
+        "--ttl",
+        type=parse_duration,
+        default=parse_duration(default_ttl),
+        help=f"lifetime, e.g. 15m, 12h, 30d (default {default_ttl}; at most 366d)",
+    )
     p.add_argument(
         "--trust",
         choices=["verified", "agent", "external"],
@@ -54,14 +72,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=os.environ.get("MEMHUB_JWT_ISSUER", "memhub"),
         help="the token's iss; must match the hub's MEMHUB_JWT_ISSUER (default memhub)",
     )
-    p.add_argument("--json", action="store_true", help="print token, id and expiry as JSON")
-    p.set_defaults(func=cmd_issue)
-
-    p = tsub.add_parser("revoke", help="revoke a token by its id (jti); needs an admin token")
-    p.add_argument("token_id", help="the token's id (jti), printed on stderr by `memhub token issue`")
-    p.add_argument("--reason", required=True, help="why, kept with the revocation")
-    add_connection_args(p)
-    p.set_defaults(func=cmd_revoke)
 
 
 def _secret_path(args: argparse.Namespace) -> tuple[Path, str]:
@@ -78,26 +88,41 @@ def _secret_path(args: argparse.Namespace) -> tuple[Path, str]:
     return default_data_dir() / LOCAL_SECRET_NAME, "the default data directory"
 
 
-def cmd_issue(args: argparse.Namespace) -> int:
+class NoTokenSecret(Exception):
+    """The hub's local secret is not where the options point; the message says where it looked and why."""
+
+
+def issue_from(args: argparse.Namespace) -> IssuedToken:
+    """Sign the token the add_issue_options options describe; raises NoTokenSecret, or ValueError naming a bad option."""
     path, source = _secret_path(args)
     if not path.is_file():
-        print(
-            f"memhub token issue: no token secret at {path} (from {source}); the hub creates it on its first start: "
-            "start `memhub serve` first, or pass the --data-dir the hub was started with (or --secret-file)",
-            file=sys.stderr,
+        raise NoTokenSecret(
+            f"no token secret at {path} (from {source}); the hub creates it on its first start: "
+            "start `memhub serve` first, or pass the --data-dir the hub was started with (or --secret-file)"
         )
-        return 1
-    groups = [g.strip() for g in args.groups.split(",") if g.strip()]
-    issued = issue_token(
+    return issue_token(
         load_secret(path),
         agent_id=args.agent,
-        groups=groups,
+        groups=_groups(args),
         ttl=args.ttl,
         audience=args.audience,
         issuer=args.issuer,
         trust=args.trust,
         trust_claim=args.trust_claim,
     )
+
+
+def _groups(args: argparse.Namespace) -> list[str]:
+    return [g.strip() for g in args.groups.split(",") if g.strip()]
+
+
+def cmd_issue(args: argparse.Namespace) -> int:
+    try:
+        issued = issue_from(args)
+    except NoTokenSecret as exc:
+        print(f"memhub token issue: {exc}", file=sys.stderr)
+        return 1
+    groups = _groups(args)
     if args.json:
         print(json.dumps({"token": issued.token, "token_id": issued.jti, "expires_at": issued.expires_at.isoformat()}))
     else:
