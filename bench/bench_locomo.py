@@ -37,7 +37,7 @@ from tqdm import tqdm  # noqa: E402
 from hub.client import MemhubClient, memory_input  # noqa: E402
 
 # Query modes (rows of the ablation): keyword arguments of MemhubClient.search beyond query, namespace, top_k.
-_OFF = {"neighbour_smoothing": False, "expansion": False, "rerank": False}
+_OFF = {"neighbour_smoothing": False, "expansion": False, "rerank": False, "priors": False}
 MODES: dict[str, dict] = {
     "dense": {"channels": ["dense"], "ranking": _OFF},
     "bm25": {"channels": ["keyword"], "ranking": _OFF},
@@ -48,7 +48,9 @@ MODES: dict[str, dict] = {
     "+expansion": {"ranking": _OFF | {"expansion": True}},
     "+rerank": {"ranking": _OFF | {"rerank": True}},
     "all stages": {"ranking": {"neighbour_smoothing": True, "expansion": True, "rerank": True}},
+    "+priors": {"ranking": _OFF | {"priors": True}},
     "hub defaults": {},
+    "defaults, no priors": {"ranking": {"priors": False}},
 }
 QUESTION_SETS = {"all": range(0, 10), "tune": range(0, 5), "held-out": range(5, 10)}
 TUNE = range(0, 5)  # conversations 1-5: choose weights and thresholds here only

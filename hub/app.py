@@ -230,6 +230,7 @@ class Hub:
             screening_config=config.screening,
             audit=audit,
             near_dup=config.near_dup,
+            prior_weights=config.priors,
             retrieval_log=retrieval_log,
         )
         admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from hub.auth import AuthConfig
 from hub.core.namespaces import validate_namespace
+from hub.core.priors import PriorWeights
 from hub.core.screening import ScreeningConfig
 from hub.curation.archive import ArchiveConfig
 from hub.curation.consolidation_config import ConsolidationConfig
@@ -259,6 +260,8 @@ class HubConfig:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     screening: ScreeningConfig = field(default_factory=ScreeningConfig)
     near_dup: NearDupConfig = field(default_factory=NearDupConfig)
+    priors: PriorWeights = field(default_factory=PriorWeights)
+    """Importance, recency, use and type in the ranking (MEMHUB_PRIORS, MEMHUB_RECENCY_HALF_LIFE; hub/core/priors.py)."""
     archive: ArchiveConfig = field(default_factory=lambda: ArchiveConfig.from_env({}))
     """Rules that move old, never-recalled memories out of the index (MEMHUB_ARCHIVE_RULES, hub/curation/archive.py)."""
     """Folding near-duplicate writes into the memory they repeat (MEMHUB_NEAR_DUP, MEMHUB_NEAR_DUP_COSINE)."""
@@ -340,6 +343,7 @@ class HubConfig:
             limits=_limits(env),
             screening=_screening(env),
             near_dup=NearDupConfig.from_env(env),
+            priors=PriorWeights.from_env(env),
             archive=ArchiveConfig.from_env(env),
             consolidation=ConsolidationConfig.from_env(env),
             retrieval_log=RetrievalLogConfig.from_env(env),

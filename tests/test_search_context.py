@@ -49,7 +49,7 @@ def test_context_never_includes_forgotten_turns(stack: Stack, ns: str) -> None:
 
 def test_relevance_is_in_unit_range_and_min_relevance_filters(stack: Stack, ns: str) -> None:
     _session(stack, ns, "s1", TURNS)
-    plain = {"neighbour_smoothing": False, "rerank": False}  # the fused order and score, nothing after
+    plain = {"neighbour_smoothing": False, "rerank": False, "priors": False}  # the fused order and score, nothing after
     hits = stack.client.search("hiking in the mountains on weekends", [ns], top_k=4, explain=True, ranking=plain).hits
     assert all(0.0 < h.relevance <= 1.0 for h in hits)
     for h in hits:  # the fused score over the score of first place in both channels

@@ -222,6 +222,7 @@ def search_query(req: pb.SearchMemoriesRequest) -> SearchQuery:
         neighbour_smoothing=(req.ranking.neighbour_smoothing if req.ranking.HasField("neighbour_smoothing") else None),
         rerank=req.ranking.rerank if req.ranking.HasField("rerank") else None,
         expansion=req.ranking.expansion if req.ranking.HasField("expansion") else None,
+        priors=req.ranking.priors if req.ranking.HasField("priors") else None,
         as_of=_time(req, "as_of", "search"),
         channels_named=bool(req.channels),
     )
@@ -330,6 +331,9 @@ def search_hit(hit: SearchHit) -> pb.SearchHit:
             for c in hit.channel_ranks
         ],
         relevance=hit.relevance,
+        priors=pb.Priors(importance=hit.priors[0], recency=hit.priors[1], use=hit.priors[2], type=hit.priors[3])
+        if hit.priors is not None
+        else None,
         before=[memory(m) for m in hit.before],
         after=[memory(m) for m in hit.after],
     )

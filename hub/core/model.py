@@ -217,6 +217,8 @@ class SearchQuery:
     """What time expressions in the query are relative to; None: now."""
     channels_named: bool = False
     """The request named its channels (a channel it names runs even if the hub weighs it 0)."""
+    priors: bool | None = None
+    """Importance, recency, use and type in the ranking (hub/core/priors.py); None: the hub's default (on)."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,8 @@ class SearchHit:
     relevance: float = 0.0
     before: tuple[MemoryRecord, ...] = ()
     after: tuple[MemoryRecord, ...] = ()
+    priors: tuple[float, float, float, float] | None = None
+    """With explain: what importance, recency, use and type added to the score's factor (hub/core/priors.py)."""
 
 
 @dataclass(frozen=True)

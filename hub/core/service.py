@@ -31,7 +31,7 @@ from sqlalchemy.exc import DBAPIError
 from hub import telemetry
 from hub.audit.held import HeldDecisions, NotHeld
 from hub.audit.writer import AuditWriter
-from hub.core import fusion, paging, ranking, response_size, screening
+from hub.core import fusion, paging, priors, ranking, response_size, screening
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -184,6 +184,10 @@ def as_first_written(record: MemoryRecord, item: NewMemory) -> MemoryRecord:
     )
 
 
+def _prior_tuple(part: priors.PriorBreakdown | None) -> tuple[float, float, float, float] | None:
+    return None if part is None else (part.importance, part.recency, part.use, part.type)
+
+
 def _with_effective_status(record: MemoryRecord) -> MemoryRecord:
     """An active memory past its expiry reads as expired even before the sweeper marks it."""
     if record.status is Status.ACTIVE and record.expires_at is not None and record.expires_at <= datetime.now(timezone.utc):
@@ -211,6 +215,7 @@ class MemoryService:
         screening_config: screening.ScreeningConfig | None = None,
         audit: AuditWriter | None = None,
         near_dup: NearDupConfig | None = None,
+        prior_weights: priors.PriorWeights | None = None,
         retrieval_log: RetrievalLogWriter | None = None,
     ) -> None:
         """``audit``: the writer the authorizer records into; given, writes and forgets commit their
@@ -239,6 +244,7 @@ class MemoryService:
         # Channels of one search run side by side: dense waits on the embedder, keyword on Milvus.
         self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
         self._retrieval = Retrieval(index, self._index_health, self._pool, retrieval or RetrievalSettings())
+        self._priors = prior_weights or priors.PriorWeights()
         self._near_dups = NearDuplicateFinder(self._reads, index, embedder, self._index_health, near_dup or NearDupConfig())
 
     def _hold_decisions(self) -> HeldDecisions | NotHeld:
@@ -424,6 +430,11 @@ class MemoryService:
                 if len(records) < query.top_k and len(ids) > head:  # stale or filtered hits: look deeper
                     records.update(memories_db.hydrate(conn, ids[head:], flt, readable))
                 fused = [f for f in fused if f.id in records]
+                prior_parts: dict[str, priors.PriorBreakdown] = {}
+                if (query.priors if query.priors is not None else True) and not self._priors.off:
+                    # Before the rerank: the local reranker starts from the fused score, priors included.
+                    now = query.as_of or datetime.now(timezone.utc)
+                    fused, prior_parts = priors.apply(fused, records, self._priors, now)
                 if reranker is not None:
                     fused, failure = self._reranked(reranker, query.text, fused, records)
                     degraded = degraded or failure
@@ -433,6 +444,7 @@ class MemoryService:
                         f.score,
                         f.channels if query.explain else (),
                         relevance=ranking.relevance(f.score, ranked.channels_ran),
+                        priors=_prior_tuple(prior_parts.get(f.id)) if query.explain else None,
                     )
                     for f in fused
                     if f.id in records

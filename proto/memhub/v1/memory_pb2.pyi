@@ -332,14 +332,16 @@ class SearchMemoriesRequest(_message.Message):
     def __init__(self, query: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., top_k: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[RetrievalChannel, str]]] = ..., explain: _Optional[bool] = ..., max_tokens: _Optional[int] = ..., context_window: _Optional[int] = ..., min_relevance: _Optional[float] = ..., ranking: _Optional[_Union[RankingOptions, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., flags: _Optional[_Iterable[_Union[MemoryFlag, str]]] = ..., exclude_flagged: _Optional[bool] = ...) -> None: ...
 
 class RankingOptions(_message.Message):
-    __slots__ = ("neighbour_smoothing", "rerank", "expansion")
+    __slots__ = ("neighbour_smoothing", "rerank", "expansion", "priors")
     NEIGHBOUR_SMOOTHING_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
     EXPANSION_FIELD_NUMBER: _ClassVar[int]
+    PRIORS_FIELD_NUMBER: _ClassVar[int]
     neighbour_smoothing: bool
     rerank: bool
     expansion: bool
-    def __init__(self, neighbour_smoothing: _Optional[bool] = ..., rerank: _Optional[bool] = ..., expansion: _Optional[bool] = ...) -> None: ...
+    priors: bool
+    def __init__(self, neighbour_smoothing: _Optional[bool] = ..., rerank: _Optional[bool] = ..., expansion: _Optional[bool] = ..., priors: _Optional[bool] = ...) -> None: ...
 
 class ChannelRank(_message.Message):
     __slots__ = ("channel", "rank", "score", "contribution")
@@ -354,20 +356,34 @@ class ChannelRank(_message.Message):
     def __init__(self, channel: _Optional[_Union[RetrievalChannel, str]] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ..., contribution: _Optional[float] = ...) -> None: ...
 
 class SearchHit(_message.Message):
-    __slots__ = ("memory", "score", "channel_ranks", "relevance", "before", "after")
+    __slots__ = ("memory", "score", "channel_ranks", "relevance", "before", "after", "priors")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     CHANNEL_RANKS_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     BEFORE_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
+    PRIORS_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     score: float
     channel_ranks: _containers.RepeatedCompositeFieldContainer[ChannelRank]
     relevance: float
     before: _containers.RepeatedCompositeFieldContainer[Memory]
     after: _containers.RepeatedCompositeFieldContainer[Memory]
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., channel_ranks: _Optional[_Iterable[_Union[ChannelRank, _Mapping]]] = ..., relevance: _Optional[float] = ..., before: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ...) -> None: ...
+    priors: Priors
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., channel_ranks: _Optional[_Iterable[_Union[ChannelRank, _Mapping]]] = ..., relevance: _Optional[float] = ..., before: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., priors: _Optional[_Union[Priors, _Mapping]] = ...) -> None: ...
+
+class Priors(_message.Message):
+    __slots__ = ("importance", "recency", "use", "type")
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    RECENCY_FIELD_NUMBER: _ClassVar[int]
+    USE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    importance: float
+    recency: float
+    use: float
+    type: float
+    def __init__(self, importance: _Optional[float] = ..., recency: _Optional[float] = ..., use: _Optional[float] = ..., type: _Optional[float] = ...) -> None: ...
 
 class SearchMemoriesResponse(_message.Message):
     __slots__ = ("hits", "degraded", "degraded_reason", "truncated", "search_id")
