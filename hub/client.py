@@ -32,6 +32,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.instrumentation.grpc import client_interceptor
 from opentelemetry.instrumentation.grpc.grpcext import StreamClientInterceptor, UnaryClientInterceptor, intercept_channel
 
+from hub import grpc_keepalive
 from hub.client_config import DEFAULT_ADDRESS
 
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/",)
@@ -186,14 +187,23 @@ def search_request(
     return req
 
 
+def channel_options() -> list[tuple[str, int]]:
+    """Options for every channel to a hub, plaintext or TLS."""
+    return [
+        # The hub keeps list and search replies under 4 MiB (gRPC's default receive limit), but a write's
+        # reply echoes its memories and a batch of 100 long ones can pass that: accept what the hub may send.
+        ("grpc.max_receive_message_length", 16 * 2**20),
+        # Pings the hub accepts (it is started with the same contract), so it never answers too_many_pings.
+        *grpc_keepalive.DEFAULT.client_options(),
+    ]
+
+
 class MemhubClient:
     """One channel to one hub, acting as the agent its token names. Thread-safe (gRPC channels are)."""
 
     def __init__(self, address: str = DEFAULT_ADDRESS, *, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.address = address
-        # The hub keeps list and search replies under 4 MiB (gRPC's default receive limit), but a write's
-        # reply echoes its memories and a batch of 100 long ones can pass that: accept what the hub may send.
-        self._channel = traced_channel(grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 16 * 2**20)]))
+        self._channel = traced_channel(grpc.insecure_channel(address, options=channel_options()))
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
         self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)

@@ -147,6 +147,17 @@ def url_of(sock: socket.socket, host: str) -> str:
 
 async def serve_http(app: ASGIApp, sock: socket.socket) -> None:
     """Serve `app` on the bound (already listening) socket until SIGINT/SIGTERM."""
-    # log_config=None: uvicorn's default config would send access logs to stdout; ours go to stderr as JSON.
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", server_header=False)
+    # log_config=None: uvicorn's default config would send access logs to stdout; ours go to stderr as JSON
+    # (hub/logs.py, which also drops uvicorn's ANSI-coloured copy of each message, color_message).
+    # Its info lines ("Started server process", "Waiting for application startup", "Uvicorn running on
+    # <socket>") repeat what the bridge prints itself, so below debug only its warnings and errors pass.
+    verbose = logging.getLogger().isEnabledFor(logging.DEBUG)
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        log_level=logging.DEBUG if verbose else logging.WARNING,
+        access_log=False,
+        lifespan="on",
+        server_header=False,
+    )
     await uvicorn.Server(config).serve(sockets=[sock])

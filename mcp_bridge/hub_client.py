@@ -24,7 +24,7 @@ from memhub.v1 import admin_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 
-from hub.client import MemhubClient, kind_value, traced_channel, type_value
+from hub.client import MemhubClient, channel_options, kind_value, traced_channel, type_value
 
 # Seconds the current attempt may take; unset outside hub_calls.HubCaller (then the client's own timeout applies).
 attempt_timeout: contextvars.ContextVar[float | None] = contextvars.ContextVar("memhub_bridge_attempt_timeout", default=None)
@@ -56,9 +56,10 @@ class BridgeHubClient(MemhubClient):
         if tls is not None:
             # MemhubClient builds a plaintext channel (it connects lazily, so nothing was sent on it).
             # Replace it, and every stub bound to it, by a TLS channel wrapped the same way (traced_channel:
-            # client spans and W3C trace context in the metadata), so the hub's spans still join the trace.
+            # client spans and W3C trace context in the metadata), so the hub's spans still join the trace,
+            # with the same options (message size, the keepalive the hub accepts).
             self._channel.close()
-            self._channel = traced_channel(grpc.secure_channel(address, tls.credentials()))
+            self._channel = traced_channel(grpc.secure_channel(address, tls.credentials(), options=channel_options()))
             self._stub = pb_grpc.MemoryServiceStub(self._channel)
             self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
             self._health = health_pb2_grpc.HealthStub(self._channel)

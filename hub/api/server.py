@@ -1,4 +1,4 @@
-"""The gRPC server: MemoryService and AdminService plus health checking and reflection, on ``grpc.aio``.
+"""The gRPC server: MemoryService and AdminService plus health checking and reflection (v1 and v1alpha), on ``grpc.aio``.
 
 Why asyncio: every open call of a thread-per-RPC server holds a worker
 thread, so a handful of idle streams (server reflection today, change feeds
@@ -31,13 +31,13 @@ from typing import Any
 import grpc
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from memhub.v1 import admin_pb2, admin_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
-from hub import telemetry
+from hub import grpc_keepalive, telemetry
+from hub.api import reflection
 from hub.api.admin_servicer import AdminServicer
 from hub.api.call_limits import CallLimiter
 from hub.api.identity import AuthInterceptor
@@ -99,8 +99,10 @@ class HealthReporter:
 class HubServer:
     """A ``grpc.aio`` server on its own event-loop thread, driven from blocking code."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, keepalive: grpc_keepalive.Keepalive = grpc_keepalive.DEFAULT) -> None:
+        """Bind (not start) the server; ``keepalive`` is the ping contract with clients (tests shorten it)."""
         self._hub = hub
+        self._keepalive = keepalive
         self._pool = futures.ThreadPoolExecutor(max_workers=hub.config.server.max_workers, thread_name_prefix="memhub-rpc")
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="memhub-grpc-loop", daemon=True)
@@ -153,6 +155,9 @@ class HubServer:
                 ("grpc.max_concurrent_streams", 256),
                 # Connections with no call for 5 minutes are closed (clients reconnect when they need to).
                 ("grpc.max_connection_idle_ms", 5 * 60 * 1000),
+                # Accept the pings memhub's clients send (hub/grpc_keepalive.py), so none is answered
+                # with GOAWAY too_many_pings.
+                *self._keepalive.server_options(),
             ],
             interceptors=[
                 TracingInterceptor(),
@@ -166,9 +171,7 @@ class HubServer:
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool, self.limiter, hub.events), server)
         health_servicer = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-        reflection.enable_server_reflection(
-            (SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-        )
+        reflection.enable((SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME), server)
         address = f"{config.host}:{config.port}"
         try:
             port = server.add_insecure_port(address)
@@ -180,12 +183,12 @@ class HubServer:
         return server, port, health_servicer
 
 
-def build_server(hub: Hub) -> tuple[HubServer, int, HealthReporter]:
+def build_server(hub: Hub, keepalive: grpc_keepalive.Keepalive = grpc_keepalive.DEFAULT) -> tuple[HubServer, int, HealthReporter]:
     """Create and bind (not start) the server; returns it with the bound port and its health reporter.
 
     Every RPC but health checks is traced, then passes the token check (AuthInterceptor).
     """
-    server = HubServer(hub)
+    server = HubServer(hub, keepalive)
     reporter = server.health
     hub.monitor.subscribe(lambda database_ok, index_ok: _report_health(reporter, database_ok, index_ok))
     return server, server.port, reporter

@@ -288,6 +288,12 @@ class EmbeddedPostgres:
         self._run([str(self._bin / "pg_ctl"), "-D", str(self.pgdata), *args], timeout=timeout, what="pg_ctl")
 
     def _run(self, argv: list[str], *, timeout: float, what: str) -> None:
+        """Run a PostgreSQL program; its output is logged at debug when it succeeds and shown in the error when not.
+
+        A successful initdb prints some thirty lines (locale, encoding, "Success. You can now start the
+        database server...") that mean nothing to a hub user: they go to the debug log. A failed one's
+        output is the only account of why, so the StartupError carries its end.
+        """
         # As root: the server's user with its own group only. Setting the uid alone would leave the
         # process in root's group and supplementary groups.
         as_user: dict = {}
@@ -295,6 +301,7 @@ class EmbeddedPostgres:
             as_user = {"user": self._run_as.pw_uid, "group": self._run_as.pw_gid, "extra_groups": []}
         # Output to a file, not a pipe: the server pg_ctl starts could inherit a pipe and hold it open,
         # and reading it would then never end.
+        failure: str | None = None
         with tempfile.TemporaryFile() as output_file:
             try:
                 subprocess.run(
@@ -308,21 +315,21 @@ class EmbeddedPostgres:
                     cwd=self.data_dir,
                     **as_user,
                 )
-                return
             except subprocess.CalledProcessError as exc:
-                output_file.seek(0)
-                output = output_file.read().decode(errors="replace").strip()
-                failure: BaseException = exc
+                failure = f"{what} exited with code {exc.returncode}"
             except subprocess.TimeoutExpired:
-                output, failure = "", TimeoutError()
-        if isinstance(failure, subprocess.CalledProcessError):
-            raise StartupError(
-                f"the embedded Postgres in {self.pgdata} failed ({what}: {output.splitlines()[-1] if output else failure}). "
-                f"The end of {self.pgdata / 'log'} says why; if another program uses this data directory, stop it "
-                "or give the hub another one with --data-dir"
-            ) from None
+                failure = f"{what} did not finish within {timeout:.0f} s"
+            output_file.seek(0)
+            output = output_file.read().decode(errors="replace").strip()
+        if failure is None:
+            log.debug("%s finished", what, extra={"output": output})
+            return
+        server_log = self.pgdata / "log"  # pg_ctl's own output only says to look there
         raise StartupError(
-            f"the embedded Postgres in {self.pgdata} did not finish {what} within {timeout:.0f} s; see {self.pgdata / 'log'}"
+            f"the embedded Postgres in {self.pgdata} failed: {failure}."
+            + _quoted(f"{what} said", output)
+            + (_quoted(f"the end of the server log {server_log}", _tail_of(server_log)) if what == "pg_ctl" else "")
+            + "\nIf another program uses this data directory, stop it or give the hub another one with --data-dir"
         ) from None
 
     @contextlib.contextmanager
@@ -392,6 +399,27 @@ def _stop(pid: int, timeout_s: float = START_TIMEOUT_S) -> None:
             proc.wait(timeout_s)
     except psutil.NoSuchProcess:
         pass
+
+
+_QUOTED_LINES = 20
+"""Lines of a failed program's output (or of the server log) quoted in the error: the cause is at the end."""
+
+
+def _quoted(title: str, text: str) -> str:
+    """``text``'s last lines, indented under ``title``; empty when there is no text."""
+    lines = text.strip().splitlines()[-_QUOTED_LINES:]
+    if not lines:
+        return ""
+    return f"\n{title}:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def _tail_of(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 16384))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _read_postmaster(path: Path) -> _Postmaster | None:

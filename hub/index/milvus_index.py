@@ -38,7 +38,7 @@ from opentelemetry import trace
 from pymilvus import MilvusClient
 from pymilvus.client.types import LoadState
 
-from hub import telemetry
+from hub import grpc_keepalive, telemetry
 from hub.index import backend as backends
 from hub.index import lite_server, schema
 from hub.index.errors import IndexBackendError, IndexCollectionMissing, IndexModelMismatch, IndexUnavailable
@@ -134,7 +134,9 @@ class MilvusIndex:
         self._pending = 0
         self._closed = False
         self._server: lite_server.LiteServer | None = None
-        kwargs: dict[str, Any] = {"timeout": timeout_s}
+        # pymilvus's own keepalive (a ping every 10 s, idle or not) is refused by Milvus Lite with GOAWAY
+        # too_many_pings after ~40 s of quiet; these settings suit Lite and Milvus servers (hub/grpc_keepalive.py).
+        kwargs: dict[str, Any] = {"timeout": timeout_s, "grpc_options": grpc_keepalive.milvus_client_options()}
         if token:
             kwargs["token"] = token
         if db_name:
