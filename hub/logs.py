@@ -34,6 +34,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
+_configured = False
+"""Set by ``configure``: this process's logging is memhub's to shape."""
+
+
 def configure(level: str = "info") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
@@ -44,7 +48,25 @@ def configure(level: str = "info") -> None:
     # imports it, reports which CPU build it could not load) drowns the hub's own lines.
     for noisy in ("alembic", "milvus_lite", "httpx", "faiss"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    # pymilvus logs every failed call at ERROR with a traceback (and a probe of Milvus
-    # Lite's missing GetVersion as one); each failure reaches memhub as an exception,
-    # which hub.index logs once, with the advice.
-    logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+    global _configured
+    _configured = True
+    quiet_pymilvus()
+
+
+def quiet_pymilvus() -> None:
+    """Keep pymilvus's own log lines out of a configured process's log; nothing if ``configure`` was not called.
+
+    pymilvus logs every failed call at ERROR with a traceback, in its own
+    plain-text format on its own handler (and a probe of Milvus Lite's
+    missing GetVersion as one); each failure reaches memhub as an exception,
+    which hub.index logs once, with the advice. Importing pymilvus
+    reconfigures its loggers (level WARNING, that handler), so this runs
+    from ``configure`` and again right after pymilvus is imported
+    (hub/index/milvus_index.py), whichever comes first.
+    """
+    if not _configured:
+        return  # a program that uses memhub as a library keeps its own logging
+    logger = logging.getLogger("pymilvus")
+    logger.setLevel(logging.CRITICAL)
+    logger.handlers[:] = []
+    logger.propagate = True  # what does reach CRITICAL is formatted as JSON like every other line

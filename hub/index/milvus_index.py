@@ -38,7 +38,7 @@ from opentelemetry import trace
 from pymilvus import MilvusClient
 from pymilvus.client.types import LoadState
 
-from hub import grpc_keepalive, telemetry
+from hub import grpc_keepalive, logs, telemetry
 from hub.index import backend as backends
 from hub.index import lite_server, schema
 from hub.index.errors import IndexBackendError, IndexCollectionMissing, IndexModelMismatch, IndexUnavailable
@@ -46,6 +46,8 @@ from hub.index.failures import is_embedded, is_not_loaded, redact, translated
 from hub.index.filters import build_filter, quote
 from hub.index.records import IndexedMemory, IndexFilter
 from hub.index.rows import check_vector, to_row
+
+logs.quiet_pymilvus()  # importing pymilvus re-installed its own log handler and level
 
 __all__ = [
     "IndexBackendError",

@@ -1,0 +1,127 @@
+"""scripts/setup.sh and scripts/serve.sh as a user runs them, in a throwaway checkout.
+
+The checkout holds copies of the scripts and pyproject.toml. Its .venv is
+a real virtual environment without pip (made in a second) that sees this
+test run's packages and this repository's code, stamped as installed from
+this pyproject.toml: what setup.sh leaves behind, without installing
+anything. Nothing here runs set-up against the repository's own .venv.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hub.embedding.onnx_minilm import MODEL_SHA256, default_model_path
+from hub.embedding.quantize import default_cache_dir, dynamic_int8
+
+REPO = Path(__file__).resolve().parent.parent
+# Stands in for setup.sh in the checkouts where set-up must not run: it leaves a mark and fails.
+MARKING_SETUP = '#!/usr/bin/env bash\ntouch "$(dirname "$0")/../setup-ran"\nexit 1\n'
+
+
+def checkout(tmp_path: Path, *, venv: bool, setup: str | None = None) -> Path:
+    """A copy of the scripts and pyproject.toml; with ``venv``, a .venv as setup.sh leaves it; ``setup`` replaces setup.sh."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    for name in ("setup.sh", "serve.sh"):
+        shutil.copy2(REPO / "scripts" / name, root / "scripts" / name)
+    if setup is not None:
+        (root / "scripts" / "setup.sh").write_text(setup)
+    shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
+    if venv:
+        _installed_venv(root)
+    return root
+
+
+def _installed_venv(root: Path) -> None:
+    venv = root / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    (site_dir,) = (venv / "lib").glob("python*/site-packages")
+    # This repository's code first, then this test run's packages (addsitedir also runs their .pth files).
+    lines = [
+        str(REPO),
+        str(REPO / "proto"),
+        "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in site.getsitepackages()),
+    ]
+    (site_dir / "memhub-under-test.pth").write_text("\n".join(lines) + "\n")
+    memhub = venv / "bin" / "memhub"
+    memhub.write_text(f"#!{venv / 'bin' / 'python'}\nimport sys\nfrom hub.cli.main import main\nsys.exit(main())\n")
+    memhub.chmod(0o755)
+    (venv / ".memhub-installed").write_text(hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest() + "\n")
+
+
+def run(root: Path, script: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(root / "scripts" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",  # the scripts find the checkout from their own path
+        env={**os.environ, **env},
+    )
+
+
+def test_setup_with_nothing_to_do_says_so_in_one_line(tmp_path: Path) -> None:
+    cache = Path(os.environ.get("MEMHUB_MODEL_CACHE") or default_cache_dir())
+    dynamic_int8(default_model_path(), MODEL_SHA256, cache)  # derived already, as after a first set-up
+    root = checkout(tmp_path, venv=True)
+    done = run(root, "setup.sh", MEMHUB_MODEL_CACHE=str(cache))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert re.fullmatch(r"memhub setup: \.venv up to date \(\d+(\.\d)? s\)\n", done.stderr), done.stderr
+
+
+def test_deriving_the_int8_model_is_a_step_with_its_time(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "hub.embedding.check", "minilm", "--prefix", "memhub setup: "],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "MEMHUB_MODEL_CACHE": str(tmp_path / "models")},
+    )
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"memhub setup: deriving the int8 embedding model \(once\) \.\.\. \d+\.\d s\n", done.stderr), done.stderr
+    again = subprocess.run(
+        [sys.executable, "-m", "hub.embedding.check", "minilm", "--prefix", "memhub setup: "],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "MEMHUB_MODEL_CACHE": str(tmp_path / "models")},
+    )
+    assert again.returncode == 0 and again.stderr == "", again.stderr  # derived once: nothing to say
+
+
+@pytest.mark.parametrize("args", [("--help",), ("-h",), ("--port", "1", "--help")])
+def test_serve_sh_help_with_a_venv_is_memhub_serves_help_without_setup(tmp_path: Path, args: tuple[str, ...]) -> None:
+    root = checkout(tmp_path, venv=True, setup=MARKING_SETUP)
+    done = run(root, "serve.sh", *args)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: memhub serve")
+    assert "--data-dir" in done.stdout and "--log-level" in done.stdout
+    assert not (root / "setup-ran").exists()
+    assert "memhub setup" not in done.stderr
+
+
+def test_serve_sh_help_without_a_venv_says_setup_runs_first_and_runs_nothing(tmp_path: Path) -> None:
+    root = checkout(tmp_path, venv=False, setup=MARKING_SETUP)
+    done = run(root, "serve.sh", "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: scripts/serve.sh")
+    assert "sets it up first" in done.stdout and "scripts/setup.sh" in done.stdout
+    assert not (root / "setup-ran").exists() and not (root / ".venv").exists()
+
+
+def test_serve_sh_without_help_runs_setup_first(tmp_path: Path) -> None:
+    root = checkout(tmp_path, venv=True, setup=MARKING_SETUP)
+    done = run(root, "serve.sh", "--port", "0")
+    assert done.returncode == 1  # the marking set-up fails, and serve.sh stops there
+    assert (root / "setup-ran").exists()
