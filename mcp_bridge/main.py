@@ -9,7 +9,12 @@ Also runnable as `python -m mcp_bridge.main`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+# gRPC's C core prints INFO lines ("Got goaway ... connection idle") on stderr unless told otherwise before
+# it is imported; a command line tool should show its own messages and real errors only.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 from hub.cli.arguments import StrictArgumentParser
 from mcp_bridge import cli
