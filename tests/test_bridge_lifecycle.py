@@ -22,6 +22,9 @@ from test_bridge_tools import call_ok, connected, text, tools_by_name
 from hub.client import memory_input
 from hub.memory_text import CONTENT_PREFIX
 from mcp_bridge import Narrowing
+from mcp_bridge.hub_calls import HubCaller, RetryPolicy
+from mcp_bridge.hub_client import attempt_timeout
+from mcp_bridge.lifecycle_ops import CONSOLIDATE_ATTEMPT_S
 
 pytestmark = pytest.mark.anyio
 
@@ -341,3 +344,13 @@ async def test_recall_context_argument_errors_name_the_field_and_limit(stack: St
         "Error executing tool recall_context: invalid arguments: token_budget: is 10; use 50 to 8000; per_group: is 21; "
         "use 1 to 20. Fix them and call again."
     )
+
+
+# -- a consolidation may take longer than one ordinary call -----------------------------------------------------
+
+
+async def test_a_long_attempt_gets_its_time_while_the_retry_deadline_stays() -> None:
+    """summarize_episodes passes attempt_s: the hub call may run that long; other calls get what the deadline leaves."""
+    caller = HubCaller("127.0.0.1:9", RetryPolicy(deadline_s=2.0))
+    assert await caller(attempt_timeout.get) <= 2.0
+    assert await caller(attempt_timeout.get, attempt_s=CONSOLIDATE_ATTEMPT_S) >= CONSOLIDATE_ATTEMPT_S == 300.0
