@@ -1,9 +1,10 @@
 """memhub's MCP bridge: one process per agent, giving any MCP client memory tools on the hub.
 
-It holds that agent's hub token, exposes four tools (write_memory,
-search_memories, forget_memory, get_preferences) over stdio or streamable
-HTTP, may narrow the agent's reach (namespaces, tools) but never widen it,
-and traces every tool call into the hub. See mcp_bridge/README.md.
+It holds that agent's hub token, exposes eight tools (write_memory,
+search_memories, forget_memory, get_preferences, recall_context, mark_used,
+summarize_episodes, memory_history) over stdio or streamable HTTP, may
+narrow the agent's reach (namespaces, tools) but never widen it, and traces
+every tool call into the hub. See mcp_bridge/README.md.
 
     from mcp_bridge import BridgeSettings, build_bridge
     with build_bridge(BridgeSettings(hub_address="127.0.0.1:50051", token=token)) as bridge:

@@ -76,9 +76,12 @@ class HubCaller:
         self.address = address
         self.policy = policy
 
-    async def __call__(self, fn: Callable[[], T]) -> T:
+    async def __call__(self, fn: Callable[[], T], *, attempt_s: float = 0.0) -> T:
         """Run `fn` (a blocking MemhubClient call) until it succeeds, fails for good, or the deadline passes.
 
+        `attempt_s`: the least time one attempt may take, for calls that do long work on the hub (a
+        consolidation embeds and summarises hundreds of episodes). Retries still stop at the deadline,
+        so an unreachable hub is reported as soon as for any other call.
         Raises ToolError with a message meant for the model.
         """
         start = time.monotonic()
@@ -88,7 +91,7 @@ class HubCaller:
         code, details = grpc.StatusCode.UNAVAILABLE, ""
         while True:
             attempts += 1
-            token = attempt_timeout.set(max(deadline - time.monotonic(), 0.001))
+            token = attempt_timeout.set(max(deadline - time.monotonic(), attempt_s, 0.001))
             try:
                 return await asyncio.to_thread(fn)
             except grpc.RpcError as exc:

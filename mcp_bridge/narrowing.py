@@ -27,7 +27,16 @@ from hub.core.namespaces import is_within, validate_namespace
 from hub.errors import InvalidArgument
 
 # The tool names a narrowing file may list; tools.py registers exactly these.
-TOOL_NAMES: tuple[str, ...] = ("write_memory", "search_memories", "forget_memory", "get_preferences")
+TOOL_NAMES: tuple[str, ...] = (
+    "write_memory",
+    "search_memories",
+    "forget_memory",
+    "get_preferences",
+    "recall_context",
+    "mark_used",
+    "summarize_episodes",
+    "memory_history",
+)
 
 _KNOWN_KEYS = ("namespaces", "default_namespace", "tools")
 

@@ -46,7 +46,7 @@ KIND_OF_TYPE = {
 
 
 class MemoryOperations:
-    """The four tools' behaviour for one agent's bridge."""
+    """write_memory, search_memories, forget_memory and get_preferences for one agent's bridge."""
 
     def __init__(self, hub: BridgeHubClient, call: HubCaller, narrowing: Narrowing, default_namespace: str | None) -> None:
         self.hub = hub
@@ -74,7 +74,7 @@ class MemoryOperations:
                 "namespace: is required because this bridge has no default namespace; "
                 "pass one, such as agents/<your agent id>/notes"
             )
-        _checked(lambda: self.narrowing.check(target, "namespace"))
+        checked(lambda: self.narrowing.check(target, "namespace"))
         item = memory_input(
             target,
             content,
@@ -92,6 +92,7 @@ class MemoryOperations:
         return WriteOutput(
             memory=memory_record(result.memory),
             deduplicated=result.deduplicated,
+            near=result.near,
             supersedes=list(result.memory.links.supersedes),
             searchable=reply.indexed,
         )
@@ -111,8 +112,8 @@ class MemoryOperations:
         min_relevance: float = 0.0,
         exclude_flagged: bool = False,
     ) -> SearchOutput:
-        scope = _checked(lambda: self.narrowing.scope(namespaces, "namespaces"))
-        start, end = _utc(occurred_after), _utc(occurred_before)
+        scope = checked(lambda: self.narrowing.scope(namespaces, "namespaces"))
+        start, end = utc(occurred_after), utc(occurred_before)
         if start is not None and end is not None and end <= start:
             raise ToolError(f"occurred_before ({end.isoformat()}) must be later than occurred_after ({start.isoformat()})")
         reply = await self.call(
@@ -129,7 +130,11 @@ class MemoryOperations:
             )
         )
         return SearchOutput(
-            query=query, namespaces=scope, hits=[search_hit(h) for h in reply.hits], degraded=reply.degraded_reason
+            query=query,
+            namespaces=scope,
+            hits=[search_hit(h) for h in reply.hits],
+            search_id=reply.search_id,
+            degraded=reply.degraded_reason,
         )
 
     # -- forget -----------------------------------------------------------------
@@ -152,12 +157,14 @@ class MemoryOperations:
     async def preferences(self, *, subject_key: str | None, query: str | None, top_k: int) -> PreferencesOutput:
         scope = list(self.narrowing.namespaces)
         found: list[MemoryRecord] = []
+        search_id = ""
         if subject_key:
             reply = await self.call(lambda: self.hub.list_preferences(scope, subject_key=subject_key, limit=top_k))
             found += [memory_record(m) for m in reply.memories]
         if query:
             hits = await self.call(lambda: self.hub.search(query, scope, top_k=top_k, kinds=["semantic"], types=["preference"]))
             found += [memory_record(h.memory) for h in hits.hits]
+            search_id = hits.search_id
         if not subject_key and not query:
             listed = await self.call(lambda: self.hub.list(scope, kinds=["semantic"], types=["preference"], page_size=top_k))
             found += [memory_record(m) for m in listed.memories]
@@ -167,10 +174,10 @@ class MemoryOperations:
         order = "newest_first"
         if query:
             order = "subject_newest_first_then_best_match" if subject_key else "best_match_first"
-        return PreferencesOutput(subject_key=subject_key, query=query, order=order, preferences=unique)
+        return PreferencesOutput(subject_key=subject_key, query=query, order=order, preferences=unique, search_id=search_id)
 
 
-def _checked(check: Callable[[], T]) -> T:
+def checked(check: Callable[[], T]) -> T:
     """Run a narrowing check; its failures become tool errors in the hub's wording."""
     try:
         return check()
@@ -180,7 +187,7 @@ def _checked(check: Callable[[], T]) -> T:
         raise ToolError(str(exc)) from None
 
 
-def _utc(value: datetime | None) -> datetime | None:
+def utc(value: datetime | None) -> datetime | None:
     """Naive times are taken as UTC: a model rarely adds an offset, and the hub stores UTC."""
     if value is None or value.tzinfo is not None:
         return value

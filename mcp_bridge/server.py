@@ -21,17 +21,20 @@ from mcp_bridge.arguments import MemhubServer
 from mcp_bridge.config import BridgeSettings
 from mcp_bridge.hub_calls import HubCaller
 from mcp_bridge.hub_client import BridgeHubClient
+from mcp_bridge.lifecycle_ops import LifecycleOperations
 from mcp_bridge.operations import MemoryOperations
 from mcp_bridge.tools import register_tools
 
 log = logging.getLogger("mcp_bridge")
 
 INSTRUCTIONS = """\
-Long-term memory shared with other agents through memhub. Recall before you answer when earlier \
-context could matter (search_memories, get_preferences); remember what will matter later \
-(write_memory); forget what is wrong or unwanted (forget_memory). What this agent may read, write \
-and forget is decided by the hub's policies: a refusal names what was denied, so choose another \
-namespace or go on without it."""
+Long-term memory shared with other agents through memhub. Before a task, recall what bears on it \
+(recall_context); recall before you answer when earlier context could matter (search_memories, \
+get_preferences), and afterwards say which recalled memories you used (mark_used). Remember what \
+will matter later (write_memory); turn piled-up episodes into lessons (summarize_episodes); see how a \
+memory changed (memory_history); forget what is wrong or unwanted (forget_memory). What this agent may \
+read, write and forget is decided by the hub's policies: a refusal names what was denied, so choose \
+another namespace or go on without it."""
 
 
 def _version() -> str:
@@ -63,14 +66,11 @@ class Bridge:
 def build_bridge(settings: BridgeSettings) -> Bridge:
     """Build (but do not start) the bridge for the agent whose token is in `settings`."""
     hub = BridgeHubClient(settings.hub_address, token=settings.token, tls=settings.hub_tls)
-    ops = MemoryOperations(
-        hub,
-        HubCaller(settings.hub_address, settings.retry),
-        settings.narrowing,
-        settings.default_namespace,
-    )
+    call = HubCaller(settings.hub_address, settings.retry)
+    ops = MemoryOperations(hub, call, settings.narrowing, settings.default_namespace)
+    lifecycle = LifecycleOperations(hub, call, settings.narrowing, settings.default_namespace, settings.agent_id or "")
     server = MemhubServer(name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS)
-    tools = register_tools(server, ops, settings.narrowing.tools)
+    tools = register_tools(server, ops, lifecycle, settings.narrowing.tools)
     log.info(
         "bridge ready",
         extra={

@@ -13,26 +13,24 @@ a JSON dump).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server import MCPServer
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp_types import CallToolResult
+from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from hub.core.namespaces import MAX_PATH_CHARS
 from hub.core.validation import (
     DEFAULT_IMPORTANCE,
     DEFAULT_TOP_K,
     MAX_CONTENT_CHARS,
     MAX_CONTEXT_WINDOW,
-    MAX_QUERY_CHARS,
     MAX_REASON_CHARS,
     MAX_TAGS,
-    MAX_TOP_K,
 )
+from mcp_bridge.lifecycle_ops import LifecycleOperations
+from mcp_bridge.lifecycle_tools import lifecycle_tools
 from mcp_bridge.operations import MemoryOperations
 from mcp_bridge.results import (
     ForgetOutput,
@@ -46,60 +44,39 @@ from mcp_bridge.results import (
     search_text,
     write_text,
 )
+from mcp_bridge.tool_support import (  # noqa: F401 - the bounds are re-exported: tests and docs name them as tools.X
+    MAX_SEARCH_NAMESPACES,
+    MAX_SUBJECT_KEY_CHARS,
+    MAX_TAG_CHARS,
+    MEMORY_ID_CHARS,
+    MemoryId,
+    NamespacesArg,
+    OptionalNamespace,
+    OptionalQueryText,
+    QueryText,
+    SubjectKey,
+    SubjectKeyArg,
+    Tag,
+    ToolSpec,
+    TopK,
+    hints,
+    optional,
+    tool_result,
+)
 
-# Limits the hub states in its rules but not as constants (hub/core/validation.py): a tag is 1 to 64
-# characters, a subject key at most 128. tests/test_bridge_schemas.py checks them against the hub itself.
-MAX_TAG_CHARS = 64
-MAX_SUBJECT_KEY_CHARS = 128
-MEMORY_ID_CHARS = 36  # a UUID in its canonical text form, as every tool returns it
 # The bridge's own, narrower than the hub's (a positive duration up to 36,500 days): shorter than a
 # minute is a typo rather than a memory, and ten years is longer than any agent deployment lives.
 MIN_TTL_SECONDS = 60
 MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
-# Roots one search may name; the hub takes 64, but a model naming more than this wants no filter at all.
-MAX_SEARCH_NAMESPACES = 32
-
-
-def _no_default(schema: dict[str, Any]) -> None:
-    # An optional argument is published as its plain type, not `anyOf [T, null]` with `default: null`:
-    # simpler for models and for clients that render forms from the schema.
-    schema.pop("default", None)
-
-
-def _optional(description: str) -> Any:
-    return Field(description=description, json_schema_extra=_no_default)
-
-
-# Bounds of an optional argument sit on its value type, inside the `| None`: put on the union, pydantic
-# still enforces them but publishes them as "ge"/"le", which JSON Schema does not know (clients ignore them).
-# An empty optional string means "left out" (some clients send "" for an unset field), so those have no minLength.
-Namespace = Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)]
-OptionalNamespace = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
-SubjectKey = Annotated[str, Field(max_length=MAX_SUBJECT_KEY_CHARS)]
-QueryText = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
-OptionalQueryText = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
 TtlSeconds = Annotated[int, Field(ge=MIN_TTL_SECONDS, le=MAX_TTL_SECONDS)]
 
 NamespaceArg = Annotated[
     OptionalNamespace | SkipJsonSchema[None],
-    _optional(
+    optional(
         "Where to store it, e.g. 'agents/planner/project-x' or 'teams/support/kb' (lower-case path). "
         "Leave out to use this bridge's default namespace."
     ),
 ]
-SubjectKeyArg = Annotated[
-    SubjectKey | SkipJsonSchema[None],
-    _optional(
-        "For semantic memories: what the fact is about, as a lower-case path such as 'user/reply-language'. "
-        "A new memory with the same subject key replaces the old one (which stays as history)."
-    ),
-]
-TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many results at most.")]
-
-
-def _result(output: BaseModel, text: str) -> CallToolResult:
-    # mode="json" makes the structured content exactly what the output schema describes (ISO strings, lists).
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=output.model_dump(mode="json"))
 
 
 WRITE_DESCRIPTION = """\
@@ -130,9 +107,13 @@ preferences by meaning: best match first. Give both: the subject's first, then t
 to get the most recently stored preferences, newest first (not ranked by relevance)."""
 
 
-def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str, ...]) -> list[str]:
+def register_tools(
+    server: MCPServer, ops: MemoryOperations, lifecycle: LifecycleOperations, enabled: tuple[str, ...]
+) -> list[str]:
     """Add the enabled tools to `server`; returns their names in registration order."""
-    tools: dict[str, tuple[Callable[..., Any], str, str, ToolAnnotations]] = {}
+    # Answers that carry a search_id point the model at mark_used only when this bridge offers it.
+    can_mark = "mark_used" in enabled
+    tools: dict[str, ToolSpec] = {}
 
     async def write_memory(
         content: Annotated[
@@ -148,20 +129,20 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
         ] = "note",
         kind: Annotated[
             Kind | SkipJsonSchema[None],
-            _optional(
+            optional(
                 "semantic (true statements: facts, preferences, rules), episodic (things that happened) or "
                 "procedural (how to do something). Leave out to derive it from type."
             ),
         ] = None,
         namespace: NamespaceArg = None,
         tags: Annotated[
-            list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]],
+            list[Tag],
             Field(max_length=MAX_TAGS, description="Short labels to filter by later, e.g. 'billing', 'ticket:4312'."),
         ] = [],  # noqa: B006 - pydantic copies defaults; a tuple would publish a different schema
         importance: Annotated[int, Field(ge=1, le=5, description="1 (trivia) to 5 (critical).")] = DEFAULT_IMPORTANCE,
         ttl_seconds: Annotated[
             TtlSeconds | SkipJsonSchema[None],
-            _optional("Forget it automatically after this many seconds (e.g. 604800 for a week)."),
+            optional("Forget it automatically after this many seconds (e.g. 604800 for a week)."),
         ] = None,
         subject_key: SubjectKeyArg = None,
     ) -> Annotated[CallToolResult, WriteOutput]:
@@ -175,34 +156,29 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
             ttl_seconds=ttl_seconds,
             subject_key=subject_key,
         )
-        return _result(out, write_text(out))
+        return tool_result(out, write_text(out))
 
-    tools["write_memory"] = (
+    tools["write_memory"] = ToolSpec(
         write_memory,
         "Remember something",
         WRITE_DESCRIPTION,
         # Additive, never destructive: a same-subject write supersedes but keeps the old memory.
         # Idempotent: identical content in a namespace is stored once, so a repeat changes nothing.
-        ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+        hints(read_only=False, destructive=False, idempotent=True),
     )
 
     async def search_memories(
         query: Annotated[QueryText, Field(description="What you want to know, in natural language.")],
-        namespaces: Annotated[
-            list[Namespace],
-            Field(
-                max_length=MAX_SEARCH_NAMESPACES, description="Limit the search to these namespaces (each with its descendants)."
-            ),
-        ] = [],  # noqa: B006
+        namespaces: NamespacesArg = [],  # noqa: B006
         kinds: Annotated[list[Kind], Field(max_length=3, description="Only these kinds of memory.")] = [],  # noqa: B006
         top_k: TopK = DEFAULT_TOP_K,
         occurred_after: Annotated[
             datetime | SkipJsonSchema[None],
-            _optional("Only memories of things that happened at or after this time (ISO-8601, UTC if no offset)."),
+            optional("Only memories of things that happened at or after this time (ISO-8601, UTC if no offset)."),
         ] = None,
         occurred_before: Annotated[
             datetime | SkipJsonSchema[None],
-            _optional("Only memories of things that happened before this time (ISO-8601, UTC if no offset)."),
+            optional("Only memories of things that happened before this time (ISO-8601, UTC if no offset)."),
         ] = None,
         context_window: Annotated[
             int,
@@ -230,62 +206,50 @@ def register_tools(server: MCPServer, ops: MemoryOperations, enabled: tuple[str,
             min_relevance=min_relevance,
             exclude_flagged=exclude_flagged,
         )
-        return _result(out, search_text(out))
+        return tool_result(out, search_text(out, can_mark=can_mark))
 
-    tools["search_memories"] = (
-        search_memories,
-        "Recall memories",
-        SEARCH_DESCRIPTION,
-        ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    tools["search_memories"] = ToolSpec(
+        search_memories, "Recall memories", SEARCH_DESCRIPTION, hints(read_only=True, destructive=False, idempotent=True)
     )
 
     async def forget_memory(
-        id: Annotated[  # noqa: A002 - the API's own field name
-            str,
-            Field(
-                min_length=MEMORY_ID_CHARS,
-                max_length=MEMORY_ID_CHARS,
-                description="The memory's id, as returned by the other tools.",
-            ),
-        ],
+        id: Annotated[MemoryId, Field(description="The memory's id, as returned by the other tools.")],  # noqa: A002
         reason: Annotated[
             str,
             Field(min_length=1, max_length=MAX_REASON_CHARS, description="Why it should be forgotten; kept in the tombstone."),
         ],
     ) -> Annotated[CallToolResult, ForgetOutput]:
         out = await ops.forget(id, reason=reason)
-        return _result(out, forget_text(out))
+        return tool_result(out, forget_text(out))
 
-    tools["forget_memory"] = (
+    tools["forget_memory"] = ToolSpec(
         forget_memory,
         "Forget a memory",
         FORGET_DESCRIPTION,
         # Forgetting twice changes nothing the second time, hence idempotent.
-        ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+        hints(read_only=False, destructive=True, idempotent=True),
     )
 
     async def get_preferences(
         subject_key: Annotated[
             SubjectKey | SkipJsonSchema[None],
-            _optional("The exact subject, e.g. 'user/reply-language'. Its preferences come first, newest first."),
+            optional("The exact subject, e.g. 'user/reply-language'. Its preferences come first, newest first."),
         ] = None,
         query: Annotated[
             OptionalQueryText | SkipJsonSchema[None],
-            _optional("Find preferences by meaning, e.g. 'how should code reviews be written?'; best match first."),
+            optional("Find preferences by meaning, e.g. 'how should code reviews be written?'; best match first."),
         ] = None,
         top_k: TopK = DEFAULT_TOP_K,
     ) -> Annotated[CallToolResult, PreferencesOutput]:
         out = await ops.preferences(subject_key=subject_key, query=query, top_k=top_k)
-        return _result(out, preferences_text(out))
+        return tool_result(out, preferences_text(out, can_mark=can_mark))
 
-    tools["get_preferences"] = (
-        get_preferences,
-        "Recall preferences",
-        PREFERENCES_DESCRIPTION,
-        ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    tools["get_preferences"] = ToolSpec(
+        get_preferences, "Recall preferences", PREFERENCES_DESCRIPTION, hints(read_only=True, destructive=False, idempotent=True)
     )
+    tools.update(lifecycle_tools(lifecycle, can_mark=can_mark))
 
     for name in enabled:
-        fn, title, description, annotations = tools[name]
-        server.add_tool(fn, name=name, title=title, description=description, annotations=annotations)
+        spec = tools[name]
+        server.add_tool(spec.fn, name=name, title=spec.title, description=spec.description, annotations=spec.annotations)
     return list(enabled)

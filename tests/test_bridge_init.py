@@ -25,7 +25,7 @@ import pytest
 from conftest import REPO, Fleet
 from mcp import Client, StdioServerParameters, stdio_client
 
-from mcp_bridge.narrowing import load_narrowing
+from mcp_bridge.narrowing import TOOL_NAMES, load_narrowing
 
 pytestmark = pytest.mark.anyio
 
@@ -101,7 +101,7 @@ async def test_init_writes_private_files_and_a_claude_desktop_config_that_starts
     params = StdioServerParameters(command=server["command"], args=server["args"], env=user_env(tmp_path))
     async with Client(stdio_client(params)) as client:
         tools = sorted(tool.name for tool in (await client.list_tools()).tools)
-        assert tools == ["forget_memory", "get_preferences", "search_memories", "write_memory"]
+        assert tools == sorted(TOOL_NAMES)
         found = await client.call_tool("search_memories", {"query": "anything"})
         assert not found.is_error and found.structured_content["namespaces"] == ["teams/support"]
 

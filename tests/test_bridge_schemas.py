@@ -29,10 +29,12 @@ from mcp_types import Tool
 
 from hub.api.convert import MAX_TTL
 from hub.client import memory_input
-from hub.core import validation
+from hub.core import context_recall, validation
 from hub.core.namespaces import MAX_PATH_CHARS
-from mcp_bridge import BridgeSettings, RetryPolicy, build_bridge
+from hub.retrieval_log.records import MAX_MARKED_IDS
+from mcp_bridge import BridgeSettings, RetryPolicy, build_bridge, lifecycle_tools
 from mcp_bridge import tools as bridge_tools
+from mcp_bridge.narrowing import TOOL_NAMES
 
 pytestmark = pytest.mark.anyio
 
@@ -45,7 +47,12 @@ VALID = {
     "search_memories": {"query": "x"},
     "forget_memory": {"id": str(uuid.uuid4()), "reason": "test"},
     "get_preferences": {},
+    "recall_context": {"query": "x"},
+    "mark_used": {"memory_ids": [str(uuid.uuid4())]},
+    "summarize_episodes": {"namespace": "agents/schema-tester"},
+    "memory_history": {"id": str(uuid.uuid4())},
 }
+ALL_TOOLS = sorted(VALID)
 # The keywords of JSON Schema 2020-12: every vocabulary's meta-schema lists its own.
 KNOWN_KEYWORDS = frozenset(
     keyword for uri in REGISTRY if "/draft/2020-12/meta/" in uri for keyword in REGISTRY.contents(uri).get("properties", {})
@@ -92,7 +99,7 @@ def subschemas(schema: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
 async def test_every_schema_is_valid_json_schema_using_only_its_keywords() -> None:
     assert {"minimum", "maxLength", "$defs"} <= KNOWN_KEYWORDS and "ge" not in KNOWN_KEYWORDS
     tools = await listed_tools()
-    assert sorted(tools) == ["forget_memory", "get_preferences", "search_memories", "write_memory"]
+    assert sorted(tools) == ALL_TOOLS == sorted(TOOL_NAMES)
     unknown = []
     for name, tool in tools.items():
         for kind, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
@@ -144,12 +151,35 @@ async def test_published_bounds_are_the_hubs() -> None:
         ("get_preferences", "subject_key", "maxLength", bridge_tools.MAX_SUBJECT_KEY_CHARS),
         ("get_preferences", "query", "maxLength", v.MAX_QUERY_CHARS),
         ("get_preferences", "top_k", "maximum", v.MAX_TOP_K),
+        ("recall_context", "query", "maxLength", v.MAX_QUERY_CHARS),
+        ("recall_context", "namespaces.[]", "maxLength", MAX_PATH_CHARS),
+        ("recall_context", "token_budget", "minimum", context_recall.MIN_TOKEN_BUDGET),
+        ("recall_context", "token_budget", "maximum", context_recall.MAX_TOKEN_BUDGET),
+        ("recall_context", "token_budget", "default", context_recall.DEFAULT_TOKEN_BUDGET),
+        ("recall_context", "per_group", "maximum", context_recall.MAX_PER_GROUP),
+        ("recall_context", "per_group", "default", context_recall.DEFAULT_PER_GROUP),
+        ("recall_context", "candidates", "maximum", v.MAX_TOP_K),
+        ("recall_context", "candidates", "default", context_recall.DEFAULT_CANDIDATES),
+        ("mark_used", "memory_ids", "minItems", 1),
+        ("mark_used", "memory_ids", "maxItems", MAX_MARKED_IDS),
+        ("mark_used", "memory_ids.[]", "maxLength", bridge_tools.MEMORY_ID_CHARS),
+        ("mark_used", "search_id", "maxLength", bridge_tools.MEMORY_ID_CHARS),
+        ("summarize_episodes", "namespace", "maxLength", MAX_PATH_CHARS),
+        ("summarize_episodes", "session", "maxLength", v.MAX_SESSION_CHARS),
+        ("summarize_episodes", "tags", "maxItems", v.MAX_TAGS),
+        ("summarize_episodes", "tags.[]", "maxLength", bridge_tools.MAX_TAG_CHARS),
+        ("summarize_episodes", "group_by", "enum", ["session", "tag", "entity", "embedding"]),
+        ("summarize_episodes", "kind", "enum", ["semantic", "procedural"]),
+        ("memory_history", "limit", "maximum", lifecycle_tools.MAX_HISTORY_VERSIONS),
+        ("memory_history", "limit", "default", lifecycle_tools.DEFAULT_HISTORY_VERSIONS),
     ]
     wrong = [(t, p, k, prop(tools, t, p).get(k), want) for t, p, k, want in expected if prop(tools, t, p).get(k) != want]
     assert wrong == []
     # Narrower than the hub is allowed (the bridge refuses first); wider is not.
     assert prop(tools, "search_memories", "namespaces")["maxItems"] <= v.MAX_NAMESPACE_ROOTS
     assert prop(tools, "search_memories", "kinds")["maxItems"] <= v.MAX_ENUM_VALUES
+    assert prop(tools, "recall_context", "namespaces")["maxItems"] <= v.MAX_NAMESPACE_ROOTS
+    assert prop(tools, "recall_context", "kinds")["maxItems"] <= v.MAX_ENUM_VALUES
 
 
 async def test_the_limits_the_hub_states_only_as_rules_match_the_hub(stack: Stack, ns: str) -> None:
@@ -169,6 +199,14 @@ async def test_the_limits_the_hub_states_only_as_rules_match_the_hub(stack: Stac
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_the_history_limit_the_hub_states_only_in_its_servicer_matches_the_hub(stack: Stack, ns: str) -> None:
+    mid = stack.client.write([memory_input(ns, "a memory with a history of one")]).results[0].memory.id
+    assert len(stack.client.history(mid, limit=lifecycle_tools.MAX_HISTORY_VERSIONS).versions) == 1
+    with pytest.raises(grpc.RpcError) as refused:
+        stack.client.history(mid, limit=lifecycle_tools.MAX_HISTORY_VERSIONS + 1)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
 def beyond(path: str, schema: dict[str, Any]) -> Iterator[tuple[str, Any, str]]:
     """(field path, a value just outside one bound of `schema`, text the refusal must contain) for each bound."""
     if "maximum" in schema:
@@ -185,9 +223,11 @@ def beyond(path: str, schema: dict[str, Any]) -> Iterator[tuple[str, Any, str]]:
         yield path, "no-such-value", ", ".join(schema["enum"])
     if schema.get("type") == "array":
         item = schema["items"]
-        fine = item["enum"][0] if "enum" in item else "a"
+        fine = item["enum"][0] if "enum" in item else "a" * item.get("minLength", 1)
         if "maxItems" in schema:
             yield path, [fine] * (schema["maxItems"] + 1), str(schema["maxItems"])
+        if schema.get("minItems", 0) > 0:
+            yield path, [], f"use {schema['minItems']} to"
         for inner, value, limit in beyond(f"{path}[0]", item):
             yield inner, [value], limit
 

@@ -20,6 +20,7 @@ from conftest import GROUPS, REPO, Fleet
 from mcp import Client, StdioServerParameters, stdio_client
 
 from hub.auth import issue_token
+from mcp_bridge.narrowing import TOOL_NAMES
 
 pytestmark = pytest.mark.anyio
 
@@ -118,7 +119,7 @@ async def test_a_short_lived_token_still_starts_but_says_when_it_will_stop_worki
     )
     with errors.open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
-            assert len((await client.list_tools()).tools) == 4
+            assert len((await client.list_tools()).tools) == len(TOOL_NAMES)
     logged = errors.read_text()
     assert "the agent's token expires in " in logged
     assert "`memhub bridge init --agent alice --force` issues one for 30 days" in logged

@@ -30,6 +30,7 @@ from opentelemetry.trace import SpanKind
 from hub import telemetry
 from hub.client import memory_input
 from mcp_bridge import BridgeSettings, Narrowing, RetryPolicy, build_bridge
+from mcp_bridge.narrowing import TOOL_NAMES
 from mcp_bridge.results import KINDS, MEMORY_TYPES
 
 pytestmark = pytest.mark.anyio
@@ -76,7 +77,7 @@ def unique_ns(root: str) -> str:
 async def test_every_tool_publishes_valid_schemas_with_enums_bounds_and_annotations(stack: Stack) -> None:
     async with connected(stack.address, stack.token("tester")) as client:
         tools = await tools_by_name(client)
-    assert sorted(tools) == ["forget_memory", "get_preferences", "search_memories", "write_memory"]
+    assert sorted(tools) == sorted(TOOL_NAMES) and len(tools) == 8
     for tool in tools.values():
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
         jsonschema.Draft202012Validator.check_schema(tool.output_schema)
@@ -108,6 +109,10 @@ async def test_every_tool_publishes_valid_schemas_with_enums_bounds_and_annotati
         "search_memories": (True, False, True),
         "forget_memory": (False, True, True),
         "get_preferences": (True, False, True),
+        "recall_context": (True, False, True),
+        "mark_used": (False, False, False),
+        "summarize_episodes": (False, False, True),
+        "memory_history": (True, False, True),
     }
 
     validator = jsonschema.Draft202012Validator(tools["write_memory"].input_schema)

@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from hub import telemetry
+from mcp_bridge.narrowing import TOOL_NAMES
 
 HTTP_TOKEN = "test-bridge-bearer-" + uuid.uuid4().hex
 JSONRPC_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -171,7 +172,7 @@ def test_stdio_stdout_carries_only_json_rpc_and_raw_unicode(fleet: Fleet) -> Non
         assert reply(1)["result"]["serverInfo"]["name"] == "memhub"
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        assert len(reply(2)["result"]["tools"]) == 4
+        assert len(reply(2)["result"]["tools"]) == len(TOOL_NAMES)
         send(
             {
                 "jsonrpc": "2.0",

@@ -1,0 +1,159 @@
+"""What the memory-lifecycle tools do: context assembly, use marks, consolidation, history.
+
+As in operations.py, nothing here widens what the agent may do: the
+narrowing is checked first, then the hub checks the agent's token and
+policies. Where a request names memories by id (mark_used, memory_history)
+the id does not say where the memory lives, so a bridge narrowed to some
+namespaces reads them first, as its agent, and refuses any outside the fence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from mcp.server.mcpserver.exceptions import ToolError
+from memhub.v1 import memory_pb2 as pb
+
+from mcp_bridge.hub_calls import HubCaller
+from mcp_bridge.hub_client import BridgeHubClient
+from mcp_bridge.lifecycle_results import (
+    ContextOutput,
+    HistoryOutput,
+    MarkUsedOutput,
+    SummarizeOutput,
+    context_output,
+    history_output,
+    summarize_output,
+)
+from mcp_bridge.narrowing import Narrowing
+from mcp_bridge.operations import checked, utc
+
+# One consolidation attempt may take this long (hub/cli/consolidate_cmd.py waits as long): it embeds every
+# selected episode and its sentences, and an LLM summariser takes seconds per group. Retries after a failure
+# to reach the hub still stop at the bridge's --deadline.
+CONSOLIDATE_ATTEMPT_S = 300.0
+
+
+class LifecycleOperations:
+    """recall_context, mark_used, summarize_episodes and memory_history for one agent's bridge."""
+
+    def __init__(
+        self, hub: BridgeHubClient, call: HubCaller, narrowing: Narrowing, default_namespace: str | None, agent_id: str
+    ) -> None:
+        self.hub = hub
+        self.call = call
+        self.narrowing = narrowing
+        self.default_namespace = default_namespace
+        self.agent_id = agent_id
+
+    # -- recall_context -----------------------------------------------------------------------------------
+
+    async def recall_context(
+        self,
+        query: str,
+        *,
+        namespaces: Sequence[str],
+        token_budget: int,
+        per_group: int,
+        include_flagged: bool,
+        kinds: Sequence[str],
+        candidates: int,
+        occurred_after: datetime | None,
+        occurred_before: datetime | None,
+    ) -> ContextOutput:
+        scope = checked(lambda: self.narrowing.scope(namespaces, "namespaces"))
+        start, end = _window(occurred_after, occurred_before, "occurred_after", "occurred_before")
+        reply = await self.call(
+            lambda: self.hub.assemble_context(
+                query,
+                scope,
+                token_budget=token_budget,
+                per_group=per_group,
+                include_flagged=include_flagged,
+                top_k=candidates,
+                kinds=list(dict.fromkeys(kinds)),
+                occurred_start=start,
+                occurred_end=end,
+            )
+        )
+        return context_output(query, scope, reply)
+
+    # -- mark_used ----------------------------------------------------------------------------------------
+
+    async def mark_used(self, memory_ids: Sequence[str], *, search_id: str | None, useful: bool | None) -> MarkUsedOutput:
+        ids = list(dict.fromkeys(memory_ids))  # the schema asks for at least one
+        if self.narrowing.narrows_namespaces:
+            memories = await self.call(lambda: [self.hub.get(i) for i in ids])
+            self._within_narrowing(memories, "nothing was marked")
+        reply = await self.call(lambda: self.hub.mark_used(ids, search_id=search_id or "", useful=useful))
+        return MarkUsedOutput(
+            memory_ids=ids,
+            search_id=search_id or None,
+            useful=useful,
+            counted=reply.counted,
+            already_marked=reply.already_marked,
+        )
+
+    # -- summarize_episodes -------------------------------------------------------------------------------
+
+    async def summarize_episodes(
+        self,
+        *,
+        namespace: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        session: str | None,
+        tags: Sequence[str],
+        group_by: str,
+        kind: str,
+        dry_run: bool,
+    ) -> SummarizeOutput:
+        target = namespace or self.default_namespace
+        if not target:
+            raise ToolError(
+                "namespace: is required because this bridge has no default namespace; "
+                "pass the namespace whose episodes to summarize, such as agents/<your agent id>"
+            )
+        # The hub reads the namespace's descendants and writes into the namespace itself: both inside the fence.
+        checked(lambda: self.narrowing.check(target, "namespace"))
+        start, end = _window(since, until, "since", "until")
+        reply = await self.call(
+            lambda: self.hub.consolidate(
+                target,
+                occurred_start=start,
+                occurred_end=end,
+                session_id=session or "",
+                tags=list(dict.fromkeys(tags)),
+                group_by=group_by,
+                target_kind=kind,
+                dry_run=dry_run,
+            ),
+            attempt_s=CONSOLIDATE_ATTEMPT_S,
+        )
+        return summarize_output(target, self.agent_id, reply)
+
+    # -- memory_history -----------------------------------------------------------------------------------
+
+    async def history(self, memory_id: str, *, limit: int) -> HistoryOutput:
+        reply = await self.call(lambda: self.hub.history(memory_id, limit=limit))
+        # Every version shares the subject's namespace; checking each costs nothing and assumes nothing.
+        self._within_narrowing(reply.versions, "its history is not shown")
+        return history_output(memory_id, reply)
+
+    def _within_narrowing(self, memories: Sequence[pb.Memory], consequence: str) -> None:
+        for memory in memories:
+            if not self.narrowing.allows(memory.namespace):
+                raise ToolError(
+                    f"memory {memory.id} is in {memory.namespace!r}, outside what this bridge may touch "
+                    f"({', '.join(self.narrowing.namespaces)}); {consequence}"
+                )
+
+
+def _window(
+    start: datetime | None, end: datetime | None, start_field: str, end_field: str
+) -> tuple[datetime | None, datetime | None]:
+    start, end = utc(start), utc(end)
+    if start is not None and end is not None and end <= start:
+        raise ToolError(f"{end_field} ({end.isoformat()}) must be later than {start_field} ({start.isoformat()})")
+    return start, end
