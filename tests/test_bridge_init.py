@@ -245,12 +245,7 @@ def test_readme_http_bridge_flow_runs_as_written(tmp_path: Path) -> None:
     init_out = next(out for cmd, out in by_command.items() if cmd.startswith("memhub bridge init"))
     assert printed_json(init_out)["mcpServers"]["memhub"]["args"][:2] == ["bridge", "--hub"]
     listed = next(out for cmd, out in by_command.items() if cmd.endswith(" list"))
-    assert sorted(line.split(":")[0] for line in listed.splitlines() if not line.startswith(" ")) == [
-        "forget_memory",
-        "get_preferences",
-        "search_memories",
-        "write_memory",
-    ]
+    assert sorted(line.split(":")[0] for line in listed.splitlines() if not line.startswith(" ")) == sorted(TOOL_NAMES)
     searched = next(out for cmd, out in by_command.items() if "call search_memories" in cmd)
     assert searched.startswith("No memories match 'release freeze' in every namespace this agent may read.")
     assert f"streamable HTTP for agent 'reviewer' on http://127.0.0.1:{port}/mcp" in stderr

@@ -254,7 +254,9 @@ async def test_memory_history_shows_every_version_oldest_first_with_writer_and_s
 
 
 async def test_an_archived_memory_reads_as_archived(stack: Stack, ns: str) -> None:
-    mid = stack.client.write([memory_input(ns, "The standup moved to the small room", importance=1)]).results[0].memory.id
+    # Indexed first: the archive job skips rows the indexer holds locked at that moment (SKIP LOCKED).
+    item = memory_input(ns, "The standup moved to the small room", importance=1)
+    mid = stack.client.write([item], wait_indexed=True).results[0].memory.id
     with stack.hub.engine.begin() as conn:  # set-up: the hub stored it 31 days ago, so the archive rule takes it
         conn.execute(sql("UPDATE memories SET created_at = now() - interval '31 days' WHERE id = CAST(:id AS uuid)"), {"id": mid})
     stack.hub.archiver.run_once()
