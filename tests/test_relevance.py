@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import Stack
+from test_cli import memhub
 
 from hub.client import memory_input
 from hub.core.query_terms import coverage, query_terms, stem
@@ -127,3 +128,21 @@ def test_an_english_only_model_is_not_trusted_on_chinese_and_unknown_models_use_
     f = Features(cosine=None, coverage=0.0, missing_names=0.0)
     assert score(f, None) == score(Features(0.99, 0.0, 0.0), None) < 0.1  # model-free: the similarity is ignored
     assert MODEL_FREE.cosine == 0.0
+
+
+def test_cli_search_shows_relevance_and_cuts_by_min_relevance(stack: Stack, ns: str) -> None:
+    match, _ = _write(stack, ns, ["Alice's favourite colour is green", "Deploys freeze on Fridays"])
+    shown = memhub("search", "what is Alice's favourite colour", "--ns", ns, stack=stack)
+    assert shown.returncode == 0, shown.stderr
+    lines = [line for line in shown.stdout.splitlines() if ". relevance " in line]
+    assert len(lines) == 2 and lines[0].startswith(" 1. relevance 1.00") and "score" not in shown.stdout
+    cut = memhub("search", "what is Alice's favourite colour", "--ns", ns, "--min-relevance", "0.5", stack=stack)
+    assert cut.returncode == 0 and match in cut.stdout and "Deploys" not in cut.stdout
+    # The fused score stays available for debugging.
+    explained = memhub("search", "what is Alice's favourite colour", "--ns", ns, "--explain", stack=stack)
+    assert "(score 0.0" in explained.stdout and "dense #1" in explained.stdout
+    none = memhub("search", "what is Bob's blood type", "--ns", ns, "--min-relevance", "0.5", stack=stack)
+    assert none.stdout.strip() == "no memories found with relevance 0.5 or more"
+    for bad in ("1.5", "-0.1", "nan", "high"):
+        refused = memhub("search", "q", "--ns", ns, "--min-relevance", bad, stack=stack)
+        assert refused.returncode == 2 and "--min-relevance" in refused.stderr and "from 0 to 1" in refused.stderr, bad
