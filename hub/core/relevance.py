@@ -11,7 +11,9 @@ three features:
   a calibration made for that model;
 - ``coverage``: the share of the query's content words found in the memory
   (hub/core/query_terms.py: stop and question words left out, light
-  stemming; Chinese by character pairs);
+  stemming; Chinese by character pairs); with a model, of its words other
+  than names (``topic_coverage``), which ``missing_names`` judges: a shared
+  name alone does not make "Alice works at Shopify" about Alice's colour;
 - ``missing_names``: the share of the names the query mentions (people,
   products, codes: hub/recall/entities.py) that the memory does not contain,
   counted only when the memory names someone or something itself. A memory
@@ -22,7 +24,8 @@ z = bias + w_cos * cosine + w_cov * coverage + w_names * missing_names,
 fitted on LoCoMo conversations 1-5 (the tuning half; bench/bench_relevance.py
 ``fit`` reproduces it) to tell evidence turns of a question (positives) from
 the best candidates of another conversation (negatives: nothing there can
-answer), with both classes weighted equally. So 0.5 is where a related and an
+answer), with both classes weighted equally, in two stages so that names can
+only lower a relevance (see ``fit`` there). So 0.5 is where a related and an
 unrelated memory are equally likely, above 0.7 unrelated memories are rare,
 below 0.3 related ones are. It says *about what was asked*, not *answers it*:
 other turns about the same person and topic score as high as the evidence.
