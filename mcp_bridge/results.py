@@ -70,7 +70,8 @@ class ContextTurn(BaseModel):
 class SearchHit(MemoryRecord):
     score: float = Field(description="Fused score; higher is better. Only comparable within one search.")
     relevance: float = Field(
-        description="0 to 1: how strongly the retrieval channels agree this is the best match (1 = first in every one)."
+        description="0 to 1: how likely this memory is about what was asked, comparable across searches: "
+        "above 0.5 more likely related than not; below 0.3 usually unrelated. Not whether it answers the question."
     )
     before: list[ContextTurn] = Field(default=[], description="With context_window: the turns before it in its session.")
     after: list[ContextTurn] = Field(default=[], description="With context_window: the turns after it in its session.")

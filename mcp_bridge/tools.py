@@ -189,7 +189,13 @@ def register_tools(
             ),
         ] = 0,
         min_relevance: Annotated[
-            float, Field(ge=0.0, le=1.0, description="Leave out hits with a lower relevance (0 to 1; 0 keeps all).")
+            float,
+            Field(
+                ge=0.0,
+                le=1.0,
+                description="Leave out hits less relevant than this (0 to 1; 0 keeps all). 0.5 drops most memories "
+                "unrelated to the query; no hits then means nothing related is stored.",
+            ),
         ] = 0.0,
         exclude_flagged: Annotated[
             bool, Field(description="Leave out memories the hub flagged as instruction-like (text aimed at a model).")

@@ -8,7 +8,7 @@ from conftest import Stack, rpc_error
 
 from hub.client import memory_input
 from hub.core.fusion import Fused
-from hub.core.ranking import relevance, smooth
+from hub.core.ranking import smooth
 
 TURNS = [
     "Morning! How was the trip?",
@@ -51,12 +51,9 @@ def test_relevance_is_in_unit_range_and_min_relevance_filters(stack: Stack, ns: 
     _session(stack, ns, "s1", TURNS)
     plain = {"neighbour_smoothing": False, "rerank": False, "priors": False}  # the fused order and score, nothing after
     hits = stack.client.search("hiking in the mountains on weekends", [ns], top_k=4, explain=True, ranking=plain).hits
-    assert all(0.0 < h.relevance <= 1.0 for h in hits)
-    for h in hits:  # the fused score over the score of first place in both channels
-        assert h.relevance == pytest.approx(sum(1 / (60 + c.rank) for c in h.channel_ranks) / (2 / 61), rel=1e-5)
-    assert [h.relevance for h in hits] == sorted((h.relevance for h in hits), reverse=True)
-    lower = next(h.relevance for h in hits if h.relevance < hits[0].relevance)
-    cut = (hits[0].relevance + lower) / 2
+    assert all(0.0 < h.relevance <= 1.0 for h in hits)  # what it means: tests/test_relevance.py
+    lower = min(h.relevance for h in hits)
+    cut = (max(h.relevance for h in hits) + lower) / 2
     strict = stack.client.search("hiking in the mountains on weekends", [ns], top_k=4, min_relevance=cut, ranking=plain).hits
     kept = [h.memory.id for h in hits if h.relevance >= cut]
     assert [h.memory.id for h in strict] == kept and 0 < len(kept) < len(hits)
@@ -84,8 +81,3 @@ def test_smooth_adds_adjacent_candidates_scores_only() -> None:
     assert out[0].score == pytest.approx(0.019 + 0.5 * 0.03)
     assert out[2].score == pytest.approx(0.02)
 
-
-def test_relevance_is_one_only_for_first_in_every_channel() -> None:
-    assert relevance(2 / 61, 2) == pytest.approx(1.0)
-    assert relevance(1 / 61, 2) == pytest.approx(0.5)
-    assert relevance(5.0, 2) == 1.0 and relevance(0.1, 0) == 0.0

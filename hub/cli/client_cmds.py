@@ -60,6 +60,17 @@ def parse_duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90s, 15m, 12h or 7d") from None
 
 
+def parse_relevance(text: str) -> float:
+    """--min-relevance: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text!r} is not a relevance from 0 to 1 (e.g. 0.5)")
+    return value
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("write", help="store a memory")
     p.add_argument("namespace", help="where to store it, e.g. agents/me/notes (lower-case segments separated by /)")
@@ -92,7 +103,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--type", action="append", default=[], dest="types")
     p.add_argument("--tag", action="append", default=[], dest="tags")
     p.add_argument("--channel", action="append", default=[], dest="channels", help="dense | keyword (default both)")
-    p.add_argument("--explain", action="store_true", help="show each channel's rank")
+    p.add_argument(
+        "--min-relevance",
+        type=parse_relevance,
+        default=0.0,
+        help="leave out hits less relevant than this, 0 to 1 (default 0: keep all); "
+        "0.5 drops most unrelated memories, 0.7 nearly all (see README, Recall)",
+    )
+    p.add_argument("--explain", action="store_true", help="show each hit's fused score and channel ranks")
     _add_flag_args(p)
     add_connection_args(p)
     p.set_defaults(func=cmd_search)
@@ -247,6 +265,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             tags=args.tags,
             channels=args.channels,
             explain=args.explain,
+            min_relevance=args.min_relevance,
             flags=args.flags,
             exclude_flagged=args.exclude_flagged,
         )
@@ -256,16 +275,17 @@ def cmd_search(args: argparse.Namespace) -> int:
     if reply.degraded:
         print(f"degraded search: {reply.degraded_reason}", file=sys.stderr)
     if not reply.hits:
-        print("no memories found")
+        print("no memories found" + (f" with relevance {args.min_relevance:g} or more" if args.min_relevance else ""))
     for i, hit in enumerate(reply.hits, start=1):
-        ranks = ""
-        if hit.channel_ranks:
-            ranks = (
-                "  ("
-                + ", ".join(f"{_short(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}" for c in hit.channel_ranks)
-                + ")"
+        # Relevance is what a person can read (the same scale in every search); the fused score only
+        # orders this search's hits, so it is shown with the channel ranks, for debugging.
+        detail = ""
+        if args.explain:
+            ranks = ", ".join(
+                f"{_short(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}" for c in hit.channel_ranks
             )
-        print(f"{i:>2}. score {hit.score:.4f}{ranks}\n{format_memory(hit.memory)}")
+            detail = f"  (score {hit.score:.4f}" + (f"; {ranks}" if ranks else "") + ")"
+        print(f"{i:>2}. relevance {hit.relevance:.2f}{detail}\n{format_memory(hit.memory)}")
     return 0
 
 

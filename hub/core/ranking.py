@@ -1,11 +1,11 @@
-"""Ranking stages after fusion: neighbour smoothing and the relevance a person can read."""
+"""Ranking stages after fusion: neighbour smoothing (a hit's relevance, which ranking leaves alone, is in relevance.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from hub.core.fusion import RRF_K, Fused
+from hub.core.fusion import Fused
 
 # Used when a request asks for smoothing that the hub's configuration leaves off.
 DEFAULT_SMOOTHING = 0.1
@@ -34,11 +34,3 @@ def smooth(fused: Sequence[Fused], neighbours: Mapping[str, tuple[Sequence[str],
         out.append(dataclasses.replace(f, score=f.score + weight * extra) if extra else f)
     order = {f.id: i for i, f in enumerate(fused)}
     return sorted(out, key=lambda f: (-f.score, order[f.id]))
-
-
-def relevance(score: float, channels_ran: float, k: int = RRF_K) -> float:
-    """The fused score over the best any memory could reach: rank 1 in every channel that returned
-    something (``channels_ran``: the sum of their weights), capped at 1 (smoothing can add more)."""
-    if channels_ran <= 0:
-        return 0.0
-    return min(1.0, score / (channels_ran / (k + 1)))

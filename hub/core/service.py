@@ -19,7 +19,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TypeVar
 
@@ -31,7 +31,7 @@ from sqlalchemy.exc import DBAPIError
 from hub import telemetry
 from hub.audit.held import HeldDecisions, NotHeld
 from hub.audit.writer import AuditWriter
-from hub.core import fusion, paging, priors, ranking, response_size, screening
+from hub.core import fusion, paging, priors, relevance, response_size, screening
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -61,9 +61,9 @@ from hub.curation.near_dup import NearDupConfig
 from hub.db import context, idempotency, namespace_scope
 from hub.db import memories as memories_db
 from hub.db.engine import is_transient_conflict
-from hub.embedding import Embedder
+from hub.embedding import Embedder, EmbeddingError
 from hub.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
-from hub.index import IndexFilter, MilvusIndex
+from hub.index import IndexBackendError, IndexFilter, MilvusIndex
 from hub.rerank import Candidate, Reranker, RerankError
 from hub.rerank.local import LocalReranker
 from hub.retrieval_log.records import LogPage, LogQuery, MarkedCount, UseMarks
@@ -402,10 +402,13 @@ class MemoryService:
                 "memhub.search.channels": [ch.value for ch in query.channels],
             }
         )
+        judge = relevance.Judge(query.text, self._embedder.model_id)
         # The query's embedding does not depend on who asks: start it now, while
-        # Postgres and the policies decide which namespaces may be searched.
+        # Postgres and the policies decide which namespaces may be searched. Relevance
+        # needs it too, so it is made even when the dense channel is not asked for.
         vector = None
-        if Channel.DENSE in query.channels and self._index_health.ok:
+        dense = Channel.DENSE in query.channels
+        if (dense or judge.wants_cosine) and self._index_health.ok:
             vector = self._pool.submit(contextvars.copy_context().run, self._embed_query, query.text)
         try:
             # One connection for the whole search, in autocommit: read-only
@@ -418,8 +421,9 @@ class MemoryService:
                     return SearchResult(())
                 # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits.
                 depth = min(max(query.top_k * 3, 30), 300)
-                ranked = self._retrieval.rank(conn, query, readable, depth, vector, _index_filter(query, readable))
-                vector = None
+                ranked = self._retrieval.rank(
+                    conn, query, readable, depth, vector if dense else None, _index_filter(query, readable)
+                )
                 fused, degraded = ranked.fused, ranked.degraded
                 flt = query.filter
                 ids = [f.id for f in fused]
@@ -438,18 +442,19 @@ class MemoryService:
                 if reranker is not None:
                     fused, failure = self._reranked(reranker, query.text, fused, records)
                     degraded = degraded or failure
+                fused = fused[: query.top_k]
+                judged = self._relevances(judge, fused, records, vector if judge.wants_cosine else None)
                 hits = [
                     SearchHit(
                         records[f.id],
                         f.score,
                         f.channels if query.explain else (),
-                        relevance=ranking.relevance(f.score, ranked.channels_ran),
+                        relevance=r,
                         priors=_prior_tuple(prior_parts.get(f.id)) if query.explain else None,
                     )
-                    for f in fused
-                    if f.id in records
-                ][: query.top_k]
-                hits = [h for h in hits if h.relevance >= query.min_relevance]
+                    for f, r in zip(fused, judged, strict=True)
+                    if r >= query.min_relevance
+                ]
                 hits = hits[: fusion.fit_budget([h.memory.content for h in hits], query.max_tokens)]
                 if query.context_window and hits:
                     hits = self._with_context(conn, hits, query.context_window, readable)
@@ -457,7 +462,7 @@ class MemoryService:
                 truncated, hits = kept < len(hits), hits[:kept]
         finally:
             if vector is not None:
-                vector.cancel()  # not needed after all (nothing readable, or an error)
+                vector.cancel()  # not needed after all (nothing readable, or an error); no-op once done
         self._recorder.record(h.memory.id for h in hits)
         span.set_attribute("memhub.search.hits", len(hits))
         if degraded:
@@ -465,6 +470,28 @@ class MemoryService:
         if truncated:
             span.set_attribute("memhub.search.truncated", True)
         return SearchResult(tuple(hits), degraded, truncated, namespaces=tuple(readable))
+
+    def _relevances(
+        self, judge: relevance.Judge, fused: list[fusion.Fused], records: dict[str, MemoryRecord], vector: Future | None
+    ) -> list[float]:
+        """Each hit's relevance (hub/core/relevance.py). The dense channel gave the similarity of the hits it
+        found; the few others' is computed from their stored vectors (one index query), and when that fails
+        they are judged without it (the model-free calibration), never failing the search."""
+        cosines = {f.id: c.score for f in fused for c in f.channels if c.channel is Channel.DENSE}
+        missing = [f.id for f in fused if f.id not in cosines]
+        if vector is not None and missing:
+            with _tracer.start_as_current_span("search.relevance_vectors", attributes={"memhub.search.hits": len(missing)}):
+                try:
+                    held = self._index.vectors(missing)
+                    query_vector = vector.result()
+                    cosines.update({mid: float(np.dot(v, query_vector)) for mid, v in held.items()})
+                except (IndexBackendError, EmbeddingError) as exc:
+                    log.warning("relevance without similarity for %d hits: %s", len(missing), exc)
+        # Rounded as SearchHit.relevance carries it (a float32), so a client that passes a relevance it saw
+        # as min_relevance keeps that hit.
+        return [
+            float(np.float32(judge.relevance(records[f.id].content, records[f.id].entities, cosines.get(f.id)))) for f in fused
+        ]
 
     def _reranker_for(self, query: SearchQuery) -> Reranker | None:
         if query.rerank is None:
