@@ -70,7 +70,7 @@ def _bad_write(ns: str) -> dict[str, tuple[Callable[[], pb.WriteMemoriesRequest]
         "bad tag": (req(_good(ns, tags=["has space"])), "memories[0].tags[0]"),
         "too many tags": (req(_good(ns, tags=[f"t{i}" for i in range(33)])), "the limit is 32"),
         "subject on episodic": (req(_good(ns, subject_key="user/x")), "memories[0].subject_key: is only for semantic"),
-        "bad subject": (req(_good(ns, kind=pb.MEMORY_KIND_SEMANTIC, subject_key="User/X")), "memories[0].subject_key"),
+        "bad subject": (req(_good(ns, type=pb.MEMORY_TYPE_FACT, subject_key="User/X")), "memories[0].subject_key"),
         "ttl and expires_at": (req(with_ttl_and_expiry), "set either ttl or expires_at"),
         "expiry in the past": (req(past_expiry), "memories[0].expires_at"),
         "negative ttl": (req(negative_ttl), "memories[0].ttl"),
