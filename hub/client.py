@@ -70,7 +70,7 @@ def memory_input(
     namespace: str,
     content: str,
     *,
-    kind: str = "episodic",
+    kind: str | None = None,
     type: str = "event",  # noqa: A002 - mirrors the API field
     tags: Sequence[str] = (),
     entities: Sequence[str] = (),
@@ -83,7 +83,8 @@ def memory_input(
     msg = pb.MemoryInput(
         namespace=namespace,
         content=content,
-        kind=kind_value(kind),
+        # Unset: the hub gives the kind the type implies (hub/core/validation.py KINDS_OF_TYPE).
+        kind=kind_value(kind) if kind else pb.MEMORY_KIND_UNSPECIFIED,
         type=type_value(type),
         tags=list(tags),
         entities=list(entities),

@@ -31,19 +31,6 @@ from mcp_bridge.results import (
 
 T = TypeVar("T")
 
-# The kind a type implies when the caller names only the type: a "preference" written as episodic
-# would never be found by get_preferences, which asks for semantic preferences.
-KIND_OF_TYPE = {
-    "fact": "semantic",
-    "preference": "semantic",
-    "correction": "semantic",
-    "rule": "semantic",
-    "lesson": "procedural",
-    "event": "episodic",
-    "outcome": "episodic",
-    "note": "episodic",
-}
-
 
 class MemoryOperations:
     """write_memory, search_memories, forget_memory and get_preferences for one agent's bridge."""
@@ -78,7 +65,7 @@ class MemoryOperations:
         item = memory_input(
             target,
             content,
-            kind=kind or KIND_OF_TYPE[type],
+            kind=kind,  # None: the hub derives it from the type (hub/core/validation.py KINDS_OF_TYPE)
             type=type,
             tags=tags,
             importance=importance,

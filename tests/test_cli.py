@@ -142,8 +142,8 @@ def test_import_jsonl_with_progress_and_idempotent_rerun(stack: Stack, ns: str, 
     [
         ('{"namespace": "a", "content": "ok"}\n{"namespace": "a"\n', "line 2: not valid JSON"),
         ('{"namespace": "a", "content": "ok", "colour": "red"}\n', "line 1: unknown field(s) colour"),
-        ('{"content": "no namespace"}\n', "line 1: 'namespace' is required"),
-        ('{"namespace": "a", "content": "x", "kind": "dream"}\n', "line 1: unknown kind 'dream'"),
+        ('{"content": "no namespace"}\n', "line 1: namespace: is required"),
+        ('{"namespace": "a", "content": "x", "kind": "dream"}\n', "line 1: kind: unknown kind 'dream'"),
     ],
 )
 def test_import_refuses_a_bad_file_before_sending_anything(stack: Stack, tmp_path: Path, content: str, expected: str) -> None:
@@ -160,8 +160,9 @@ def test_import_maps_hub_errors_to_file_lines(stack: Stack, ns: str, tmp_path: P
     lines.insert(3, json.dumps({"namespace": "Bad/NS", "content": "bad row"}))
     path.write_text("\n".join(lines))
     result = memhub("import", str(path), "--batch-size", "100", stack=stack)
-    assert result.returncode == 1
-    assert "line 4.namespace" in result.stderr
+    # Found before sending (the hub's own checks run on every line), named by its line and field.
+    assert result.returncode == 2
+    assert "line 4: namespace: segment 'Bad'" in result.stderr
 
 
 def test_token_issue_prints_only_the_token_on_stdout(stack: Stack) -> None:

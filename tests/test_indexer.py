@@ -118,7 +118,7 @@ def test_backfill_queues_every_servable_memory_once_per_call(quiet: Quiet) -> No
     Forgotten, superseded and expired (even not yet swept) memories are left out.
     """
     plain = _write(quiet.hub, "idx/backfill", 5)
-    pref = {"kind": "semantic", "subject_key": "alice/drink"}
+    pref = {"kind": "semantic", "type": "preference", "subject_key": "alice/drink"}
     old_pref = _write_one(quiet.hub, memory_input("idx/backfill", "Alice likes tea", **pref))
     new_pref = _write_one(quiet.hub, memory_input("idx/backfill", "Alice likes coffee", **pref))  # supersedes old_pref
     quiet.hub.service.forget(TESTER, ForgetRequest(ids=(plain[0],), filter=None, reason="test"))

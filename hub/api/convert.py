@@ -109,7 +109,7 @@ def _time(msg: Message, name: str, field: str) -> datetime | None:
     try:
         return ts.ToDatetime(tzinfo=timezone.utc)
     except (ValueError, OverflowError):
-        raise InvalidArgument(f"{field}.{name}", "is not a valid timestamp (years 1 to 9999)") from None
+        raise InvalidArgument(f"{field}.{name}" if field else name, "is not a valid timestamp (years 1 to 9999)") from None
 
 
 def _window(msg: Message, name: str, field: str) -> TimeWindow:
@@ -147,37 +147,47 @@ def request_hash(request: Message) -> str:
 
 
 def new_memory(msg: pb.MemoryInput, field: str, now: datetime) -> NewMemory:
-    kind = _enum(msg.kind, _KINDS, pb.MemoryKind, f"{field}.kind")
-    subject = v.subject_key(msg.subject_key, f"{field}.subject_key")
-    if subject is not None and kind is not Kind.SEMANTIC:
-        raise InvalidArgument(f"{field}.subject_key", "is only for semantic memories (kind MEMORY_KIND_SEMANTIC)")
+    """One memory of a write, checked field by field; ``field`` prefixes every error ("memories[2]").
+
+    The `memhub import` command runs this same function on every line of a
+    file before it sends anything, with an empty prefix ("namespace: ...").
+    """
+
+    def at(name: str) -> str:
+        return f"{field}.{name}" if field else name
+
+    type_ = _enum(msg.type, _TYPES, pb.MemoryType, at("type"))
+    named_kind = None if msg.kind == pb.MEMORY_KIND_UNSPECIFIED else _enum(msg.kind, _KINDS, pb.MemoryKind, at("kind"))
+    kind = v.kind_for_type(named_kind, type_, at("kind"))
+    subject = v.subject_key(msg.subject_key, at("subject_key"))
+    v.subject_key_fits(subject, kind, type_, named_kind is not None, at("subject_key"))
     valid_from, valid_to = _time(msg, "valid_from", field), _time(msg, "valid_to", field)
-    v.time_window(valid_from, valid_to, f"{field}.valid_from/valid_to")
+    v.time_window(valid_from, valid_to, at("valid_from/valid_to"))
     expires_at = _time(msg, "expires_at", field)
     if msg.HasField("ttl"):
         if expires_at is not None:
-            raise InvalidArgument(f"{field}.ttl", "set either ttl or expires_at, not both")
+            raise InvalidArgument(at("ttl"), "set either ttl or expires_at, not both")
         ttl = msg.ttl.ToTimedelta()
         if not timedelta(0) < ttl <= MAX_TTL:
-            raise InvalidArgument(f"{field}.ttl", f"is {ttl}; use a positive duration of at most {MAX_TTL.days} days")
+            raise InvalidArgument(at("ttl"), f"is {ttl}; use a positive duration of at most {MAX_TTL.days} days")
         expires_at = now + ttl
     elif expires_at is not None and expires_at <= now:
-        raise InvalidArgument(f"{field}.expires_at", f"{expires_at.isoformat()} is in the past")
+        raise InvalidArgument(at("expires_at"), f"{expires_at.isoformat()} is in the past")
     return NewMemory(
-        namespace=validate_namespace(msg.namespace, f"{field}.namespace"),
+        namespace=validate_namespace(msg.namespace, at("namespace")),
         kind=kind,
-        type=_enum(msg.type, _TYPES, pb.MemoryType, f"{field}.type"),
-        content=v.content(msg.content, f"{field}.content"),
-        tags=v.tags(msg.tags, f"{field}.tags"),
-        entities=v.entities(msg.entities, f"{field}.entities"),
-        importance=v.importance(msg.importance, f"{field}.importance"),
-        confidence=v.confidence(msg.confidence if msg.HasField("confidence") else None, f"{field}.confidence"),
+        type=type_,
+        content=v.content(msg.content, at("content")),
+        tags=v.tags(msg.tags, at("tags")),
+        entities=v.entities(msg.entities, at("entities")),
+        importance=v.importance(msg.importance, at("importance")),
+        confidence=v.confidence(msg.confidence if msg.HasField("confidence") else None, at("confidence")),
         occurred_at=_time(msg, "occurred_at", field),
         valid_from=valid_from,
         valid_to=valid_to,
         expires_at=expires_at,
         subject_key=subject,
-        derived_from=v.derived_from(msg.derived_from, f"{field}.derived_from"),
+        derived_from=v.derived_from(msg.derived_from, at("derived_from")),
     )
 
 

@@ -75,8 +75,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("write", help="store a memory")
     p.add_argument("namespace", help="where to store it, e.g. agents/me/notes (lower-case segments separated by /)")
     p.add_argument("content", help="the memory's text (quote it)")
-    p.add_argument("--kind", default="episodic", help="episodic | semantic | procedural")
-    p.add_argument("--type", default="event", help="event | fact | preference | correction | rule | lesson | outcome | note")
+    p.add_argument("--kind", default=None, help="episodic | semantic | procedural (default: from --type)")
+    p.add_argument(
+        "--type", default="event", help="event | fact | preference | correction | rule | lesson | outcome | note (default: event)"
+    )
     p.add_argument("--tag", action="append", default=[], dest="tags", help="a tag such as deploy or ticket:4312 (repeatable)")
     p.add_argument(
         "--entity", action="append", default=[], dest="entities", help="a person, product or id it is about (repeatable)"

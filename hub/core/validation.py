@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
+from hub.core.model import Kind, MemoryType
 from hub.errors import InvalidArgument
 
 MAX_CONTENT_CHARS = 16_384
@@ -44,7 +46,6 @@ MAX_NAMESPACE_ROOTS = 64
 """Namespaces a search, list or forget may name."""
 MAX_AGENT_ID_CHARS = 128
 
-_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,63}")
 _SUBJECT_SEGMENT = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
@@ -98,19 +99,50 @@ def reason(value: str, field: str) -> str:
     return _check_text(value, field, MAX_REASON_CHARS)
 
 
+MAX_TAG_CHARS = 64
+_TAG_PUNCTUATION = frozenset("._:/@+-")
+TAG_RULE = (
+    "1 to 64 characters of letters (any script), digits and . _ : / @ + -, starting with a letter or digit, "
+    "no spaces (e.g. billing, ticket:4312, v2.7, café, 中文)"
+)
+"""The tag rule in words, for error messages ("... is not a valid tag: <TAG_RULE>") and schema descriptions."""
+
+# Everything but ASCII, C1 controls, the no-break space and the other Unicode spaces and line separators.
+_NON_ASCII = r"[^\x00-\xA0\u1680\u2000-\u200B\u2028\u2029\u202F\u205F\u3000\uFEFF]"
+TAG_PATTERN = rf"^(?:[A-Za-z0-9]|{_NON_ASCII})(?:[A-Za-z0-9._:/@+\-]|{_NON_ASCII}){{0,63}}$"
+"""The tag rule as a JSON Schema "pattern" (ECMA-262, no flags; also valid for Python's re).
+
+ECMA-262 without the "u" flag has no "Unicode letter" class, so this is
+exact for ASCII and admits every non-ASCII character except spaces and
+controls; ``tag`` below is the authority (a '×' or '。' passes the pattern
+and is refused by the hub). Without the "u" flag a character outside the
+BMP counts twice towards the 64.
+"""
+
+
+def _tag_char_ok(ch: str, first: bool) -> bool:
+    """A letter of any script or a decimal digit; after the first character also a combining mark
+    (Devanagari, Thai and others write words with them) or one of . _ : / @ + -."""
+    category = unicodedata.category(ch)
+    if category[0] == "L" or category == "Nd":
+        return True
+    return not first and (category[0] == "M" or ch in _TAG_PUNCTUATION)
+
+
+def tag(value: str, field: str) -> str:
+    """One tag, NFC-normalised (so 'café' typed with a combining accent is the same tag as the precomposed one)."""
+    no_control_characters(value, field)
+    normal = unicodedata.normalize("NFC", value)
+    if not 1 <= len(normal) <= MAX_TAG_CHARS or not all(_tag_char_ok(ch, i == 0) for i, ch in enumerate(normal)):
+        raise InvalidArgument(field, f"{value[:80]!r} is not a valid tag: {TAG_RULE}")
+    return normal
+
+
 def tags(values: Sequence[str], field: str) -> tuple[str, ...]:
-    """Up to MAX_TAGS tags like 'billing', 'ticket:4312', 'v2.7'; duplicates dropped, order kept."""
+    """Up to MAX_TAGS tags (see TAG_RULE), each NFC-normalised; duplicates dropped, order kept."""
     if len(values) > MAX_TAGS:
         raise InvalidArgument(field, f"has {len(values)} tags; the limit is {MAX_TAGS}")
-    for i, tag in enumerate(values):
-        no_control_characters(tag, f"{field}[{i}]")
-        if _TAG.fullmatch(tag) is None:
-            raise InvalidArgument(
-                f"{field}[{i}]",
-                f"{tag!r} is not a valid tag: 1 to 64 characters of letters, digits and . _ : / @ + -, "
-                "starting with a letter or digit",
-            )
-    return tuple(dict.fromkeys(values))
+    return tuple(dict.fromkeys(tag(t, f"{field}[{i}]") for i, t in enumerate(values)))
 
 
 def entities(values: Sequence[str], field: str) -> tuple[str, ...]:
@@ -149,6 +181,64 @@ def confidence(value: float | None, field: str) -> float:
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         raise InvalidArgument(field, f"is {value}; use a number from 0 to 1")
     return float(value)
+
+
+KINDS_OF_TYPE: dict[MemoryType, tuple[Kind, ...]] = {
+    MemoryType.EVENT: (Kind.EPISODIC,),
+    MemoryType.OUTCOME: (Kind.EPISODIC,),
+    MemoryType.NOTE: (Kind.EPISODIC, Kind.SEMANTIC, Kind.PROCEDURAL),
+    MemoryType.FACT: (Kind.SEMANTIC,),
+    MemoryType.PREFERENCE: (Kind.SEMANTIC,),
+    MemoryType.CORRECTION: (Kind.SEMANTIC, Kind.PROCEDURAL),
+    MemoryType.RULE: (Kind.SEMANTIC, Kind.PROCEDURAL),
+    MemoryType.LESSON: (Kind.PROCEDURAL, Kind.SEMANTIC),
+}
+"""The kinds each type may have; the first is the kind a write that names only the type gets.
+
+One rule for every caller (gRPC, CLI, MCP bridge, import). From the kinds'
+meanings: an event or outcome happened (episodic); a fact or preference is
+true (semantic; get_preferences asks for semantic preferences, so an
+episodic one would never be found); a rule, correction or lesson may be
+something true or how to do something; a note is any of the three.
+"""
+KIND_OF_TYPE: dict[MemoryType, Kind] = {t: kinds[0] for t, kinds in KINDS_OF_TYPE.items()}
+"""The kind a memory gets when the writer names only its type."""
+
+
+def _one_of(kinds: Sequence[Kind]) -> str:
+    return " or ".join(k.value for k in kinds)
+
+
+def kind_for_type(kind: Kind | None, type_: MemoryType, field: str) -> Kind:
+    """The memory's kind: ``kind`` when it fits ``type_``, the type's own kind when ``kind`` is None.
+
+    The message speaks the words a person types (``--kind semantic``), not enum names.
+    """
+    allowed = KINDS_OF_TYPE[type_]
+    if kind is None:
+        return allowed[0]
+    if kind in allowed:
+        return kind
+    article = "an" if allowed[0] is Kind.EPISODIC else "a"
+    unset = "leave kind unset" if len(allowed) == 1 else f"leave kind unset ({allowed[0].value})"
+    raise InvalidArgument(
+        field,
+        f"is {kind.value}, but type {type_.value!r} is {article} {_one_of(allowed)} memory; "
+        f"{unset} or set {' or '.join(f'--kind {k.value}' for k in allowed)}",
+    )
+
+
+def subject_key_fits(subject: str | None, kind: Kind, type_: MemoryType, kind_named: bool, field: str) -> None:
+    """A subject key says what a semantic memory is about; refuse it on any other kind, saying what to change."""
+    if subject is None or kind is Kind.SEMANTIC:
+        return
+    source = f"this one is {kind.value}" if kind_named else f"type {type_.value!r} makes this one {kind.value}"
+    if Kind.SEMANTIC in KINDS_OF_TYPE[type_]:
+        fix = "leave subject_key out, or set --kind semantic"
+    else:
+        semantic_types = [t.value for t, kinds in KINDS_OF_TYPE.items() if kinds[0] is Kind.SEMANTIC]
+        fix = f"leave subject_key out, or use a semantic type ({', '.join(semantic_types)})"
+    raise InvalidArgument(field, f"is only for semantic memories, and {source}; {fix}")
 
 
 def subject_key(value: str, field: str) -> str | None:
