@@ -90,6 +90,9 @@ def _what(err: Mapping[str, Any], node: Mapping[str, Any]) -> str:
     if kind in ("too_short", "too_long"):
         count = len(value) if isinstance(value, list | tuple | dict) else "too many"
         return f"has {count} items; use {_range(node, 'minItems', 'maxItems', ' items')}"
+    if kind == "string_pattern_mismatch":
+        rule = node.get("description") or f"the pattern {node.get('pattern', '')}"
+        return f"is {_show(value)}, which breaks the rule: {rule}"
     if kind in ("literal_error", "enum"):
         return f"is {_show(value)}; use one of {', '.join(map(str, node.get('enum', [])))}"
     if kind.startswith("int_"):

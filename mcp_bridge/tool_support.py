@@ -16,11 +16,10 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from hub.core.namespaces import MAX_PATH_CHARS
-from hub.core.validation import MAX_QUERY_CHARS, MAX_TOP_K
+from hub.core.validation import MAX_QUERY_CHARS, MAX_TAG_CHARS, MAX_TOP_K, TAG_PATTERN, TAG_RULE
 
-# Limits the hub states in its rules but not as constants (hub/core/validation.py): a tag is 1 to 64
-# characters, a subject key at most 128. tests/test_bridge_schemas.py checks them against the hub itself.
-MAX_TAG_CHARS = 64
+# A limit the hub states in its rules but not as a constant (hub/core/validation.py): a subject key is at
+# most 128 characters. tests/test_bridge_schemas.py checks it against the hub itself.
 MAX_SUBJECT_KEY_CHARS = 128
 MEMORY_ID_CHARS = 36  # a UUID in its canonical text form, as every tool returns it (search ids too)
 # Roots one search may name; the hub takes 64, but a model naming more than this wants no filter at all.
@@ -55,7 +54,7 @@ OptionalNamespace = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
 SubjectKey = Annotated[str, Field(max_length=MAX_SUBJECT_KEY_CHARS)]
 QueryText = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
 OptionalQueryText = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
-Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=TAG_PATTERN, description=TAG_RULE)]
 MemoryId = Annotated[str, Field(min_length=MEMORY_ID_CHARS, max_length=MEMORY_ID_CHARS)]
 
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many results at most.")]

@@ -80,4 +80,3 @@ def test_smooth_adds_adjacent_candidates_scores_only() -> None:
     assert [f.id for f in out] == ["c", "a", "b"]
     assert out[0].score == pytest.approx(0.019 + 0.5 * 0.03)
     assert out[2].score == pytest.approx(0.02)
-

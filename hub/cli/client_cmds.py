@@ -92,7 +92,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_write)
 
     p = sub.add_parser("search", help="recall memories relevant to a query")
-    p.add_argument("query")
+    p.add_argument("query", help="what to recall, in words (1 to 4096 characters)")
     p.add_argument(
         "--ns",
         action="append",
@@ -100,10 +100,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         dest="namespaces",
         help="namespace to search, with its descendants (repeatable; default: all you may read)",
     )
-    p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--kind", action="append", default=[], dest="kinds")
-    p.add_argument("--type", action="append", default=[], dest="types")
-    p.add_argument("--tag", action="append", default=[], dest="tags")
+    p.add_argument("--top-k", type=int, default=0, help="hits to return at most, 1 to 100 (default 10)")
+    _add_filter_args(p, "search")
     p.add_argument("--channel", action="append", default=[], dest="channels", help="dense | keyword (default both)")
     p.add_argument(
         "--min-relevance",
