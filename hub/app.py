@@ -210,6 +210,7 @@ class Hub:
         audit = AuditWriter(engine, retention_days=config.audit.retention_days)
         retrieval_log = RetrievalLogWriter(engine, config.retrieval_log) if config.retrieval_log.enabled else None
         authorizer = authorizer or PolicyAuthorizer(policies, audit)
+        events = AggregatedEvents(audit)
         service = MemoryService(
             engine,
             index,
@@ -231,6 +232,8 @@ class Hub:
             audit=audit,
             near_dup=config.near_dup,
             prior_weights=config.priors,
+            gate=config.gate,
+            events=events,
             retrieval_log=retrieval_log,
         )
         admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)
@@ -258,7 +261,7 @@ class Hub:
             audit,
             service,
             admin,
-            AggregatedEvents(audit),
+            events,
             UsageFolder(engine),
             Archiver(engine, config.archive, indexer.nudge),
             retrieval_log=retrieval_log,

@@ -246,11 +246,13 @@ class MemhubClient:
         request_id: str = "",
         session_id: str = "",
         wait_indexed: bool = False,
+        force: bool = False,
     ) -> pb.WriteMemoriesResponse:
+        """``force``: store what the write filter would drop (needs the write_unfiltered right)."""
         return self._call(
             self._stub.WriteMemories,
             pb.WriteMemoriesRequest(
-                memories=list(memories), request_id=request_id, session_id=session_id, wait_indexed=wait_indexed
+                memories=list(memories), request_id=request_id, session_id=session_id, wait_indexed=wait_indexed, force=force
             ),
         )
 

@@ -20,6 +20,7 @@ from hub.core.screening import ScreeningConfig
 from hub.curation.archive import ArchiveConfig
 from hub.curation.consolidation_config import ConsolidationConfig
 from hub.curation.near_dup import NearDupConfig
+from hub.curation.write_gate import GateConfig
 from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
 from hub.errors import InvalidArgument, StartupError
@@ -260,6 +261,8 @@ class HubConfig:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     screening: ScreeningConfig = field(default_factory=ScreeningConfig)
     near_dup: NearDupConfig = field(default_factory=NearDupConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
+    """The write filter and secret handling (MEMHUB_WRITE_FILTER, MEMHUB_SECRETS; hub/curation/write_gate.py)."""
     priors: PriorWeights = field(default_factory=PriorWeights)
     """Importance, recency, use and type in the ranking (MEMHUB_PRIORS, MEMHUB_RECENCY_HALF_LIFE; hub/core/priors.py)."""
     archive: ArchiveConfig = field(default_factory=lambda: ArchiveConfig.from_env({}))
@@ -343,6 +346,7 @@ class HubConfig:
             limits=_limits(env),
             screening=_screening(env),
             near_dup=NearDupConfig.from_env(env),
+            gate=GateConfig.from_env(env),
             priors=PriorWeights.from_env(env),
             archive=ArchiveConfig.from_env(env),
             consolidation=ConsolidationConfig.from_env(env),

@@ -76,12 +76,17 @@ class MemoryOperations:
         request_id = uuid.uuid4().hex
         reply = await self.call(lambda: self.hub.write([item], request_id=request_id, wait_indexed=True))
         result = reply.results[0]
+        if result.filtered:
+            return WriteOutput(
+                memory=None, deduplicated=False, near=False, supersedes=[], searchable=False, filtered=result.filter_rule
+            )
         return WriteOutput(
             memory=memory_record(result.memory),
             deduplicated=result.deduplicated,
             near=result.near,
             supersedes=list(result.memory.links.supersedes),
             searchable=reply.indexed,
+            redacted=list(result.redacted),
         )
 
     # -- search -----------------------------------------------------------------

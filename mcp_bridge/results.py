@@ -78,7 +78,7 @@ class SearchHit(MemoryRecord):
 
 
 class WriteOutput(BaseModel):
-    memory: MemoryRecord
+    memory: MemoryRecord | None = Field(description="The stored memory; null when the write filter dropped it (filtered).")
     deduplicated: bool = Field(description="True when the same content was already stored there; nothing new was written.")
     near: bool = Field(
         description="With deduplicated: the stored memory says the same in other words (case, punctuation, filler "
@@ -86,6 +86,14 @@ class WriteOutput(BaseModel):
     )
     supersedes: list[str] = Field(description="Ids of older memories with the same subject key that this one replaces.")
     searchable: bool = Field(description="True when search_memories can already find it.")
+    filtered: str = Field(
+        default="",
+        description="Set when nothing was stored because the hub's write filter took the content for small talk, "
+        "chatter or too short to carry a fact: the rule (small_talk, chatter, no_words, too_short).",
+    )
+    redacted: list[str] = Field(
+        default_factory=list, description="Kinds of secrets the hub replaced by [REDACTED:<kind>] before storing it."
+    )
 
 
 class SearchOutput(BaseModel):
@@ -217,6 +225,17 @@ def _turn_entry(where: str, n: int, t: ContextTurn) -> list[str]:
 
 def write_text(out: WriteOutput) -> str:
     m = out.memory
+    if m is None:
+        return (
+            f"Not stored: the hub's write filter took this for {out.filtered.replace('_', ' ')}, which is not worth "
+            "remembering. Write the fact itself (who, what, when) if there is one."
+        )
+    if out.redacted:
+        return _written(out, m) + f" Secrets were replaced by [REDACTED:...] before storing ({', '.join(out.redacted)})."
+    return _written(out, m)
+
+
+def _written(out: WriteOutput, m: MemoryRecord) -> str:
     if out.near:
         return (
             f"Already remembered in other words: memory {m.id} in {m.namespace} says the same (it differs only in case, "

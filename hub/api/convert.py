@@ -33,6 +33,7 @@ from hub.core.model import (
     Status,
     TimeWindow,
     Trust,
+    WriteOutcome,
 )
 from hub.core.namespaces import validate_namespace
 from hub.core.response_size import SHOWN_LINKS
@@ -188,6 +189,8 @@ def new_memory(msg: pb.MemoryInput, field: str, now: datetime) -> NewMemory:
         expires_at=expires_at,
         subject_key=subject,
         derived_from=v.derived_from(msg.derived_from, at("derived_from")),
+        kind_named=named_kind is not None,
+        importance_named=msg.importance != 0,
     )
 
 
@@ -351,3 +354,16 @@ def search_hit(hit: SearchHit) -> pb.SearchHit:
 
 def list_page(page: ListPage) -> pb.ListMemoriesResponse:
     return pb.ListMemoriesResponse(memories=[memory(m) for m in page.memories], next_page_token=page.next_page_token)
+
+
+def write_result(outcome: WriteOutcome) -> pb.WriteResult:
+    result = pb.WriteResult(
+        deduplicated=outcome.deduplicated,
+        near=outcome.near,
+        filtered=bool(outcome.filtered),
+        filter_rule=outcome.filtered,
+        redacted=list(outcome.redacted),
+    )
+    if outcome.memory is not None:
+        result.memory.CopyFrom(memory(outcome.memory))
+    return result

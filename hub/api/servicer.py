@@ -36,11 +36,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             request_id=request_id,
             request_hash=convert.request_hash(request),
             wait_indexed=request.wait_indexed,
+            force=request.force,
         )
         return pb.WriteMemoriesResponse(
-            results=[
-                pb.WriteResult(memory=convert.memory(o.memory), deduplicated=o.deduplicated, near=o.near) for o in result.results
-            ],
+            results=[convert.write_result(o) for o in result.results],
             indexed=result.indexed,
             replayed=result.replayed,
         )

@@ -34,6 +34,9 @@ _counter = metrics.get_meter(__name__).create_counter(
     "memhub.security.events", unit="{event}", description="Failed authentications and refused calls, by action and reason"
 )
 
+ROUTINE_ACTIONS = frozenset({"filter"})
+"""Counted and audited like the others, logged at info: what the write filter dropped."""
+
 OVERFLOW_REASON = "overflow"
 """The reason of the key that collects events past ``max_keys`` in one window."""
 
@@ -126,7 +129,8 @@ class AggregatedEvents:
                     detail=detail,
                 )
             )
-            log.warning(
+            # Filtered writes are routine (small talk an agent tried to store), not a security event.
+            (log.info if key.action in ROUTINE_ACTIONS else log.warning)(
                 "%s refused %d time(s): %s",
                 key.action,
                 tally.count,

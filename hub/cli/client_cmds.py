@@ -88,6 +88,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--subject", default="", help="subject key of a semantic memory, e.g. user/reply-language")
     p.add_argument("--request-id", default="", help="makes a retry of this write idempotent")
     p.add_argument("--no-wait", action="store_true", help="return before the memory is searchable")
+    p.add_argument(
+        "--force", action="store_true", help="store it even if the write filter takes it for small talk (needs write_unfiltered)"
+    )
     add_connection_args(p)
     p.set_defaults(func=cmd_write)
 
@@ -239,15 +242,20 @@ def cmd_write(args: argparse.Namespace) -> int:
         subject_key=args.subject,
     )
     with client_from(args) as client:
-        reply = client.write([item], request_id=args.request_id, wait_indexed=not args.no_wait)
+        reply = client.write([item], request_id=args.request_id, wait_indexed=not args.no_wait, force=args.force)
     if args.json:
         print_json(reply)
         return 0
     for r in reply.results:
+        if r.filtered:
+            print(f"not stored: the write filter took it for {r.filter_rule.replace('_', ' ')} (--force stores it anyway)")
+            continue
         note = ""
+        if r.redacted:
+            note += f" (secrets redacted: {', '.join(r.redacted)})"
         if r.deduplicated:
             what = "a near-duplicate (same words, other case or punctuation)" if r.near else "the same text"
-            note = f" (already stored as {what}: seen {r.memory.seen_count} times)"
+            note += f" (already stored as {what}: seen {r.memory.seen_count} times)"
         print(f"wrote {r.memory.id} to {r.memory.namespace}{note}")
     if not args.no_wait and not reply.indexed:
         print("note: not searchable yet (the indexer is behind); it will be shortly", file=sys.stderr)

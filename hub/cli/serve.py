@@ -127,7 +127,7 @@ def _first_steps(config: HubConfig, address: str, recorded: Path | None) -> list
     steps = [f"export MEMHUB_TOKEN=$(memhub token issue --agent me --ttl 8h{flags})"]
     if recorded is None and address != client_config.DEFAULT_ADDRESS:
         steps.append(f"export MEMHUB_ADDRESS={address}")
-    steps.append("memhub write agents/me/notes 'hello' && memhub search hello")
+    steps.append("memhub write agents/me/notes 'Deploys freeze on Fridays' && memhub search 'can I deploy on Friday?'")
     return [f"  try:       {steps[0]}", *(f"             {step}" for step in steps[1:])]
 
 

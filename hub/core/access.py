@@ -27,6 +27,8 @@ class Action(enum.StrEnum):
     FORGET = "forget"
     CONSOLIDATE = "consolidate"
     SUBSCRIBE = "subscribe"
+    WRITE_UNFILTERED = "write_unfiltered"
+    """Store what the write filter would drop (WriteMemoriesRequest.force)."""
     ADMIN = "admin"
 
 

@@ -105,6 +105,10 @@ class NewMemory:
     """Set by the hub's screening (hub/core/screening.py), never by the writer."""
     quarantined: bool = False
     """Stored as QUARANTINED instead of ACTIVE: flagged content in a quarantined namespace."""
+    kind_named: bool = True
+    """The writer chose the kind (False: it followed from the type). The write filter may only change kinds
+    and importances the writer left to the hub (hub/curation/write_gate.py)."""
+    importance_named: bool = True
 
 
 @dataclass(frozen=True)
@@ -158,10 +162,15 @@ class MemoryRecord:
 
 @dataclass(frozen=True)
 class WriteOutcome:
-    memory: MemoryRecord
+    memory: MemoryRecord | None
+    """None when the write filter dropped it (``filtered``)."""
     deduplicated: bool
     near: bool = False
     """Deduplicated into a memory with the same content words, not the same text (hub/curation/near_dup.py)."""
+    filtered: str = ""
+    """The write filter's rule that dropped it (hub/curation/write_filter.py); "" when stored."""
+    redacted: tuple[str, ...] = ()
+    """Kinds of secrets replaced by [REDACTED:<kind>] before it was stored (hub/curation/secret_scan.py)."""
 
 
 @dataclass(frozen=True)

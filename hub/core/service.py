@@ -29,6 +29,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from hub import telemetry
+from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.audit.held import HeldDecisions, NotHeld
 from hub.audit.writer import AuditWriter
 from hub.core import fusion, paging, priors, relevance, response_size, screening
@@ -56,7 +57,7 @@ from hub.core.near_duplicates import NearDuplicateFinder
 from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import Retrieval, RetrievalSettings
 from hub.core.retrieval_feedback import RetrievalFeedback
-from hub.curation import archive
+from hub.curation import archive, write_gate
 from hub.curation.near_dup import NearDupConfig
 from hub.db import context, idempotency, namespace_scope
 from hub.db import memories as memories_db
@@ -184,6 +185,17 @@ def as_first_written(record: MemoryRecord, item: NewMemory) -> MemoryRecord:
     )
 
 
+def _gated_outcomes(stored: Sequence[WriteOutcome | None], gated: write_gate.Gated) -> list[WriteOutcome]:
+    """One outcome per memory of the request: what was stored (with the secrets redacted), or the filter's rule."""
+    out = []
+    for i, outcome in enumerate(stored):
+        if outcome is None:
+            out.append(WriteOutcome(None, deduplicated=False, filtered=gated.filtered[i]))
+        else:
+            out.append(dataclasses.replace(outcome, redacted=gated.redacted.get(i, ())))
+    return out
+
+
 def _prior_tuple(part: priors.PriorBreakdown | None) -> tuple[float, float, float, float] | None:
     return None if part is None else (part.importance, part.recency, part.use, part.type)
 
@@ -216,6 +228,8 @@ class MemoryService:
         audit: AuditWriter | None = None,
         near_dup: NearDupConfig | None = None,
         prior_weights: priors.PriorWeights | None = None,
+        gate: write_gate.GateConfig | None = None,
+        events: AggregatedEvents | None = None,
         retrieval_log: RetrievalLogWriter | None = None,
     ) -> None:
         """``audit``: the writer the authorizer records into; given, writes and forgets commit their
@@ -245,6 +259,8 @@ class MemoryService:
         self._pool = ThreadPoolExecutor(max_workers=search_threads, thread_name_prefix="memhub-search")
         self._retrieval = Retrieval(index, self._index_health, self._pool, retrieval or RetrievalSettings())
         self._priors = prior_weights or priors.PriorWeights()
+        self._gate = gate or write_gate.GateConfig()
+        self._events = events
         self._near_dups = NearDuplicateFinder(self._reads, index, embedder, self._index_health, near_dup or NearDupConfig())
 
     def _hold_decisions(self) -> HeldDecisions | NotHeld:
@@ -270,7 +286,12 @@ class MemoryService:
         request_id: str | None = None,
         request_hash: str = "",
         wait_indexed: bool = False,
+        force: bool = False,
+        screened_by_hub: bool = False,
     ) -> WriteResponse:
+        """Store ``items`` (one transaction) after the write gate (hub/curation/write_gate.py): secrets redacted or
+        refused, small talk filtered unless ``force`` (which needs write_unfiltered on every namespace).
+        ``screened_by_hub``: the hub itself wrote the text (consolidation): the filter does not apply, secrets do."""
         trace.get_current_span().set_attributes(
             {"memhub.memories": len(items), "memhub.namespaces": len({item.namespace for item in items})}
         )
@@ -279,13 +300,22 @@ class MemoryService:
             namespaces = list(dict.fromkeys(item.namespace for item in items))
             for ns in namespaces:
                 require(self._authorizer, caller, Action.WRITE, ns)
+            if force:
+                for ns in namespaces:
+                    require(self._authorizer, caller, Action.WRITE_UNFILTERED, ns)
+            bypass = force or screened_by_hub
+            gated = write_gate.gate(items, self._gate, unfiltered=frozenset(namespaces) if bypass else frozenset())
+            items = list(items)
+            for i, kept in gated.kept:
+                items[i] = kept  # redacted, or kept as a fact to remember
+            skip = frozenset(gated.filtered)
             blind = self._blind_namespaces(caller, namespaces)
             _refuse_blind_subject_keys(items, blind)
             may_supersede = self._supersedable_namespaces(caller, items)
             self._check_sources_readable(caller, items)
             # Flags and quarantine come from the hub's own reading of the content, never from the request.
             items = screening.screened(items, self._screening)
-            near = self._near_dups.find(items, session_id, blind)
+            near = {i: t for i, t in self._near_dups.find(items, session_id, blind).items() if i not in skip}
 
             def transaction() -> list[WriteOutcome]:
                 with self._engine.begin() as conn:
@@ -293,7 +323,7 @@ class MemoryService:
                         prior = idempotency.lookup(conn, caller.agent_id, request_id)
                         if prior is not None:
                             raise _ConcurrentRetry()
-                    outcomes = memories_db.insert_memories(
+                    stored = memories_db.insert_memories(
                         conn,
                         caller,
                         session_id,
@@ -302,12 +332,16 @@ class MemoryService:
                         blind=blind,
                         may_supersede=may_supersede,
                         near=near,
+                        skip=skip,
                     )
+                    outcomes = _gated_outcomes(stored, gated)
                     if request_id is not None:
                         response = {
-                            "ids": [o.memory.id for o in outcomes],
+                            "ids": [o.memory.id if o.memory is not None else None for o in outcomes],
                             "dedup": [o.deduplicated for o in outcomes],
                             "near": [o.near for o in outcomes],
+                            "filtered": [o.filtered for o in outcomes],
+                            "redacted": [list(o.redacted) for o in outcomes],
                         }
                         if not idempotency.store(conn, caller.agent_id, request_id, "write", request_hash, response):
                             raise _ConcurrentRetry()  # rolls this transaction back
@@ -319,11 +353,14 @@ class MemoryService:
                 outcomes = _retrying_conflicts(transaction)
             except _ConcurrentRetry:
                 return self._replay_write(caller, request_id or "", request_hash, items)
+        self._count_filtered(caller, gated)
         self._indexer.nudge()
         indexed = False
         if wait_indexed:
-            indexed = self._indexer.wait_indexed([o.memory.id for o in outcomes], self._wait_timeout)
-        trace.get_current_span().set_attribute("memhub.deduplicated", sum(o.deduplicated for o in outcomes))
+            indexed = self._indexer.wait_indexed([o.memory.id for o in outcomes if o.memory is not None], self._wait_timeout)
+        trace.get_current_span().set_attributes(
+            {"memhub.deduplicated": sum(o.deduplicated for o in outcomes), "memhub.filtered": len(gated.filtered)}
+        )
         return WriteResponse(tuple(outcomes), indexed=indexed)
 
     def _replay_write(self, caller: Caller, request_id: str, request_hash: str, items: Sequence[NewMemory]) -> WriteResponse:
@@ -343,19 +380,32 @@ class MemoryService:
             self._check_same_request(prior, "write", request_id, request_hash)
             records = []
             for mid in prior.response["ids"]:
+                if mid is None:  # filtered: nothing was stored
+                    records.append(None)
+                    continue
                 record = memories_db.get(conn, mid)
                 if record is None:
                     raise FailedPrecondition(f"request_id {request_id!r}: memory {mid} no longer exists")
                 records.append(record)
-        namespaces = list(dict.fromkeys(r.namespace for r in records))
+        namespaces = list(dict.fromkeys(r.namespace for r in records if r is not None))
         unreadable = self._blind_namespaces(caller, namespaces)
         outcomes = []
         near_flags = prior.response.get("near") or [False] * len(records)  # results stored before near-duplicates
-        for record, dedup, near, item in zip(records, prior.response["dedup"], near_flags, items, strict=True):
-            if record.namespace not in unreadable:
-                outcomes.append(WriteOutcome(_with_effective_status(record), deduplicated=dedup, near=near))
+        rules = prior.response.get("filtered") or [""] * len(records)
+        redactions = prior.response.get("redacted") or [[]] * len(records)
+        for record, dedup, near, item, rule, redacted in zip(
+            records, prior.response["dedup"], near_flags, items, rules, redactions, strict=True
+        ):
+            if record is None:
+                outcomes.append(WriteOutcome(None, deduplicated=False, filtered=rule))
+            elif record.namespace not in unreadable:
+                outcomes.append(
+                    WriteOutcome(_with_effective_status(record), deduplicated=dedup, near=near, redacted=tuple(redacted))
+                )
             elif record.source_agent == caller.agent_id:
-                outcomes.append(WriteOutcome(as_first_written(record, item), deduplicated=dedup, near=near))
+                outcomes.append(
+                    WriteOutcome(as_first_written(record, item), deduplicated=dedup, near=near, redacted=tuple(redacted))
+                )
             else:
                 # Only a write made before blind writes existed can have been deduplicated into another
                 # agent's memory in a namespace the caller cannot read; showing that memory would leak it.
@@ -364,6 +414,13 @@ class MemoryService:
                     "send the write again with a new request_id"
                 )
         return WriteResponse(tuple(outcomes), indexed=False, replayed=True)
+
+    def _count_filtered(self, caller: Caller, gated: write_gate.Gated) -> None:
+        """Filtered memories are not errors, but the audit log counts them, per agent and rule, in aggregate."""
+        if self._events is None:
+            return
+        for rule in gated.filtered.values():
+            self._events.record(EventKey("filter", rule, agent_id=caller.agent_id), rpc="WriteMemories", groups=caller.groups)
 
     def _blind_namespaces(self, caller: Caller, namespaces: Sequence[str]) -> frozenset[str]:
         """Those of the write's namespaces the caller may not read: it writes there blind."""

@@ -115,7 +115,8 @@ def insert_memories(
     blind: frozenset[str] = frozenset(),
     may_supersede: frozenset[str] | None = None,
     near: Mapping[int, str] | None = None,
-) -> list[WriteOutcome]:
+    skip: frozenset[int] = frozenset(),
+) -> list[WriteOutcome | None]:
     """Insert validated memories; dedup by content hash and supersede by subject key. Outcomes keep input order.
 
     Must run inside a transaction. Memories without a subject key go in one
@@ -136,19 +137,22 @@ def insert_memories(
     (then the item is stored like any other).
 
     A duplicate, exact or near, confirms the memory it folds into (``confirm``).
+    ``skip``: positions not to store (the write filter dropped them); their outcome is None. Positions
+    keep their meaning: errors name memories[i] and write_pos orders a session's turns as sent.
     """
     # Rows go in sorted by their unique keys: two writers inserting the same new keys in
     # different orders would each wait for the other's transaction (a deadlock, seen with
     # 4 writers whose batches each spanned 17 new namespaces); one order makes one wait.
-    ns_rows = [{"name": ns} for ns in sorted({item.namespace for item in items})]
-    conn.execute(pg_insert(namespaces).on_conflict_do_nothing(), ns_rows)
+    ns_rows = [{"name": ns} for ns in sorted({item.namespace for i, item in enumerate(items) if i not in skip})]
+    if ns_rows:
+        conn.execute(pg_insert(namespaces).on_conflict_do_nothing(), ns_rows)
     outcomes: dict[int, WriteOutcome] = {}
     changed: list[str] = []
-    for i, target in sorted((near or {}).items(), key=lambda kv: kv[1]):  # lock order: by id
+    for i, target in sorted(((i, t) for i, t in (near or {}).items() if i not in skip), key=lambda kv: kv[1]):  # by id
         confirmed = confirm(conn, target)
         if confirmed is not None:
             outcomes[i] = WriteOutcome(confirmed, deduplicated=True, near=True)
-    plain = [i for i, item in enumerate(items) if item.subject_key is None and i not in outcomes]
+    plain = [i for i, item in enumerate(items) if item.subject_key is None and i not in outcomes and i not in skip]
     if plain:
         values = {i: _row_values(items[i], i, caller, session_id, embedding_model, blind) for i in plain}
         plain.sort(key=lambda i: (values[i]["namespace"], values[i]["content_hash"]))
@@ -172,12 +176,14 @@ def insert_memories(
             if confirmed is None:  # the copy we collided with was forgotten in between
                 raise Aborted(f"memories[{i}]: a concurrent write changed the same content in {items[i].namespace!r}; retry")
             outcomes[i] = WriteOutcome(confirmed, deduplicated=True)
-    keyed = sorted((i for i, item in enumerate(items) if item.subject_key is not None), key=lambda i: _order(items[i]))
+    keyed = sorted(
+        (i for i, item in enumerate(items) if item.subject_key is not None and i not in skip), key=lambda i: _order(items[i])
+    )
     for i in keyed:
         values = _row_values(items[i], i, caller, session_id, embedding_model, blind)
         outcomes[i] = _insert_with_subject(conn, items[i], values, changed, may_supersede)
     enqueue_index(conn, changed)
-    return [outcomes[i] for i in range(len(items))]
+    return [outcomes.get(i) for i in range(len(items))]
 
 
 def _order(item: NewMemory) -> tuple[str, str, str]:

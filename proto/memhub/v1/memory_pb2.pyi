@@ -264,26 +264,34 @@ class MemoryInput(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., subject_key: _Optional[str] = ..., derived_from: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class WriteMemoriesRequest(_message.Message):
-    __slots__ = ("memories", "request_id", "session_id", "wait_indexed")
+    __slots__ = ("memories", "request_id", "session_id", "wait_indexed", "force")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     WAIT_INDEXED_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[MemoryInput]
     request_id: str
     session_id: str
     wait_indexed: bool
-    def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., wait_indexed: _Optional[bool] = ...) -> None: ...
+    force: bool
+    def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., wait_indexed: _Optional[bool] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class WriteResult(_message.Message):
-    __slots__ = ("memory", "deduplicated", "near")
+    __slots__ = ("memory", "deduplicated", "near", "filtered", "filter_rule", "redacted")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     NEAR_FIELD_NUMBER: _ClassVar[int]
+    FILTERED_FIELD_NUMBER: _ClassVar[int]
+    FILTER_RULE_FIELD_NUMBER: _ClassVar[int]
+    REDACTED_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     deduplicated: bool
     near: bool
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., near: _Optional[bool] = ...) -> None: ...
+    filtered: bool
+    filter_rule: str
+    redacted: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., near: _Optional[bool] = ..., filtered: _Optional[bool] = ..., filter_rule: _Optional[str] = ..., redacted: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class WriteMemoriesResponse(_message.Message):
     __slots__ = ("results", "indexed", "replayed")

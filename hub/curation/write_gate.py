@@ -1,0 +1,91 @@
+"""The gate every write passes before it is stored: secrets first, then the write filter.
+
+1. Secrets (hub/curation/secret_scan.py) are never stored as written:
+   MEMHUB_SECRETS=redact (default) replaces each with ``[REDACTED:<kind>]``
+   and the write result lists the kinds; ``refuse`` fails the whole write
+   with INVALID_ARGUMENT naming the memory, the kind and the position, never
+   the secret. `force` does not bypass this.
+2. The write filter (hub/curation/write_filter.py, MEMHUB_WRITE_FILTER=on|off)
+   drops small talk, acknowledgements, process chatter and text too short
+   to carry a fact: the write result says `filtered` and names the rule;
+   nothing is stored and the audit log counts it. A writer whose policy
+   allows the ``write_unfiltered`` action on the namespace can send
+   `force` to store it anyway. An explicit "remember that ..." keeps the
+   memory and, when the writer set neither kind nor importance, stores it
+   as a semantic memory of importance 5.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from hub.core.model import Kind, MemoryType, NewMemory
+from hub.curation import secret_scan, write_filter
+from hub.errors import InvalidArgument, StartupError
+
+SECRET_MODES = ("redact", "refuse")
+REMEMBERED_IMPORTANCE = 5
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    filter_enabled: bool = True
+    secrets: str = "redact"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> GateConfig:
+        """MEMHUB_WRITE_FILTER=on|off, MEMHUB_SECRETS=redact|refuse."""
+        enabled = env.get("MEMHUB_WRITE_FILTER", "on").strip().lower()
+        if enabled not in ("on", "off"):
+            raise StartupError(f"MEMHUB_WRITE_FILTER={enabled!r}: use on or off")
+        secrets = env.get("MEMHUB_SECRETS", "redact").strip().lower()
+        if secrets not in SECRET_MODES:
+            raise StartupError(f"MEMHUB_SECRETS={secrets!r}: use redact or refuse (memhub never stores secrets as written)")
+        return cls(filter_enabled=enabled == "on", secrets=secrets)
+
+
+@dataclass(frozen=True)
+class Gated:
+    """What passed: ``kept`` (position in the request, memory to store), ``filtered`` (position -> rule),
+    ``redacted`` (position -> kinds of secrets replaced)."""
+
+    kept: list[tuple[int, NewMemory]]
+    filtered: dict[int, str]
+    redacted: dict[int, tuple[str, ...]]
+
+
+def gate(items: Sequence[NewMemory], config: GateConfig, *, unfiltered: frozenset[str] = frozenset()) -> Gated:
+    """Apply secrets and the filter to a write's memories. ``unfiltered``: namespaces where `force` is granted."""
+    kept: list[tuple[int, NewMemory]] = []
+    filtered: dict[int, str] = {}
+    redacted: dict[int, tuple[str, ...]] = {}
+    for i, item in enumerate(items):
+        hits = secret_scan.find(item.content)
+        if hits:
+            if config.secrets == "refuse":
+                first = hits[0]
+                raise InvalidArgument(
+                    f"memories[{i}].content",
+                    f"holds what looks like a {first.kind.replace('_', ' ')} at character {first.start}; memhub does not "
+                    "store secrets - remove it, or store where the secret is kept instead",
+                )
+            item = dataclasses.replace(item, content=secret_scan.redact(item.content, hits))
+            redacted[i] = tuple(dict.fromkeys(h.kind for h in hits))
+        if config.filter_enabled:
+            decision = write_filter.decide(item.content)
+            if not decision.keep and item.namespace not in unfiltered:
+                filtered[i] = decision.rule
+                continue
+            if decision.remember and not item.kind_named and not item.importance_named:
+                item = _as_remembered(item)
+        kept.append((i, item))
+    return Gated(kept, filtered, redacted)
+
+
+def _as_remembered(item: NewMemory) -> NewMemory:
+    """An explicit instruction to remember: a fact to keep, not an event to let fade."""
+    type_ = MemoryType.FACT if item.type in (MemoryType.EVENT, MemoryType.OUTCOME) else item.type
+    return dataclasses.replace(item, kind=Kind.SEMANTIC, type=type_, importance=REMEMBERED_IMPORTANCE)
