@@ -429,6 +429,7 @@ def test_json_schema_is_accepted(tmp_path: Path) -> None:
         "forget": {"appliesTo": {"principalTypes": ["Agent"], "resourceTypes": ["Namespace"]}},
         "consolidate": {"appliesTo": {"principalTypes": ["Agent"], "resourceTypes": ["Namespace"]}},
         "subscribe": {"appliesTo": {"principalTypes": ["Agent"], "resourceTypes": ["Namespace"]}},
+        "write_unfiltered": {"appliesTo": {"principalTypes": ["Agent"], "resourceTypes": ["Namespace"]}},
         "admin": {"appliesTo": {"principalTypes": ["Agent"], "resourceTypes": ["Hub"]}}}}}""")
     engine = PolicyEngine.from_dir(d)
     assert engine.schema_file == "schema.cedarschema.json" and str(schema)

@@ -27,6 +27,7 @@ REQUIRED_ACTIONS: dict[str, str] = {
     "forget": NAMESPACE_TYPE,
     "consolidate": NAMESPACE_TYPE,
     "subscribe": NAMESPACE_TYPE,
+    "write_unfiltered": NAMESPACE_TYPE,
     "admin": HUB_TYPE,
 }
 

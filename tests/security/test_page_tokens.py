@@ -74,7 +74,7 @@ def test_the_untouched_token_still_pages(stack: Stack, ns: str, listed: str) -> 
 
 def _admin_pages(stack: Stack, ns: str) -> dict[str, Callable[[str], object]]:
     """Admin list calls that page on a single key, each with a first page that has a next token."""
-    stack.client.write([memory_input(f"{ns}/a{i}", "x") for i in range(3)])
+    stack.client.write([memory_input(f"{ns}/a{i}", f"paging note {i}") for i in range(3)])
     return {
         "namespaces": lambda t: stack.client.call_admin(
             "ListNamespaces", admin_pb2.ListNamespacesRequest(under=ns, page_size=1, page_token=t)

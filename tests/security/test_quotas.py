@@ -135,7 +135,7 @@ def test_quota_refusals_are_audited(quota_hub: SpecialStack, ns: str) -> None:
     since = Timestamp()
     since.FromDatetime(datetime.now(timezone.utc))
     writer = quota_hub.client_as("quota-auditee")
-    writer.write([memory_input(ns, f"m{i}") for i in range(5)])
+    writer.write([memory_input(ns, f"quota memory {i}") for i in range(5)])
     for _ in range(2):
         _exhausted(lambda: writer.write([memory_input(ns, "one too many")]))
     quota_hub.hub.events.flush()
