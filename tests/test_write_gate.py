@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import datetime, timedelta, timezone
+
 import grpc
 import pytest
 from conftest import Fleet, Stack, rpc_error
@@ -110,3 +113,19 @@ def test_gate_config_from_env() -> None:
     for bad in ({"MEMHUB_WRITE_FILTER": "maybe"}, {"MEMHUB_SECRETS": "keep"}):
         with pytest.raises(StartupError, match="MEMHUB_"):
             GateConfig.from_env(bad)
+
+
+def test_default_lifetimes_per_kind_apply_only_when_the_writer_set_none() -> None:
+    config = GateConfig.from_env({"MEMHUB_DEFAULT_TTL": "episodic=30d"})
+    assert config.default_ttl == {Kind.EPISODIC: timedelta(days=30)}
+    own = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    episode, fact = _new("The deploy on Friday broke checkout"), _new("Staging runs Postgres 16")
+    fact = dataclasses.replace(fact, kind=Kind.SEMANTIC, type=MemoryType.FACT)
+    chosen = dataclasses.replace(_new("The vendor call moved to Monday"), expires_at=own)
+    kept = dict(gate([episode, fact, chosen], config).kept)
+    assert timedelta(days=29, hours=23) < kept[0].expires_at - datetime.now(timezone.utc) <= timedelta(days=30)
+    assert kept[1].expires_at is None and kept[2].expires_at == own
+    assert GateConfig.from_env({}).default_ttl == {}
+    for bad in ("daily=30d", "episodic=30", "episodic=0d", "episodic"):
+        with pytest.raises(StartupError, match="MEMHUB_DEFAULT_TTL"):
+            GateConfig.from_env({"MEMHUB_DEFAULT_TTL": bad})

@@ -13,14 +13,21 @@
    `force` to store it anyway. An explicit "remember that ..." keeps the
    memory and, when the writer set neither kind nor importance, stores it
    as a semantic memory of importance 5.
+3. Default lifetimes per kind (MEMHUB_DEFAULT_TTL, e.g. "episodic=30d"; none
+   by default): a memory whose writer set neither ttl nor expires_at expires
+   that long after it is written. Off by default because the archive
+   (hub/curation/archive.py) already takes old, unused episodes out of search
+   without deleting them; a TTL deletes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 
 from hub.core.model import Kind, MemoryType, NewMemory
 from hub.curation import secret_scan, write_filter
@@ -34,6 +41,7 @@ REMEMBERED_IMPORTANCE = 5
 class GateConfig:
     filter_enabled: bool = True
     secrets: str = "redact"
+    default_ttl: Mapping[Kind, timedelta] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> GateConfig:
@@ -44,7 +52,25 @@ class GateConfig:
         secrets = env.get("MEMHUB_SECRETS", "redact").strip().lower()
         if secrets not in SECRET_MODES:
             raise StartupError(f"MEMHUB_SECRETS={secrets!r}: use redact or refuse (memhub never stores secrets as written)")
-        return cls(filter_enabled=enabled == "on", secrets=secrets)
+        return cls(filter_enabled=enabled == "on", secrets=secrets, default_ttl=_default_ttls(env.get("MEMHUB_DEFAULT_TTL", "")))
+
+
+def _default_ttls(raw: str) -> dict[Kind, timedelta]:
+    """``episodic=30d,procedural=365d`` (hours or days) -> {kind: lifetime}."""
+    out: dict[Kind, timedelta] = {}
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        name, _, value = part.partition("=")
+        try:
+            kind = Kind(name.strip())
+        except ValueError:
+            raise StartupError(
+                f"MEMHUB_DEFAULT_TTL: {name.strip()!r} is not a kind; use episodic, semantic or procedural"
+            ) from None
+        match = re.fullmatch(r"(\d+)([hd])", value.strip())
+        if match is None or int(match.group(1)) == 0:
+            raise StartupError(f"MEMHUB_DEFAULT_TTL: {part!r} needs a lifetime in hours or days, e.g. episodic=30d")
+        out[kind] = timedelta(hours=int(match.group(1))) if match.group(2) == "h" else timedelta(days=int(match.group(1)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -81,6 +107,9 @@ def gate(items: Sequence[NewMemory], config: GateConfig, *, unfiltered: frozense
                 continue
             if decision.remember and not item.kind_named and not item.importance_named:
                 item = _as_remembered(item)
+        ttl = config.default_ttl.get(item.kind)
+        if ttl is not None and item.expires_at is None:
+            item = dataclasses.replace(item, expires_at=datetime.now(timezone.utc) + ttl)
         kept.append((i, item))
     return Gated(kept, filtered, redacted)
 
