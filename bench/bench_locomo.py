@@ -50,7 +50,7 @@ MODES: dict[str, dict] = {
     "all stages": {"ranking": {"neighbour_smoothing": True, "expansion": True, "rerank": True}},
     "+priors": {"ranking": _OFF | {"priors": True}},
     "hub defaults": {},
-    "defaults, no priors": {"ranking": {"priors": False}},
+    "defaults without priors": {"ranking": {"priors": False}},
 }
 QUESTION_SETS = {"all": range(0, 10), "tune": range(0, 5), "held-out": range(5, 10)}
 TUNE = range(0, 5)  # conversations 1-5: choose weights and thresholds here only
