@@ -1,4 +1,4 @@
-"""What curation costs a write: write throughput with the near-duplicate check on and off, in one run.
+"""What curation costs a write: write throughput with the write filter and near-duplicate check on and off, in one run.
 
 Each hub gets the same writes: LoCoMo turns (../shared/data, first conversations) stored as semantic
 facts, one memory per call (what an agent's tool call does) and then in batches of 50 (imports). With
@@ -25,8 +25,9 @@ from hub.client import MemhubClient, memory_input  # noqa: E402
 
 
 def run(texts: list[str], near_dup: str) -> tuple[float, float, int]:
-    """(single writes/s, batched writes/s, memories folded as near-duplicates) on a fresh hub."""
-    with running_hub(extra_env={"MEMHUB_NEAR_DUP": near_dup}) as hub, MemhubClient(hub.address, token=hub.token) as client:
+    """(single writes/s, batched writes/s, memories folded as near-duplicates) on a fresh hub, curation on or off."""
+    env = {"MEMHUB_NEAR_DUP": near_dup, "MEMHUB_WRITE_FILTER": near_dup}
+    with running_hub(extra_env=env) as hub, MemhubClient(hub.address, token=hub.token) as client:
         half = len(texts) // 2
         started = time.perf_counter()
         folded = 0
@@ -54,11 +55,11 @@ def main() -> None:
     texts = list(dict.fromkeys(turns))[: args.memories]
     results = {mode: run(texts, mode) for mode in ("off", "on")}
     print(f"{len(texts)} LoCoMo turns written as semantic facts per hub (half one per call, half in batches of 50)")
-    print(f"{'near-dup':>9} {'single/s':>9} {'batched/s':>10} {'folded':>7}")
+    print(f"{'curation':>9} {'single/s':>9} {'batched/s':>10} {'folded':>7}")
     for mode, (single, batched, folded) in results.items():
         print(f"{mode:>9} {single:9.1f} {batched:10.1f} {folded:7d}")
     (s_off, b_off, _), (s_on, b_on, _) = results["off"], results["on"]
-    print(f"cost of the check: single writes at {s_on / s_off:.0%} of the unchecked rate, batches at {b_on / b_off:.0%}")
+    print(f"cost of curation: single writes at {s_on / s_off:.0%} of the uncurated rate, batches at {b_on / b_off:.0%}")
 
 
 if __name__ == "__main__":
