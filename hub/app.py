@@ -36,12 +36,13 @@ from hub.core.usage_folder import UsageFolder
 from hub.curation.archive import Archiver
 from hub.curation.consolidation_config import SummariserConfig
 from hub.curation.extractive import ExtractiveSummariser
+from hub.curation.fact_extraction import FactExtractor
 from hub.curation.llm_summariser import ChatSummariser
 from hub.data_dir import ensure_private_dir
 from hub.db import embedded_pg, migrate, namespace_usage
 from hub.db import engine as db_engine
 from hub.db.context import Window
-from hub.embedding import Embedder, EmbeddingError, build_embedder
+from hub.embedding import Embedder, EmbeddingError, PassageVectorCache, build_embedder
 from hub.errors import StartupError
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
 from hub.policy import PolicyError, PolicyStore
@@ -77,8 +78,9 @@ def prepare_data_dirs(config: HubConfig) -> None:
 
 
 def open_embedder(config: HubConfig) -> Embedder:
+    """The configured model, behind the cache that hands a write's vectors to the indexer (passage_cache.py)."""
     try:
-        return build_embedder(config.embedding)
+        return PassageVectorCache(build_embedder(config.embedding))
     except EmbeddingError as exc:
         raise StartupError(f"cannot load the embedding model: {exc}") from None
 
@@ -235,6 +237,7 @@ class Hub:
             gate=config.gate,
             events=events,
             retrieval_log=retrieval_log,
+            extractor=FactExtractor(config.extraction) if config.extraction.enabled else None,
         )
         admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)
         consolidator = Consolidator(
