@@ -48,7 +48,7 @@ from hub.periodic import Periodic
 from hub.policy import PolicyError, PolicyStore
 from hub.rerank import Reranker, open_reranker
 from hub.retrieval_log.writer import RetrievalLogWriter
-from hub.session_state import SessionStateService
+from hub.session_state.service import SessionStateService
 
 log = logging.getLogger(__name__)
 

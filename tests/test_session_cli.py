@@ -8,7 +8,7 @@ import uuid
 from conftest import Stack
 from test_cli import memhub
 
-from hub.cli.session_cmds import safe_json_text
+from hub.session_state.json_text import one_line, safe_json_text
 
 
 def test_put_get_list_delete_from_the_shell(stack: Stack, ns: str) -> None:
@@ -55,3 +55,4 @@ def test_values_print_without_control_characters_and_stay_the_same_json() -> Non
     assert json.loads(shown) == json.loads(stored)
     assert not any(0x7F <= ord(ch) < 0xA0 or ord(ch) in (0x2028, 0x2029) for ch in shown)
     assert safe_json_text('{\n\t"k": 1\n}') == '{\n\t"k": 1\n}'  # JSON's own whitespace is kept
+    assert one_line('{\n "k": "a\u2028b",\n "z": "中"}') == '{"k":"a\\u2028b","z":"中"}'

@@ -22,8 +22,8 @@ from sqlalchemy import text
 from hub.api.server import SESSION_SERVICE_NAME
 from hub.client import conflict_version
 from hub.core.access import AllowAll
-from hub.session_state import SessionStateConfig, SessionStateService
-from hub.session_state.config import MAX_JSON_DEPTH
+from hub.session_state.config import MAX_JSON_DEPTH, SessionStateConfig
+from hub.session_state.service import SessionStateService
 
 
 def sid() -> str:

@@ -26,7 +26,7 @@ from memhub.v1 import admin_pb2
 from hub.auth import issue_token, load_secret
 from hub.client import MemhubClient
 from hub.config import PolicyConfig
-from hub.session_state import SessionStateConfig
+from hub.session_state.config import SessionStateConfig
 
 LIMITS = SessionStateConfig(
     max_value_bytes=4096, max_keys=4, max_session_bytes=6000, sessions_per_namespace=3, sessions_per_agent=5

@@ -17,6 +17,7 @@ from memhub.v1 import session_pb2 as pb
 
 from hub.cli.client_cmds import add_connection_args, client_from, parse_duration
 from hub.client import MemhubClient
+from hub.session_state.json_text import safe_json_text
 
 _PREVIEW_CHARS = 80
 
@@ -86,22 +87,6 @@ def _version(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a version (0 or a whole number printed by put, get or list)")
     return value
-
-
-def safe_json_text(value: str) -> str:
-    """``value`` (JSON text) with control characters written as \\uXXXX: equal JSON, safe on a terminal.
-
-    JSON allows raw DEL, C1 controls and the Unicode line separators inside strings; between tokens it
-    allows only space, tab, newline and carriage return, which are kept as they are.
-    """
-    out = []
-    for ch in value:
-        code = ord(ch)
-        if (code < 0x20 and ch not in "\t\n\r") or 0x7F <= code < 0xA0 or code in (0x2028, 0x2029):
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def _entry_dict(entry: pb.SessionStateEntry) -> dict:
