@@ -45,9 +45,11 @@ from hub.db.context import Window
 from hub.embedding import Embedder, EmbeddingError, PassageVectorCache, build_embedder
 from hub.errors import StartupError
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
+from hub.periodic import Periodic
 from hub.policy import PolicyError, PolicyStore
 from hub.rerank import Reranker, open_reranker
 from hub.retrieval_log.writer import RetrievalLogWriter
+from hub.session_state.service import SessionStateService
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +183,10 @@ class Hub:
     """The periodic consolidation of MEMHUB_CONSOLIDATE_SCHEDULE (off when it is empty)."""
     retrieval_log: RetrievalLogWriter | None = None
     """Writes every search into the retrieval log (None when MEMHUB_RETRIEVAL_LOG=0)."""
+    session_state: SessionStateService | None = None
+    """The shared session state (hub/session_state/); set by open()."""
+    session_pruner: Periodic | None = None
+    """Deletes expired session state every MEMHUB_SESSION_PRUNE_INTERVAL_S."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -271,6 +277,8 @@ class Hub:
         )
         hub.consolidator = consolidator
         hub.consolidation_schedule = ScheduledConsolidation(consolidator, config.consolidation)
+        hub.session_state = SessionStateService(engine, authorizer, config.session_state)
+        hub.session_pruner = hub.session_state.pruner()
         return hub
 
     def start_background(self) -> None:
@@ -288,9 +296,13 @@ class Hub:
         self.archiver.start()
         if self.consolidation_schedule is not None:
             self.consolidation_schedule.start()
+        if self.session_pruner is not None:
+            self.session_pruner.start()
 
     def close(self) -> None:
         self.archiver.stop()
+        if self.session_pruner is not None:
+            self.session_pruner.stop()
         if self.consolidation_schedule is not None:
             self.consolidation_schedule.stop()
         if self.consolidator is not None:

@@ -27,6 +27,7 @@ from hub.embedding import EmbeddingConfig
 from hub.errors import InvalidArgument, StartupError
 from hub.rerank.config import RerankConfig
 from hub.retrieval_log.config import RetrievalLogConfig
+from hub.session_state.config import SessionStateConfig
 
 N = TypeVar("N", int, float)
 
@@ -276,6 +277,8 @@ class HubConfig:
     """The summariser and the consolidation schedule (hub/curation/consolidation_config.py)."""
     retrieval_log: RetrievalLogConfig = field(default_factory=RetrievalLogConfig)
     """What is logged of every search (query hash by default), for how long, and the queue's bound."""
+    session_state: SessionStateConfig = field(default_factory=SessionStateConfig)
+    """The shared session state's TTLs, limits and pruning (MEMHUB_SESSION*, hub/session_state/config.py)."""
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> HubConfig:
@@ -355,6 +358,7 @@ class HubConfig:
             archive=ArchiveConfig.from_env(env),
             consolidation=ConsolidationConfig.from_env(env),
             retrieval_log=RetrievalLogConfig.from_env(env),
+            session_state=SessionStateConfig.from_env(env),
         )
 
 
