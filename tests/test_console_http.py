@@ -43,7 +43,7 @@ def test_every_response_carries_the_security_headers(console: RunningConsole) ->
             assert "unsafe-inline" not in CONTENT_SECURITY_POLICY
             assert response.headers["x-content-type-options"] == "nosniff"
             assert response.headers["x-frame-options"] == "DENY"
-            assert response.headers["referrer-policy"] == "no-referrer"
+            assert response.headers["referrer-policy"] == "same-origin"
             assert response.headers["cache-control"] == "no-store", path
         css = http.get("/static/console.css")
         assert css.status_code == 200 and css.headers["content-security-policy"] == CONTENT_SECURITY_POLICY

@@ -67,6 +67,7 @@ def build_app(console: Console) -> Starlette:
         *tokens.routes(),
         *health.routes(),
         Route("/", auth.home),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),  # no icon; say so without an error
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(

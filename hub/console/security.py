@@ -3,7 +3,7 @@
 The policy allows no script at all (``default-src 'none'`` with no
 ``script-src``), no inline style, no framing, and forms that post only to
 the console itself; so even an escaping bug could not run code. Pages hold
-memory content, so nothing is cached and no Referer leaves the console.
+memory content, so nothing is cached and no Referer leaves the console (same-origin only).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ HEADERS = {
     "content-security-policy": CONTENT_SECURITY_POLICY,
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    # Not no-referrer: Chromium then sends "Origin: null" with same-origin form posts, defeating the origin check.
+    "referrer-policy": "same-origin",
     "cross-origin-opener-policy": "same-origin",
     "cross-origin-resource-policy": "same-origin",
     "permissions-policy": "camera=(), microphone=(), geolocation=(), interest-cohort=()",
