@@ -34,6 +34,7 @@ from hub.client import MemhubClient, memory_input  # noqa: E402
 from hub.config import HubConfig, PolicyConfig, ServerConfig, StoreConfig  # noqa: E402
 from hub.console.config import ConsoleConfig  # noqa: E402
 from hub.console.server import ConsoleServer  # noqa: E402
+from hub.db import embedded_pg  # noqa: E402
 
 # The operator administers the hub (admins) and may read every namespace but change none (the fleet
 # example's auditors): the console shows only what its token may see.
@@ -164,8 +165,14 @@ def shoot(console_url: str, token: str, ids: dict[str, str], out: Path) -> list[
 
 
 def _save(driver, path: Path) -> Path:  # noqa: ANN001
+    """The page as a PNG, made small when Debian's pngquant (256 colours: plenty for text on flat colours)
+    and optipng (lossless) are installed: apt-get install pngquant optipng."""
     driver.save_screenshot(str(path))
-    if shutil.which("optipng"):  # smaller files when the optimiser is there; the picture is the same
+    if shutil.which("pngquant"):
+        subprocess.run(
+            ["pngquant", "--force", "--skip-if-larger", "--quality", "80-98", "--output", str(path), str(path)], check=False
+        )
+    if shutil.which("optipng"):
         subprocess.run(["optipng", "-quiet", "-o2", str(path)], check=False)
     return path
 
@@ -205,6 +212,7 @@ def main() -> int:
                 console.stop()
             server.stop(grace=None)
             hub.close()
+            embedded_pg.release(data)  # before the temporary directory goes
     for path in saved:
         print(f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}: {path.stat().st_size // 1024} KiB")
     print(f"console_screenshots: {len(saved)} pages in {time.monotonic() - started:.0f} s")
