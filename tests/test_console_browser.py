@@ -281,3 +281,29 @@ def test_a_form_posted_from_another_origin_is_refused(browser, console: RunningC
     time.sleep(2.5)  # longer than revocations take to reach every replica: the token must still work
     with fleet.raw(victim.token) as client:
         assert client.list(["teams/support"], page_size=1) is not None
+
+
+def test_every_page_has_landmarks_one_heading_and_a_label_for_every_field(browser, console: RunningConsole) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.keys import Keys
+
+    sign_in(browser, console, operator_token(console.fleet))
+    pages = ("/namespaces", "/memories", "/search?q=cache&explain=on", "/audit", "/policies", "/tokens", "/health", "/retrieval")
+    for path in pages:
+        browser.get(console.url + path)
+        report = browser.execute_script(
+            "const fields = [...document.querySelectorAll('input:not([type=hidden]), select, textarea')];"
+            "return {unlabelled: fields.filter(f => f.labels.length === 0 && !f.getAttribute('aria-label')).map(f => f.name),"
+            " h1: document.querySelectorAll('h1').length, main: document.querySelectorAll('main').length,"
+            " nav: document.querySelectorAll('nav[aria-label]').length, lang: document.documentElement.lang,"
+            " current: [...document.querySelectorAll('nav a[aria-current=page]')].map(a => a.textContent)};"
+        )
+        assert report["unlabelled"] == [], (path, report)
+        assert report["h1"] == 1 and report["main"] == 1 and report["nav"] >= 1 and report["lang"] == "en", (path, report)
+        assert len(report["current"]) == 1, (path, report)
+    # Keyboard: the first Tab reaches the skip link, Enter moves to the content.
+    browser.get(console.url + "/audit")
+    browser.find_element(by("TAG_NAME"), "body").send_keys(Keys.TAB)
+    focused = browser.switch_to.active_element
+    assert focused.text == "Skip to content"
+    focused.send_keys(Keys.ENTER)
+    assert browser.execute_script("return document.activeElement.id") == "main"

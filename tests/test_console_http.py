@@ -7,6 +7,7 @@ What a browser does with these pages (scripts, cookies, forms) is in test_consol
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -317,3 +318,19 @@ def test_sessions_end_at_the_tokens_expiry_when_idle_and_past_the_cap() -> None:
     first, second, third = (store.create("t", f"a{i}", (), False, time.time() + 3600) for i in range(3))
     assert store.get(first.id) is None and store.get(second.id) and store.get(third.id)  # least recently used went
     assert store.get("x" * 500) is None and store.get(None) is None
+
+
+def test_a_long_list_pages_with_its_filters_kept(console: RunningConsole) -> None:
+    fleet = console.fleet
+    ns = f"agents/root/pages-{uuid.uuid4().hex[:8]}"
+    with fleet.client("root") as root:
+        for i in range(3):
+            root.write([memory_input(ns, f"paged fact number {i}", type="fact", tags=["paging"])])
+    with console.sign_in(fleet.token("root")) as http:
+        first = http.get("/memories", params={"ns": ns, "tag": "paging", "page_size": "2"}).text
+        assert first.count('<a href="/memory/') == 2 and "paged fact number 2" in first
+        link = re.search(r'<a rel="next" href="([^"]+)"', first).group(1).replace("&amp;", "&")
+        assert "tag=paging" in link and "page_size=2" in link and f"ns={ns}" in link.replace("%2F", "/")
+        second = http.get(link).text
+        assert second.count('<a href="/memory/') == 1 and "paged fact number 0" in second
+        assert "No more results." in second and "First page" in second
