@@ -334,3 +334,25 @@ def test_a_long_list_pages_with_its_filters_kept(console: RunningConsole) -> Non
         second = http.get(link).text
         assert second.count('<a href="/memory/') == 1 and "paged fact number 0" in second
         assert "No more results." in second and "First page" in second
+
+
+def test_a_memory_page_shows_its_supersede_history_links_and_tombstone(console: RunningConsole) -> None:
+    fleet = console.fleet
+    ns = f"agents/root/hist-{uuid.uuid4().hex[:8]}"
+    with fleet.client("root") as root:
+        old = root.write([memory_input(ns, "The on-call phone is 555-0100", type="fact", subject_key="ops/phone")])
+        new = root.write([memory_input(ns, "The on-call phone is 555-0199", type="fact", subject_key="ops/phone")])
+        gone = root.write([memory_input(ns, "The staging password hint is blue", type="fact")])
+        old_id, new_id, gone_id = (r.results[0].memory.id for r in (old, new, gone))
+        root.forget(ids=[gone_id], reason="hints are not kept")
+    with console.sign_in(fleet.token("root")) as http:
+        current = http.get(f"/memory/{new_id}").text
+        assert "Versions of subject ops/phone, oldest first" in current
+        assert current.index("555-0100") < current.index("this one")  # oldest first, this version marked
+        assert f'href="/memory/{old_id}"' in current and "Supersedes" in current
+        previous = http.get(f"/memory/{old_id}").text
+        assert "status <strong>superseded</strong>" in previous and "Superseded by" in previous
+        assert f'href="/memory/{new_id}"' in previous
+        tomb = http.get(f"/memory/{gone_id}").text
+        assert "Tombstone" in tomb and "hints are not kept" in tomb and "(erased)" in tomb
+        assert "password hint is blue" not in tomb
