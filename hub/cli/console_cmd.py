@@ -23,7 +23,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="the local operator's token (MEMHUB_CONSOLE_TOKEN_FILE): prints a private sign-in link that uses it",
     )
-    p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="least severe log lines shown on stderr (default warning)",
+    )
     refuse_token_option(p)
     p.set_defaults(func=run)
 
