@@ -26,6 +26,7 @@ from hub.core.consolidation import Consolidator
 from hub.core.consolidation_schedule import ScheduledConsolidation
 from hub.core.health_monitor import HealthMonitor
 from hub.core.index_health import IndexHealth
+from hub.core.index_report import IndexReporter
 from hub.core.indexer import Indexer
 from hub.core.model import Channel
 from hub.core.policy_authorizer import PolicyAuthorizer
@@ -245,7 +246,17 @@ class Hub:
             retrieval_log=retrieval_log,
             extractor=FactExtractor(config.extraction) if config.extraction.enabled else None,
         )
-        admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)
+        index_reporter = IndexReporter(
+            engine,
+            index_health,
+            lambda: monitor.database_ok,
+            indexer_enabled=config.indexer.enabled,
+            embedding_model=embedder.model_id,
+            collection=config.store.milvus_collection,
+        )
+        admin = AdminService(
+            engine, authorizer, policies, revocations, nudge=indexer.nudge, audit=audit, index_reporter=index_reporter
+        )
         consolidator = Consolidator(
             engine,
             authorizer,

@@ -17,6 +17,7 @@ metadata itself is honoured when no span is active.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -213,6 +214,17 @@ class MemhubClient:
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._timeout = timeout_s
+        self._owns_channel = True
+
+    def with_token(self, token: str) -> MemhubClient:
+        """This client acting with another token, on the same channel (a web console's per-session view).
+
+        Closing the view leaves the channel open; closing the original closes it for every view.
+        """
+        view = copy.copy(self)
+        view.metadata = (("authorization", f"Bearer {token}"),)
+        view._owns_channel = False
+        return view
 
     def __enter__(self) -> MemhubClient:
         return self
@@ -221,7 +233,8 @@ class MemhubClient:
         self.close()
 
     def close(self) -> None:
-        self._channel.close()
+        if self._owns_channel:
+            self._channel.close()
 
     def _call(self, method, request):  # noqa: ANN001, ANN202
         return method(request, timeout=self._timeout, metadata=self.metadata)
@@ -278,21 +291,26 @@ class MemhubClient:
         statuses: Sequence[str] = (),
         flags: Sequence[str] = (),
         exclude_flagged: bool = False,
+        created_start: datetime | None = None,
+        created_end: datetime | None = None,
     ) -> pb.ListMemoriesResponse:
-        return self._call(
-            self._stub.ListMemories,
-            pb.ListMemoriesRequest(
-                namespaces=list(namespaces),
-                page_size=page_size,
-                page_token=page_token,
-                kinds=[kind_value(k) for k in kinds],
-                types=[type_value(t) for t in types],
-                tags=list(tags),
-                statuses=[status_value(s) for s in statuses],
-                flags=[flag_value(f) for f in flags],
-                exclude_flagged=exclude_flagged,
-            ),
+        """``created_start``/``created_end``: only memories stored in [start, end)."""
+        req = pb.ListMemoriesRequest(
+            namespaces=list(namespaces),
+            page_size=page_size,
+            page_token=page_token,
+            kinds=[kind_value(k) for k in kinds],
+            types=[type_value(t) for t in types],
+            tags=list(tags),
+            statuses=[status_value(s) for s in statuses],
+            flags=[flag_value(f) for f in flags],
+            exclude_flagged=exclude_flagged,
         )
+        if created_start is not None:
+            req.created.start.FromDatetime(created_start)
+        if created_end is not None:
+            req.created.end.FromDatetime(created_end)
+        return self._call(self._stub.ListMemories, req)
 
     def forget(
         self,

@@ -15,6 +15,7 @@ import grpc
 from hub.cli import (
     admin_cmds,
     client_cmds,
+    console_cmd,
     consolidate_cmd,
     context_cmd,
     history_cmd,
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = StrictArgumentParser(prog="memhub", description="A shared memory hub for fleets of LLM agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(sub)
+    console_cmd.add_parser(sub)
     client_cmds.add_parsers(sub)
     context_cmd.add_parser(sub)
     history_cmd.add_parser(sub)

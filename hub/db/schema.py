@@ -234,6 +234,8 @@ audit_log = Table(
     Index("ix_audit_log_at", "at"),
     Index("ix_audit_log_agent_at", "agent_id", "at"),
     Index("ix_audit_log_namespace_at", "namespace", "at"),
+    # The decisions of one call (QueryAuditLog hub_request_id; migration 0011).
+    Index("ix_audit_log_hub_request", "hub_request_id", postgresql_where=text("hub_request_id <> ''")),
 )
 
 # Every search: who asked, the query (as a keyed hash, its text, or nothing: MEMHUB_RETRIEVAL_LOG_QUERY),
