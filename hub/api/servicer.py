@@ -70,13 +70,13 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def ForgetMemories(self, request: pb.ForgetMemoriesRequest, context: None) -> pb.ForgetMemoriesResponse:
         request_id = v.request_id(request.request_id, "request_id")
         caller = dataclasses.replace(current_caller(), request_id=request_id or "")
-        forgotten, replayed = self._service.forget(
+        result = self._service.forget(
             caller,
             convert.forget_request(request),
             request_id=request_id,
             request_hash=convert.request_hash(request),
         )
-        return pb.ForgetMemoriesResponse(forgotten_ids=forgotten, replayed=replayed)
+        return pb.ForgetMemoriesResponse(forgotten_ids=result.ids, replayed=result.replayed, versions=result.versions)
 
     @blocking_rpc
     def AssembleContext(self, request: pb.AssembleContextRequest, context: None) -> pb.AssembleContextResponse:

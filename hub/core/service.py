@@ -40,11 +40,13 @@ from hub.core.model import (
     Caller,
     Channel,
     ForgetRequest,
+    ForgetResult,
     ListPage,
     ListQuery,
     MemoryFilter,
     MemoryRecord,
     NewMemory,
+    Replaced,
     SearchHit,
     SearchQuery,
     SearchResult,
@@ -61,6 +63,7 @@ from hub.curation import archive, write_gate
 from hub.curation.near_dup import NearDupConfig
 from hub.db import context, idempotency, namespace_scope
 from hub.db import memories as memories_db
+from hub.db import versions as versions_db
 from hub.db.engine import is_transient_conflict
 from hub.embedding import Embedder, EmbeddingError
 from hub.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
@@ -182,6 +185,7 @@ def as_first_written(record: MemoryRecord, item: NewMemory) -> MemoryRecord:
         use_count=0,
         not_useful_count=0,
         last_used_at=None,
+        version=1,  # a new memory's; a replay puts in the version the first response showed
     )
 
 
@@ -342,6 +346,9 @@ class MemoryService:
                             "near": [o.near for o in outcomes],
                             "filtered": [o.filtered for o in outcomes],
                             "redacted": [list(o.redacted) for o in outcomes],
+                            # As first written: a replay to a caller that can no longer read a memory shows these.
+                            "versions": [o.memory.version if o.memory is not None else None for o in outcomes],
+                            "replaced": [[o.replaced.id, o.replaced.version] if o.replaced else None for o in outcomes],
                         }
                         if not idempotency.store(conn, caller.agent_id, request_id, "write", request_hash, response):
                             raise _ConcurrentRetry()  # rolls this transaction back
@@ -393,19 +400,27 @@ class MemoryService:
         near_flags = prior.response.get("near") or [False] * len(records)  # results stored before near-duplicates
         rules = prior.response.get("filtered") or [""] * len(records)
         redactions = prior.response.get("redacted") or [[]] * len(records)
-        for record, dedup, near, item, rule, redacted in zip(
-            records, prior.response["dedup"], near_flags, items, rules, redactions, strict=True
+        first_versions = prior.response.get("versions") or [1] * len(records)  # results stored before versions
+        replacements = prior.response.get("replaced") or [None] * len(records)
+        for record, dedup, near, item, rule, redacted, first_version, replaced in zip(
+            records, prior.response["dedup"], near_flags, items, rules, redactions, first_versions, replacements, strict=True
         ):
             if record is None:
                 outcomes.append(WriteOutcome(None, deduplicated=False, filtered=rule))
             elif record.namespace not in unreadable:
                 outcomes.append(
-                    WriteOutcome(_with_effective_status(record), deduplicated=dedup, near=near, redacted=tuple(redacted))
+                    WriteOutcome(
+                        _with_effective_status(record),
+                        deduplicated=dedup,
+                        near=near,
+                        redacted=tuple(redacted),
+                        replaced=Replaced(*replaced) if replaced else None,
+                    )
                 )
             elif record.source_agent == caller.agent_id:
-                outcomes.append(
-                    WriteOutcome(as_first_written(record, item), deduplicated=dedup, near=near, redacted=tuple(redacted))
-                )
+                # Nothing about what it replaced: that memory is in a namespace the caller cannot read now.
+                first = dataclasses.replace(as_first_written(record, item), version=first_version or 1)
+                outcomes.append(WriteOutcome(first, deduplicated=dedup, near=near, redacted=tuple(redacted)))
             else:
                 # Only a write made before blind writes existed can have been deduplicated into another
                 # agent's memory in a namespace the caller cannot read; showing that memory would leak it.
@@ -677,13 +692,17 @@ class MemoryService:
 
     def forget(
         self, caller: Caller, request: ForgetRequest, *, request_id: str | None = None, request_hash: str = ""
-    ) -> tuple[list[str], bool]:
-        """Forget by ids or by filter; returns (ids forgotten now, replayed)."""
+    ) -> ForgetResult:
+        """Forget by ids or by filter: the ids forgotten now, their tombstones' versions, whether it was a replay.
+
+        With expected versions the named memories are locked and compared first (hub/db/versions.py): one
+        that changed since the caller read it fails the whole request with VersionMismatch.
+        """
         # Every decision of this request commits with the tombstones it allowed (hub/audit/held.py).
         with self._hold_decisions() as held:
             scope = self._forgettable_namespaces(caller, request.filter.namespaces) if request.filter is not None else []
 
-            def transaction() -> list[str]:
+            def transaction() -> ForgetResult:
                 with self._engine.begin() as conn:
                     if request_id is not None and idempotency.lookup(conn, caller.agent_id, request_id) is not None:
                         raise _ConcurrentRetry()
@@ -691,26 +710,34 @@ class MemoryService:
                         ids = memories_db.select_ids_for_forget(conn, request.filter, scope, limit=100_000)
                     else:
                         ids = self._forgettable_ids(conn, caller, request.ids)
+                        versions_db.check_memories(conn, request.expected_versions)
                     forgotten = memories_db.forget(conn, ids, caller, request.reason)
+                    now = versions_db.current(conn, forgotten)
+                    result = ForgetResult(forgotten, tuple(now[mid] for mid in forgotten))
                     if request_id is not None and not idempotency.store(
-                        conn, caller.agent_id, request_id, "forget", request_hash, {"ids": forgotten}
+                        conn,
+                        caller.agent_id,
+                        request_id,
+                        "forget",
+                        request_hash,
+                        {"ids": forgotten, "versions": list(result.versions)},
                     ):
                         raise _ConcurrentRetry()
                     held.insert(conn)
                 held.committed()
-                return forgotten
+                return result
 
             try:
-                forgotten = _retrying_conflicts(transaction)
+                result = _retrying_conflicts(transaction)
             except _ConcurrentRetry:
                 with self._engine.connect() as conn:
                     prior = idempotency.lookup(conn, caller.agent_id, request_id or "")
                 assert prior is not None
                 self._check_same_request(prior, "forget", request_id or "", request_hash)
-                return list(prior.response["ids"]), True
+                return ForgetResult(list(prior.response["ids"]), tuple(prior.response.get("versions", ())), replayed=True)
         self._indexer.nudge()
-        trace.get_current_span().set_attribute("memhub.forgotten", len(forgotten))
-        return forgotten, False
+        trace.get_current_span().set_attribute("memhub.forgotten", len(result.ids))
+        return result
 
     def restore(self, caller: Caller, ids: Sequence[str]) -> list[str]:
         """Bring archived memories back into search; returns the ids restored now (already active ones are not).
