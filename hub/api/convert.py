@@ -128,6 +128,9 @@ def _namespaces(values: Sequence[str], field: str) -> tuple[str, ...]:
     return tuple(validate_namespace(ns, f"{field}[{i}]") for i, ns in enumerate(values))
 
 
+namespace_roots = _namespaces  # for the other converters (hub/api/convert_lineage.py)
+
+
 def _flag_filter(msg: Message) -> dict[str, object]:
     """The flags / exclude_flagged fields of a search or list request as MemoryFilter arguments."""
     flags = _enums(msg.flags, _FLAGS, pb.MemoryFlag, "flags")

@@ -8,7 +8,7 @@ from concurrent.futures import Executor
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 
-from hub.api import convert, convert_consolidate, convert_context, convert_retrieval_log
+from hub.api import convert, convert_consolidate, convert_context, convert_lineage, convert_retrieval_log
 from hub.api.identity import current_caller
 from hub.api.status import blocking_rpc
 from hub.core import validation as v
@@ -93,6 +93,14 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return pb.GetMemoryHistoryResponse(
             subject_key=subject, versions=[convert.memory(m) for m in versions], truncated=truncated
         )
+
+    @blocking_rpc
+    def GetMemoryLineage(self, request: pb.GetMemoryLineageRequest, context: None) -> pb.GetMemoryLineageResponse:
+        query = convert_lineage.lineage_query(request)
+        found = self._service.lineage(
+            current_caller(), query.id, roots=query.roots, max_depth=query.max_depth, max_entries=query.max_entries
+        )
+        return convert_lineage.lineage_response(found)
 
     @blocking_rpc
     def RestoreMemories(self, request: pb.RestoreMemoriesRequest, context: None) -> pb.RestoreMemoriesResponse:

@@ -223,6 +223,7 @@ def format_memory(m: pb.Memory) -> str:
         ("kind", f"{_short(pb.MemoryKind, m.kind, 'MEMORY_KIND')}/{_short(pb.MemoryType, m.type, 'MEMORY_TYPE')}"),
         ("date", m.occurred_at.ToDatetime().strftime("%Y-%m-%dT%H:%M")),
         ("status", status),
+        ("version", str(m.version) if m.version else ""),
         ("session", m.source.session_id),
         ("tags", ",".join(m.tags)),
     ]

@@ -25,6 +25,7 @@ from hub.cli import (
     retrieval_log_cmd,
     serve,
     token_cmds,
+    why_cmd,
 )
 from hub.cli.arguments import StrictArgumentParser, parse
 from hub.errors import HubError
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     client_cmds.add_parsers(sub)
     context_cmd.add_parser(sub)
     history_cmd.add_parser(sub)
+    why_cmd.add_parser(sub)
     restore_cmd.add_parser(sub)
     consolidate_cmd.add_parser(sub)
     retrieval_log_cmd.add_parser(sub)

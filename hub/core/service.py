@@ -32,7 +32,7 @@ from hub import telemetry
 from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.audit.held import HeldDecisions, NotHeld
 from hub.audit.writer import AuditWriter
-from hub.core import fusion, paging, priors, relevance, response_size, screening
+from hub.core import fusion, lineage, paging, priors, relevance, response_size, screening
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -62,6 +62,7 @@ from hub.core.retrieval_feedback import RetrievalFeedback
 from hub.curation import archive, write_gate
 from hub.curation.near_dup import NearDupConfig
 from hub.db import context, idempotency, namespace_scope
+from hub.db import lineage as lineage_db
 from hub.db import memories as memories_db
 from hub.db import versions as versions_db
 from hub.db.engine import is_transient_conflict
@@ -666,6 +667,59 @@ class MemoryService:
         with self._reads.connect() as conn:
             versions, truncated = memories_db.subject_history(conn, record.namespace, record.subject_key, limit)
         return record.subject_key, [_with_effective_status(v) for v in versions], truncated
+
+    def lineage(
+        self,
+        caller: Caller,
+        memory_id: str,
+        *,
+        roots: Sequence[str] = (),
+        max_depth: int = lineage.DEFAULT_DEPTH,
+        max_entries: int = lineage.DEFAULT_ENTRIES,
+    ) -> lineage.Lineage:
+        """Why ``memory_id`` says what it says (hub/core/lineage.py): its versions, sources and derivations.
+
+        Reading the memory is the right needed; every other memory is shown only when the caller may read it
+        now (its namespace, among ``roots`` when given; quarantined ones to admins), else as a hidden entry.
+        """
+        record = self.get(caller, memory_id)
+        admin = self._authorizer.allowed(caller, Action.ADMIN, None)
+        with self._reads.connect() as conn:
+            readable = self._readable_namespaces(caller, roots, conn)
+            visible = frozenset(readable)
+            if record.namespace not in visible:  # outside the roots asked for: it looks missing, as elsewhere
+                raise NotFound(f"memory {memory_id} not found")
+
+            def shown(memory: MemoryRecord) -> bool:
+                return memory.namespace in visible and (admin or memory.status is not Status.QUARANTINED)
+
+            found = lineage.walk(
+                conn,
+                record,
+                shown=shown,
+                readable=readable,
+                with_quarantined=admin,
+                limits=lineage.LineageLimits(max_depth, max_entries, self._response_budget),
+            )
+            # The ids a shown memory's links name are shown only when the caller may read those memories:
+            # a hidden entry must not be identifiable through the links of its neighbour.
+            named = {mid for e in found.entries if e.memory is not None for mid in lineage.linked_ids(e.memory)}
+            placed = lineage_db.placement(conn, list(named))
+            may_see = frozenset(
+                mid
+                for mid, (namespace, status) in placed.items()
+                if namespace in visible and (admin or status is not Status.QUARANTINED)
+            )
+        entries = tuple(
+            dataclasses.replace(e, memory=lineage.only_links_to(_with_effective_status(e.memory), may_see))
+            if e.memory is not None
+            else e
+            for e in found.entries
+        )
+        trace.get_current_span().set_attributes(
+            {"memhub.lineage.entries": len(entries), "memhub.lineage.hidden": sum(e.memory is None for e in entries)}
+        )
+        return dataclasses.replace(found, entries=entries)
 
     def list(self, caller: Caller, query: ListQuery) -> ListPage:
         flt = dataclasses.replace(query.filter, namespaces=tuple(minimal_roots(list(query.filter.namespaces))))
