@@ -175,6 +175,13 @@ def test_a_source_in_a_namespace_the_reader_cannot_read_is_a_hidden_entry(fleet:
         for leaked in (note.id, "R-7731", secret, note.content_hash):
             assert leaked.encode() not in wire
         assert note.created_at.SerializeToString() not in wire
+        # Nor do her other reads name it: the conclusion's citations show what she may read, and how many not.
+        got = alice.get(conclusion.id)
+        assert list(got.links.derived_from) == [behind.id] and got.links.hidden_sources == 1
+        for reply in (alice.list([shared]), alice.history(conclusion.id)):
+            assert note.id.encode() not in reply.SerializeToString()
+        assert list(dave.get(conclusion.id).links.derived_from) == [note.id, behind.id]
+        assert dave.get(conclusion.id).links.hidden_sources == 0
         # The hidden note's own links are not followed, and from alice's episode the note leaves no trace:
         # what she sees of it is the same as if the note did not exist (no count to watch).
         assert _ids(alice.lineage(behind.id)) == [behind.id, conclusion.id]

@@ -340,6 +340,7 @@ def memory(record: MemoryRecord) -> pb.Memory:
             superseded_by=record.superseded_by or "",
             # Memories stored before derived_from was bounded may hold more than any response can carry.
             truncated=max(len(record.supersedes), len(record.derived_from)) > SHOWN_LINKS,
+            hidden_sources=record.hidden_sources,
         ),
         subject_key=record.subject_key or "",
         seen_count=record.seen_count,

@@ -87,11 +87,14 @@ def linked_ids(record: MemoryRecord) -> list[str]:
 
 def only_links_to(record: MemoryRecord, visible: frozenset[str]) -> MemoryRecord:
     """``record`` with its links naming only ``visible`` memories (a hidden one is a LineageEntry, not an id)."""
+    shown = record.derived_from[:SHOWN_LINKS]
+    kept = tuple(m for m in shown if m in visible)
     return dataclasses.replace(
         record,
         supersedes=tuple(m for m in record.supersedes[:SHOWN_LINKS] if m in visible),
-        derived_from=tuple(m for m in record.derived_from[:SHOWN_LINKS] if m in visible),
+        derived_from=kept,
         superseded_by=record.superseded_by if record.superseded_by in visible else None,
+        hidden_sources=len(shown) - len(kept),
     )
 
 

@@ -162,6 +162,8 @@ class MemoryRecord:
     last_used_at: datetime | None = None
     version: int = 1
     """Goes up on every change a reader can see, recall statistics aside (hub/db/versions.py)."""
+    hidden_sources: int = 0
+    """Set for a reader: derived_from ids left out because it may not read them (hub/core/visible_links.py)."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from hub import telemetry
 from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.audit.held import HeldDecisions, NotHeld
 from hub.audit.writer import AuditWriter
-from hub.core import fusion, lineage, paging, priors, relevance, response_size, screening
+from hub.core import fusion, lineage, paging, priors, relevance, response_size, screening, visible_links
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -187,6 +187,7 @@ def as_first_written(record: MemoryRecord, item: NewMemory) -> MemoryRecord:
         not_useful_count=0,
         last_used_at=None,
         version=1,  # a new memory's; a replay puts in the version the first response showed
+        hidden_sources=0,  # the API layer counts them for the reader (hub/core/visible_links.py)
     )
 
 
@@ -667,6 +668,10 @@ class MemoryService:
         with self._reads.connect() as conn:
             versions, truncated = memories_db.subject_history(conn, record.namespace, record.subject_key, limit)
         return record.subject_key, [_with_effective_status(v) for v in versions], truncated
+
+    def readable_links(self, caller: Caller, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """``records`` as ``caller`` may see them: derived_from naming only memories it may read."""
+        return visible_links.readable_links(self._reads, self._authorizer, caller, records)
 
     def lineage(
         self,

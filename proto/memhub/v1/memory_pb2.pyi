@@ -147,16 +147,18 @@ class Source(_message.Message):
     def __init__(self, agent_id: _Optional[str] = ..., session_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., hub_request_id: _Optional[str] = ..., trace_id_from_caller: _Optional[bool] = ...) -> None: ...
 
 class MemoryLinks(_message.Message):
-    __slots__ = ("supersedes", "derived_from", "superseded_by", "truncated")
+    __slots__ = ("supersedes", "derived_from", "superseded_by", "truncated", "hidden_sources")
     SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
     DERIVED_FROM_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_SOURCES_FIELD_NUMBER: _ClassVar[int]
     supersedes: _containers.RepeatedScalarFieldContainer[str]
     derived_from: _containers.RepeatedScalarFieldContainer[str]
     superseded_by: str
     truncated: bool
-    def __init__(self, supersedes: _Optional[_Iterable[str]] = ..., derived_from: _Optional[_Iterable[str]] = ..., superseded_by: _Optional[str] = ..., truncated: _Optional[bool] = ...) -> None: ...
+    hidden_sources: int
+    def __init__(self, supersedes: _Optional[_Iterable[str]] = ..., derived_from: _Optional[_Iterable[str]] = ..., superseded_by: _Optional[str] = ..., truncated: _Optional[bool] = ..., hidden_sources: _Optional[int] = ...) -> None: ...
 
 class RecallStats(_message.Message):
     __slots__ = ("recall_count", "last_recalled_at", "use_count", "not_useful_count", "last_used_at")
