@@ -9,6 +9,10 @@ holds every winner in order.
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +25,7 @@ from memhub.v1 import memory_pb2 as pb
 from hub.client import MemhubClient, memory_input, version_conflict
 
 SUBJECT = "user/reply-language"
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
 def _pref(ns: str, text: str, **kw) -> pb.MemoryInput:  # noqa: ANN003
@@ -249,3 +254,54 @@ def test_two_agents_superseding_one_subject_concurrently_one_wins_each_round(sta
         assert older.status == pb.MEMORY_STATUS_SUPERSEDED and older.links.superseded_by == newer.id
         assert list(newer.links.supersedes) == [older.id] and newer.version > older.version
     assert history.versions[-1].status == pb.MEMORY_STATUS_ACTIVE
+
+
+# -- the CLI ------------------------------------------------------------------------------------------------
+
+
+def _memhub(stack: Stack, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": stack.token("tester")}
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli.main", *args, "--hub", stack.address], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_cli_write_and_forget_with_expected_versions_and_citations(stack: Stack, ns: str) -> None:
+    pref = ["write", ns, "Reply in German", "--type", "preference", "--subject", SUBJECT, "--no-wait"]
+    done = _memhub(stack, *pref, "--expect-version", "0")
+    assert done.returncode == 0, done.stderr
+    first = re.fullmatch(rf"wrote ({UUID}) to {ns} \(version 1\)\n", done.stdout)
+    assert first, done.stdout
+    stale = _memhub(stack, "write", ns, "Reply in French", "--type", "preference", "--subject", SUBJECT, "--expect-version", "0")
+    assert stale.returncode == 1 and "ABORTED: memories[0].expected_version" in stale.stderr
+    assert "(the current version is 1; read it again before retrying)" in stale.stderr
+    source = stack.client.write([memory_input(ns, "The user wrote to us in French all week", type="event")]).results[0].memory
+    done = _memhub(
+        stack,
+        "write",
+        ns,
+        "Reply in French",
+        "--type",
+        "preference",
+        "--subject",
+        SUBJECT,
+        "--expect-version",
+        "1",
+        "--cite",
+        source.id,
+    )
+    assert done.returncode == 0, done.stderr
+    second = re.fullmatch(rf"wrote ({UUID}) to {ns} \(version 3\) \(replaced {first.group(1)}, version 1\)\n", done.stdout)
+    assert second, done.stdout
+    assert list(stack.client.get(second.group(1)).links.derived_from) == [source.id]
+
+    refused = _memhub(stack, "forget", second.group(1), "--reason", "test", "--expect-version", "2")
+    assert refused.returncode == 1 and "the current version is 3" in refused.stderr
+    done = _memhub(stack, "forget", second.group(1), "--reason", "test", "--expect-version", "3")
+    assert done.returncode == 0 and done.stdout == f"forgot 1 memory\n  {second.group(1)} (tombstone version 4)\n", done.stdout
+    for bad in (
+        ["forget", first.group(1), source.id, "--reason", "x", "--expect-version", "1"],
+        [*pref, "--expect-version", "-1"],
+    ):
+        wrong = _memhub(stack, *bad)
+        assert wrong.returncode == 2 and "--expect-version" in wrong.stderr, wrong.stderr
