@@ -7,7 +7,9 @@ parent of the gRPC client span and the trace continues into the hub.
 
 What is retried: UNAVAILABLE (hub down or restarting), DEADLINE_EXCEEDED
 (one attempt ran out of time) and ABORTED (a concurrent write conflicted;
-the hub says retrying is safe). Writes and forgets carry a request id made
+the hub says retrying is safe), except an ABORTED that reports a version
+conflict (an expected_version that no longer holds): the same call would
+fail again, so the model is told the current version at once. Writes and forgets carry a request id made
 once per tool call, so a retry of a call that did commit is answered from
 the hub's idempotency record instead of acting twice. Everything else is the
 hub's answer, not a transport failure, and becomes a ToolError at once.
@@ -27,6 +29,7 @@ import grpc
 from mcp.server.mcpserver.exceptions import ToolError
 from opentelemetry import trace
 
+from hub.client import VersionConflict, version_conflict
 from mcp_bridge.hub_client import attempt_timeout
 
 log = logging.getLogger("mcp_bridge.hub")
@@ -96,6 +99,9 @@ class HubCaller:
                 return await asyncio.to_thread(fn)
             except grpc.RpcError as exc:
                 code, details = exc.code(), exc.details() or ""
+                conflict = version_conflict(exc)
+                if conflict is not None:  # the same call would fail the same way: the model must re-read first
+                    raise conflict_error(details, conflict) from None
                 if code not in RETRYABLE:
                     raise hub_error(code, details) from None
                 log.warning(
@@ -121,6 +127,17 @@ class HubCaller:
             f"({attempts} attempt{'s' if attempts != 1 else ''} over {elapsed:.1f} s). Memory is unavailable "
             "for now: tell the user, carry on without it, and try again later."
         )
+
+
+def conflict_error(details: str, conflict: VersionConflict) -> ToolError:
+    """A failed expected version: what holds the memory now, and what to do (never retried as it is)."""
+    trace.get_current_span().set_attribute("memhub.hub.status_code", grpc.StatusCode.ABORTED.name)
+    return ToolError(
+        f"the memory changed since you read it: {details.rstrip('.')}. Nothing was changed. Its current version is "
+        f"{conflict.current_version}" + (f" (memory {conflict.current_id})" if conflict.current_id else "") + ": "
+        "read it again (memory_history, explain_memory or search_memories), then decide whether to call again "
+        "with that expected_version."
+    )
 
 
 def hub_error(code: grpc.StatusCode, details: str) -> ToolError:

@@ -36,6 +36,7 @@ TOOL_NAMES: tuple[str, ...] = (
     "mark_used",
     "summarize_episodes",
     "memory_history",
+    "explain_memory",
 )
 
 _KNOWN_KEYS = ("namespaces", "default_namespace", "tools")

@@ -29,7 +29,7 @@ from mcp_types import Tool
 
 from hub.api.convert import MAX_TTL
 from hub.client import memory_input
-from hub.core import context_recall, validation
+from hub.core import context_recall, lineage, validation
 from hub.core.namespaces import MAX_PATH_CHARS
 from hub.retrieval_log.records import MAX_MARKED_IDS
 from mcp_bridge import BridgeSettings, RetryPolicy, build_bridge, lifecycle_tools
@@ -51,6 +51,7 @@ VALID = {
     "mark_used": {"memory_ids": [str(uuid.uuid4())]},
     "summarize_episodes": {"namespace": "agents/schema-tester"},
     "memory_history": {"id": str(uuid.uuid4())},
+    "explain_memory": {"id": str(uuid.uuid4())},
 }
 ALL_TOOLS = sorted(VALID)
 # The keywords of JSON Schema 2020-12: every vocabulary's meta-schema lists its own.
@@ -172,6 +173,16 @@ async def test_published_bounds_are_the_hubs() -> None:
         ("summarize_episodes", "kind", "enum", ["semantic", "procedural"]),
         ("memory_history", "limit", "maximum", lifecycle_tools.MAX_HISTORY_VERSIONS),
         ("memory_history", "limit", "default", lifecycle_tools.DEFAULT_HISTORY_VERSIONS),
+        ("explain_memory", "max_depth", "maximum", lineage.MAX_DEPTH),
+        ("explain_memory", "max_depth", "default", lineage.DEFAULT_DEPTH),
+        ("explain_memory", "max_memories", "maximum", lineage.MAX_ENTRIES),
+        ("explain_memory", "max_memories", "default", lineage.DEFAULT_ENTRIES),
+        ("write_memory", "cites", "maxItems", v.MAX_DERIVED_FROM),
+        ("write_memory", "cites.[]", "maxLength", bridge_tools.MEMORY_ID_CHARS),
+        ("write_memory", "expected_version", "minimum", 0),
+        ("write_memory", "expected_version", "maximum", v.MAX_VERSION),
+        ("forget_memory", "expected_version", "minimum", 1),
+        ("forget_memory", "expected_version", "maximum", v.MAX_VERSION),
     ]
     wrong = [(t, p, k, prop(tools, t, p).get(k), want) for t, p, k, want in expected if prop(tools, t, p).get(k) != want]
     assert wrong == []

@@ -114,7 +114,8 @@ class _Walk:
         self.limits = limits
         self.entries: list[LineageEntry] = []
         self.index: dict[str, int] = {}
-        self.hidden_links: list[LineageLink] = []
+        self.hidden: dict[int, list[tuple[str, int]]] = {}
+        """Entry -> (cited id, hidden entry) for each unreadable source it cites, in the order it cites them."""
         self.bytes = 0
         self.truncated = False
         self.chains: set[tuple[str, str]] = set()
@@ -140,10 +141,10 @@ class _Walk:
         self.entries.append(LineageEntry(record, depth))
         return self.index[record.id]
 
-    def add_hidden(self, from_entry: int, depth: int) -> None:
+    def add_hidden(self, from_entry: int, cited: str, depth: int) -> None:
         if self._fits(_HIDDEN_BYTES + _LINK_BYTES):
             self.entries.append(LineageEntry(None, depth))
-            self.hidden_links.append(LineageLink(from_entry, len(self.entries) - 1, Relation.DERIVED_FROM))
+            self.hidden.setdefault(from_entry, []).append((cited, len(self.entries) - 1))
 
     def level(self, depth: int) -> list[int]:
         return [i for i, e in enumerate(self.entries) if e.depth == depth and e.memory is not None]
@@ -175,7 +176,7 @@ class _Walk:
             if record is not None and self.shown(record):
                 self.add(record, depth + 1)
             else:
-                self.add_hidden(i, depth + 1)
+                self.add_hidden(i, mid, depth + 1)
         ids = [self.entries[i].memory.id for i in level]  # type: ignore[union-attr]
         derived = lineage_db.derived_from_any(
             self.conn, ids, self.readable, with_quarantined=self.with_quarantined, limit=self.room() + len(self.index) + 1
@@ -197,7 +198,8 @@ class _Walk:
         return any(r.id not in self.index and self.shown(r) for r in derived)
 
     def links(self) -> list[LineageLink]:
-        """Every link stored on a shown memory between two shown ones, then the hidden ones, without repeats."""
+        """Every link stored on a shown memory to another shown one or to its hidden entry, in stored order,
+        without repeats."""
         out: dict[tuple[int, int, Relation], None] = {}
         for i, entry in enumerate(self.entries):
             record = entry.memory
@@ -208,11 +210,14 @@ class _Walk:
                     out[(i, self.index[mid], Relation.SUPERSEDES)] = None
             if record.superseded_by in self.index:
                 out[(self.index[record.superseded_by], i, Relation.SUPERSEDES)] = None
+            hidden = list(self.hidden.get(i, ()))
             for mid in record.derived_from[:SHOWN_LINKS]:
                 if mid in self.index:
                     out[(i, self.index[mid], Relation.DERIVED_FROM)] = None
-        for link in self.hidden_links:
-            out[(link.from_entry, link.to_entry, link.relation)] = None
+                    continue
+                place = next((k for k, (cited, _) in enumerate(hidden) if cited == mid), None)
+                if place is not None:  # followed, and not readable: its own hidden entry, in the same place
+                    out[(i, hidden.pop(place)[1], Relation.DERIVED_FROM)] = None
         return [LineageLink(a, b, rel) for a, b, rel in out]
 
 
