@@ -20,8 +20,10 @@ depends_on = None
 
 # What a reader sees (the Memory message) minus recall and use statistics, which reads change: a search must
 # never invalidate a writer's expectation. updated_at, entity_keys, write_pos and blind_write are bookkeeping.
+# content is left out of the comparison on purpose: it only changes when a forget erases it, which changes
+# status too, and comparing it would read (detoast) up to 16 KiB per row on every recall-count flush.
 VISIBLE_COLUMNS = (
-    "namespace, kind, type, content, content_hash, tags, entities, importance, confidence, occurred_at, valid_from, "
+    "namespace, kind, type, content_hash, tags, entities, importance, confidence, occurred_at, valid_from, "
     "valid_to, expires_at, source_agent, source_session, source_trace, source_request_id, source_trace_from_caller, "
     "status, subject_key, supersedes, derived_from, superseded_by, seen_count, embedding_model, forgotten_at, "
     "forgotten_by, forget_reason, trust, flags"
