@@ -50,6 +50,10 @@ class Aborted(HubError):
     """A concurrent request conflicted with this one; retrying it is safe."""
 
 
+class ResourceExhausted(HubError):
+    """A quota refused the request (nothing was stored); the message names the quota and how to stay within it."""
+
+
 class VersionMismatch(Aborted):
     """An expected version is not the stored one: nothing changed; re-read and decide (not a transient conflict).
 

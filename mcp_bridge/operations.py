@@ -108,6 +108,7 @@ class MemoryOperations:
             cites=list(result.memory.links.derived_from),
             searchable=reply.indexed,
             redacted=list(result.redacted),
+            extracted=[memory_record(fact.memory) for fact in result.extracted],
         )
 
     # -- search -----------------------------------------------------------------

@@ -297,6 +297,13 @@ def cmd_write(args: argparse.Namespace) -> int:
         if r.HasField("replaced"):
             note += f" (replaced {r.replaced.id}, version {r.replaced.version})"
         print(f"wrote {r.memory.id} to {r.memory.namespace} (version {r.memory.version}){note}")
+        for fact in r.extracted:  # the hub's LLM extractor (MEMHUB_EXTRACTOR=llm) drew these from it
+            about = f", about {fact.memory.subject_key}" if fact.memory.subject_key else ""
+            seen = " (already stored)" if fact.deduplicated else ""
+            kind = _short(pb.MemoryType, fact.memory.type, "MEMORY_TYPE")
+            print(f"  kept a {kind} from it: {fact.memory.id}{about}{seen}")
+        if r.extraction_failed:
+            print("  note: the hub's fact extractor failed on it (see the hub's log); it was stored as written")
     if not args.no_wait and not reply.indexed:
         print("note: not searchable yet (the indexer is behind); it will be shortly", file=sys.stderr)
     return 0

@@ -24,6 +24,7 @@ from hub.cli import (
     restore_cmd,
     retrieval_log_cmd,
     serve,
+    session_cmds,
     token_cmds,
     why_cmd,
 )
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     restore_cmd.add_parser(sub)
     consolidate_cmd.add_parser(sub)
     retrieval_log_cmd.add_parser(sub)
+    session_cmds.add_parsers(sub)
     import_jsonl.add_parser(sub)
     reindex.add_parser(sub)
     index_server.add_parser(sub)

@@ -187,6 +187,10 @@ class WriteOutcome:
     """Kinds of secrets replaced by [REDACTED:<kind>] before it was stored (hub/curation/secret_scan.py)."""
     replaced: Replaced | None = None
     """The older memory with the same subject key that this write superseded."""
+    extracted: tuple[WriteOutcome, ...] = ()
+    """The facts the LLM extractor drew from this memory, stored derived_from it (hub/core/extracted_facts.py)."""
+    extraction_failed: bool = False
+    """The extractor was asked about this memory and failed (its endpoint): stored without facts."""
 
 
 @dataclass(frozen=True)

@@ -293,13 +293,15 @@ class WriteMemoriesRequest(_message.Message):
     def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., wait_indexed: _Optional[bool] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class WriteResult(_message.Message):
-    __slots__ = ("memory", "deduplicated", "near", "filtered", "filter_rule", "redacted", "replaced")
+    __slots__ = ("memory", "deduplicated", "near", "filtered", "filter_rule", "redacted", "extracted", "extraction_failed", "replaced")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     NEAR_FIELD_NUMBER: _ClassVar[int]
     FILTERED_FIELD_NUMBER: _ClassVar[int]
     FILTER_RULE_FIELD_NUMBER: _ClassVar[int]
     REDACTED_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTED_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTION_FAILED_FIELD_NUMBER: _ClassVar[int]
     REPLACED_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     deduplicated: bool
@@ -307,8 +309,10 @@ class WriteResult(_message.Message):
     filtered: bool
     filter_rule: str
     redacted: _containers.RepeatedScalarFieldContainer[str]
+    extracted: _containers.RepeatedCompositeFieldContainer[WriteResult]
+    extraction_failed: bool
     replaced: ReplacedMemory
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., near: _Optional[bool] = ..., filtered: _Optional[bool] = ..., filter_rule: _Optional[str] = ..., redacted: _Optional[_Iterable[str]] = ..., replaced: _Optional[_Union[ReplacedMemory, _Mapping]] = ...) -> None: ...
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., near: _Optional[bool] = ..., filtered: _Optional[bool] = ..., filter_rule: _Optional[str] = ..., redacted: _Optional[_Iterable[str]] = ..., extracted: _Optional[_Iterable[_Union[WriteResult, _Mapping]]] = ..., extraction_failed: _Optional[bool] = ..., replaced: _Optional[_Union[ReplacedMemory, _Mapping]] = ...) -> None: ...
 
 class ReplacedMemory(_message.Message):
     __slots__ = ("id", "version")
