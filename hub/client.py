@@ -21,6 +21,7 @@ import copy
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -82,7 +83,12 @@ def memory_input(
     occurred_at: datetime | None = None,
     ttl: timedelta | None = None,
     subject_key: str = "",
+    expected_version: int | None = None,
+    derived_from: Sequence[str] = (),
 ) -> pb.MemoryInput:
+    """One memory to write. ``expected_version`` (with ``subject_key``): the version the subject's active memory
+    must have for this write to replace it, 0 for "none may exist" (a mismatch is ABORTED: `version_conflict`);
+    ``derived_from``: ids of the memories that led to this one (cite them: GetMemoryLineage shows them)."""
     msg = pb.MemoryInput(
         namespace=namespace,
         content=content,
@@ -93,7 +99,10 @@ def memory_input(
         entities=list(entities),
         importance=importance,
         subject_key=subject_key,
+        derived_from=list(derived_from),
     )
+    if expected_version is not None:
+        msg.expected_version = expected_version
     if confidence is not None:
         msg.confidence = confidence
     if occurred_at is not None:
@@ -101,6 +110,33 @@ def memory_input(
     if ttl is not None:
         msg.ttl.CopyFrom(Duration(seconds=int(ttl.total_seconds())))
     return msg
+
+
+@dataclass(frozen=True)
+class VersionConflict:
+    """What an ABORTED answer to an expected version says (memory.proto, "Versions")."""
+
+    field: str
+    """The expectation that failed, e.g. "memories[0].expected_version" or "expected_versions[<id>]"."""
+    current_version: int
+    """The version now; 0 when no active memory holds the subject any more."""
+    current_id: str
+    """The memory that holds it now ("" when none)."""
+
+
+def version_conflict(error: grpc.RpcError) -> VersionConflict | None:
+    """The version conflict an error reports, from its trailing metadata; None for any other error (including
+    transient ABORTED conflicts, which are safe to retry as they are)."""
+    if not isinstance(error, grpc.Call) or error.code() != grpc.StatusCode.ABORTED:
+        return None
+    trailing = {key: value for key, value in (error.trailing_metadata() or ()) if isinstance(value, str)}
+    if "memhub-current-version" not in trailing:
+        return None
+    try:
+        current = int(trailing["memhub-current-version"])
+    except ValueError:
+        return None
+    return VersionConflict(trailing.get("memhub-conflict-field", ""), current, trailing.get("memhub-current-id", ""))
 
 
 def _traced(client_info) -> bool:  # noqa: ANN001 - grpcext's client info
@@ -319,8 +355,13 @@ class MemhubClient:
         filter: pb.ForgetFilter | None = None,  # noqa: A002 - mirrors the API field
         reason: str,
         request_id: str = "",
+        expected_versions: Mapping[str, int] | None = None,
     ) -> pb.ForgetMemoriesResponse:
-        req = pb.ForgetMemoriesRequest(ids=list(ids), reason=reason, request_id=request_id)
+        """``expected_versions``: id -> the version it must still have (each id one of ``ids``); a mismatch is
+        ABORTED and forgets nothing (`version_conflict` reads the current version)."""
+        req = pb.ForgetMemoriesRequest(
+            ids=list(ids), reason=reason, request_id=request_id, expected_versions=dict(expected_versions or {})
+        )
         if filter is not None:
             req.filter.CopyFrom(filter)
         return self._call(self._stub.ForgetMemories, req)
@@ -347,6 +388,16 @@ class MemhubClient:
     def history(self, memory_id: str, *, limit: int = 0) -> pb.GetMemoryHistoryResponse:
         """Every version of the subject ``memory_id`` belongs to, oldest first."""
         return self._call(self._stub.GetMemoryHistory, pb.GetMemoryHistoryRequest(id=memory_id, limit=limit))
+
+    def lineage(
+        self, memory_id: str, *, max_depth: int = 0, max_memories: int = 0, namespaces: Sequence[str] = ()
+    ) -> pb.GetMemoryLineageResponse:
+        """Why ``memory_id`` says what it says: its versions, what it was derived from and what was derived from it
+        (GetMemoryLineage); memories the caller cannot read appear as hidden entries."""
+        req = pb.GetMemoryLineageRequest(
+            id=memory_id, max_depth=max_depth, max_memories=max_memories, namespaces=list(namespaces)
+        )
+        return self._call(self._stub.GetMemoryLineage, req)
 
     def restore(self, ids: Sequence[str]) -> pb.RestoreMemoriesResponse:
         """Bring archived memories back into search."""

@@ -8,7 +8,10 @@ parent of the gRPC client span and the trace continues into the hub.
 What is retried: UNAVAILABLE (hub down or restarting), DEADLINE_EXCEEDED
 (one attempt ran out of time) and ABORTED (a concurrent write conflicted;
 the hub says retrying is safe), except a compare-and-set's ABORTED, which is
-its answer (the session-state tools pass retry_aborted=False). Writes and forgets carry a request id made
+its answer: the session-state tools pass retry_aborted=False, and an ABORTED
+that reports a memory's version conflict (an expected_version that no longer
+holds, in its trailing metadata) is never retried: the same call would fail
+again, so the model is told the current version at once. Writes and forgets carry a request id made
 once per tool call, so a retry of a call that did commit is answered from
 the hub's idempotency record instead of acting twice. Everything else is the
 hub's answer, not a transport failure, and becomes a ToolError at once.
@@ -28,6 +31,7 @@ import grpc
 from mcp.server.mcpserver.exceptions import ToolError
 from opentelemetry import trace
 
+from hub.client import VersionConflict, version_conflict
 from mcp_bridge.hub_client import attempt_timeout
 
 log = logging.getLogger("mcp_bridge.hub")
@@ -102,6 +106,9 @@ class HubCaller:
                 return await asyncio.to_thread(fn)
             except grpc.RpcError as exc:
                 code, details = exc.code(), exc.details() or ""
+                conflict = version_conflict(exc)
+                if conflict is not None:  # the same call would fail the same way: the model must re-read first
+                    raise conflict_error(details, conflict) from None
                 if code not in retryable:
                     raise hub_error(code, details) from None
                 log.warning(
@@ -127,6 +134,17 @@ class HubCaller:
             f"({attempts} attempt{'s' if attempts != 1 else ''} over {elapsed:.1f} s). Memory is unavailable "
             "for now: tell the user, carry on without it, and try again later."
         )
+
+
+def conflict_error(details: str, conflict: VersionConflict) -> ToolError:
+    """A failed expected version: what holds the memory now, and what to do (never retried as it is)."""
+    trace.get_current_span().set_attribute("memhub.hub.status_code", grpc.StatusCode.ABORTED.name)
+    return ToolError(
+        f"the memory changed since you read it: {details.rstrip('.')}. Nothing was changed. Its current version is "
+        f"{conflict.current_version}" + (f" (memory {conflict.current_id})" if conflict.current_id else "") + ": "
+        "read it again (memory_history, explain_memory or search_memories), then decide whether to call again "
+        "with that expected_version."
+    )
 
 
 def hub_error(code: grpc.StatusCode, details: str) -> ToolError:

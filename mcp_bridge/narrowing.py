@@ -36,6 +36,7 @@ TOOL_NAMES: tuple[str, ...] = (
     "mark_used",
     "summarize_episodes",
     "memory_history",
+    "explain_memory",
     "session_state_get",
     "session_state_put",
     "session_state_list",

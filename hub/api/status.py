@@ -127,6 +127,10 @@ def blocking_rpc(method: Callable[[Any, Request, Any], Response]) -> Callable[..
             return await asyncio.get_running_loop().run_in_executor(self.pool, run)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status
             code, details = status_for(exc, name)
+            # Facts a program acts on without parsing the message (a version conflict's current version).
+            trailing = exc.trailing_metadata if isinstance(exc, errors.VersionMismatch) else ()
+        if trailing:
+            context.set_trailing_metadata(trailing)
         listener = quota_listener.get()
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED and listener is not None:
             listener(details)

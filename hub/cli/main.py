@@ -27,8 +27,10 @@ from hub.cli import (
     serve,
     session_cmds,
     token_cmds,
+    why_cmd,
 )
 from hub.cli.arguments import StrictArgumentParser, parse
+from hub.client import version_conflict
 from hub.errors import HubError
 from hub.policy import cli as policy_cli
 from mcp_bridge import cli as bridge_cli
@@ -42,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     client_cmds.add_parsers(sub)
     context_cmd.add_parser(sub)
     history_cmd.add_parser(sub)
+    why_cmd.add_parser(sub)
     restore_cmd.add_parser(sub)
     consolidate_cmd.add_parser(sub)
     retrieval_log_cmd.add_parser(sub)
@@ -70,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             where = getattr(args, "hub", None) or "?"
             source = getattr(args, "hub_source", "")
             hint = f" (is the hub running at {where}{f', {source}' if source else ''}? start it with `memhub serve`)"
+        elif code == grpc.StatusCode.ABORTED and (conflict := version_conflict(exc)) is not None:
+            hint = f" (the current version is {conflict.current_version}; read it again before retrying)"
         elif code == grpc.StatusCode.UNAUTHENTICATED:
             hint = " (set MEMHUB_TOKEN or --token-file; `memhub token issue --agent NAME` makes one)"
         print(f"memhub {args.command}: {code.name}: {exc.details()}{hint}", file=sys.stderr)

@@ -32,7 +32,7 @@ from hub import telemetry
 from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.audit.held import HeldDecisions, NotHeld
 from hub.audit.writer import AuditWriter
-from hub.core import extracted_facts, fusion, paging, priors, relevance, response_size, screening
+from hub.core import extracted_facts, fusion, lineage, paging, priors, relevance, response_size, screening, visible_links
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -40,11 +40,13 @@ from hub.core.model import (
     Caller,
     Channel,
     ForgetRequest,
+    ForgetResult,
     ListPage,
     ListQuery,
     MemoryFilter,
     MemoryRecord,
     NewMemory,
+    Replaced,
     SearchHit,
     SearchQuery,
     SearchResult,
@@ -61,7 +63,9 @@ from hub.curation import archive, write_gate
 from hub.curation.fact_extraction import FactExtractor
 from hub.curation.near_dup import NearDupConfig
 from hub.db import context, idempotency, namespace_scope
+from hub.db import lineage as lineage_db
 from hub.db import memories as memories_db
+from hub.db import versions as versions_db
 from hub.db.engine import is_transient_conflict
 from hub.embedding import Embedder, EmbeddingError
 from hub.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
@@ -183,6 +187,8 @@ def as_first_written(record: MemoryRecord, item: NewMemory) -> MemoryRecord:
         use_count=0,
         not_useful_count=0,
         last_used_at=None,
+        version=1,  # a new memory's; a replay puts in the version the first response showed
+        hidden_sources=0,  # the API layer counts them for the reader (hub/core/visible_links.py)
     )
 
 
@@ -367,6 +373,9 @@ class MemoryService:
                             "near": [o.near for o in outcomes],
                             "filtered": [o.filtered for o in outcomes],
                             "redacted": [list(o.redacted) for o in outcomes],
+                            # As first written: a replay to a caller that can no longer read a memory shows these.
+                            "versions": [o.memory.version if o.memory is not None else None for o in outcomes],
+                            "replaced": [[o.replaced.id, o.replaced.version] if o.replaced else None for o in outcomes],
                             "extracted": [
                                 [{"id": f.memory.id, "dedup": f.deduplicated, "near": f.near} for f in o.extracted if f.memory]
                                 for o in outcomes
@@ -458,16 +467,33 @@ class MemoryService:
         redactions = prior.response.get("redacted") or [[]] * len(records)
         facts = self._replayed_facts(request_id, prior.response, len(records), unreadable)
         failures = prior.response.get("extraction_failed") or [False] * len(records)
-        for record, dedup, near, item, rule, redacted, extracted, failed in zip(
-            records, prior.response["dedup"], near_flags, items, rules, redactions, facts, failures, strict=True
+        first_versions = prior.response.get("versions") or [1] * len(records)  # results stored before versions
+        replacements = prior.response.get("replaced") or [None] * len(records)
+        for record, dedup, near, item, rule, redacted, extracted, failed, first_version, replaced in zip(
+            records,
+            prior.response["dedup"],
+            near_flags,
+            items,
+            rules,
+            redactions,
+            facts,
+            failures,
+            first_versions,
+            replacements,
+            strict=True,
         ):
             extras = {"redacted": tuple(redacted), "extracted": extracted, "extraction_failed": failed}
             if record is None:
                 outcomes.append(WriteOutcome(None, deduplicated=False, filtered=rule))
             elif record.namespace not in unreadable:
-                outcomes.append(WriteOutcome(_with_effective_status(record), deduplicated=dedup, near=near, **extras))
+                replacement = Replaced(*replaced) if replaced else None
+                outcomes.append(
+                    WriteOutcome(_with_effective_status(record), deduplicated=dedup, near=near, replaced=replacement, **extras)
+                )
             elif record.source_agent == caller.agent_id:
-                outcomes.append(WriteOutcome(as_first_written(record, item), deduplicated=dedup, near=near, **extras))
+                # Nothing about what it replaced: that memory is in a namespace the caller cannot read now.
+                first = dataclasses.replace(as_first_written(record, item), version=first_version or 1)
+                outcomes.append(WriteOutcome(first, deduplicated=dedup, near=near, **extras))
             else:
                 # Only a write made before blind writes existed can have been deduplicated into another
                 # agent's memory in a namespace the caller cannot read; showing that memory would leak it.
@@ -746,6 +772,63 @@ class MemoryService:
             versions, truncated = memories_db.subject_history(conn, record.namespace, record.subject_key, limit)
         return record.subject_key, [_with_effective_status(v) for v in versions], truncated
 
+    def readable_links(self, caller: Caller, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """``records`` as ``caller`` may see them: derived_from naming only memories it may read."""
+        return visible_links.readable_links(self._reads, self._authorizer, caller, records)
+
+    def lineage(
+        self,
+        caller: Caller,
+        memory_id: str,
+        *,
+        roots: Sequence[str] = (),
+        max_depth: int = lineage.DEFAULT_DEPTH,
+        max_entries: int = lineage.DEFAULT_ENTRIES,
+    ) -> lineage.Lineage:
+        """Why ``memory_id`` says what it says (hub/core/lineage.py): its versions, sources and derivations.
+
+        Reading the memory is the right needed; every other memory is shown only when the caller may read it
+        now (its namespace, among ``roots`` when given; quarantined ones to admins), else as a hidden entry.
+        """
+        record = self.get(caller, memory_id)
+        admin = self._authorizer.allowed(caller, Action.ADMIN, None)
+        with self._reads.connect() as conn:
+            readable = self._readable_namespaces(caller, roots, conn)
+            visible = frozenset(readable)
+            if record.namespace not in visible:  # outside the roots asked for: it looks missing, as elsewhere
+                raise NotFound(f"memory {memory_id} not found")
+
+            def shown(memory: MemoryRecord) -> bool:
+                return memory.namespace in visible and (admin or memory.status is not Status.QUARANTINED)
+
+            found = lineage.walk(
+                conn,
+                record,
+                shown=shown,
+                readable=readable,
+                with_quarantined=admin,
+                limits=lineage.LineageLimits(max_depth, max_entries, self._response_budget),
+            )
+            # The ids a shown memory's links name are shown only when the caller may read those memories:
+            # a hidden entry must not be identifiable through the links of its neighbour.
+            named = {mid for e in found.entries if e.memory is not None for mid in lineage.linked_ids(e.memory)}
+            placed = lineage_db.placement(conn, list(named))
+            may_see = frozenset(
+                mid
+                for mid, (namespace, status) in placed.items()
+                if namespace in visible and (admin or status is not Status.QUARANTINED)
+            )
+        entries = tuple(
+            dataclasses.replace(e, memory=lineage.only_links_to(_with_effective_status(e.memory), may_see))
+            if e.memory is not None
+            else e
+            for e in found.entries
+        )
+        trace.get_current_span().set_attributes(
+            {"memhub.lineage.entries": len(entries), "memhub.lineage.hidden": sum(e.memory is None for e in entries)}
+        )
+        return dataclasses.replace(found, entries=entries)
+
     def list(self, caller: Caller, query: ListQuery) -> ListPage:
         flt = dataclasses.replace(query.filter, namespaces=tuple(minimal_roots(list(query.filter.namespaces))))
         statuses = query.statuses or (Status.ACTIVE,)
@@ -771,13 +854,17 @@ class MemoryService:
 
     def forget(
         self, caller: Caller, request: ForgetRequest, *, request_id: str | None = None, request_hash: str = ""
-    ) -> tuple[list[str], bool]:
-        """Forget by ids or by filter; returns (ids forgotten now, replayed)."""
+    ) -> ForgetResult:
+        """Forget by ids or by filter: the ids forgotten now, their tombstones' versions, whether it was a replay.
+
+        With expected versions the named memories are locked and compared first (hub/db/versions.py): one
+        that changed since the caller read it fails the whole request with VersionMismatch.
+        """
         # Every decision of this request commits with the tombstones it allowed (hub/audit/held.py).
         with self._hold_decisions() as held:
             scope = self._forgettable_namespaces(caller, request.filter.namespaces) if request.filter is not None else []
 
-            def transaction() -> list[str]:
+            def transaction() -> ForgetResult:
                 with self._engine.begin() as conn:
                     if request_id is not None and idempotency.lookup(conn, caller.agent_id, request_id) is not None:
                         raise _ConcurrentRetry()
@@ -785,26 +872,34 @@ class MemoryService:
                         ids = memories_db.select_ids_for_forget(conn, request.filter, scope, limit=100_000)
                     else:
                         ids = self._forgettable_ids(conn, caller, request.ids)
+                        versions_db.check_memories(conn, request.expected_versions)
                     forgotten = memories_db.forget(conn, ids, caller, request.reason)
+                    now = versions_db.current(conn, forgotten)
+                    result = ForgetResult(forgotten, tuple(now[mid] for mid in forgotten))
                     if request_id is not None and not idempotency.store(
-                        conn, caller.agent_id, request_id, "forget", request_hash, {"ids": forgotten}
+                        conn,
+                        caller.agent_id,
+                        request_id,
+                        "forget",
+                        request_hash,
+                        {"ids": forgotten, "versions": list(result.versions)},
                     ):
                         raise _ConcurrentRetry()
                     held.insert(conn)
                 held.committed()
-                return forgotten
+                return result
 
             try:
-                forgotten = _retrying_conflicts(transaction)
+                result = _retrying_conflicts(transaction)
             except _ConcurrentRetry:
                 with self._engine.connect() as conn:
                     prior = idempotency.lookup(conn, caller.agent_id, request_id or "")
                 assert prior is not None
                 self._check_same_request(prior, "forget", request_id or "", request_hash)
-                return list(prior.response["ids"]), True
+                return ForgetResult(list(prior.response["ids"]), tuple(prior.response.get("versions", ())), replayed=True)
         self._indexer.nudge()
-        trace.get_current_span().set_attribute("memhub.forgotten", len(forgotten))
-        return forgotten, False
+        trace.get_current_span().set_attribute("memhub.forgotten", len(result.ids))
+        return result
 
     def restore(self, caller: Caller, ids: Sequence[str]) -> list[str]:
         """Bring archived memories back into search; returns the ids restored now (already active ones are not).

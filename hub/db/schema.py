@@ -86,6 +86,9 @@ memories = Table(
     # Such a memory is never deduplicated against, nor deduplicated into, what is already stored:
     # answering "already there" would tell the writer what the namespace holds (hub/core/service.py).
     Column("blind_write", Boolean, nullable=False, server_default=text("false")),
+    # Goes up on every change a reader can see (not recall or use counts); kept by triggers (migration 0012),
+    # a subject's memories numbered above every version the subject has had (hub/db/versions.py).
+    Column("version", BigInteger, nullable=False, server_default="1"),
     # Newest-first listing within a namespace, keyset-paged on (created_at, id).
     Index("ix_memories_ns_created", "namespace", text("created_at DESC"), text("id DESC")),
     # One active copy of a content per namespace: the database enforces dedup, so two
@@ -128,6 +131,15 @@ memories = Table(
     Index("ix_memories_expiry", "expires_at", postgresql_where=text("status = 'active' AND expires_at IS NOT NULL")),
     # What waits for an admin's release, per namespace, oldest first.
     Index("ix_memories_quarantined", "namespace", "created_at", postgresql_where=text("status = 'quarantined'")),
+    # A subject's versions in any status: its next version (migration 0012) and its history.
+    Index("ix_memories_subject", "namespace", "subject_key", postgresql_where=text("subject_key IS NOT NULL")),
+    # What was derived from a memory (GetMemoryLineage); most memories cite nothing and stay out of it.
+    Index(
+        "ix_memories_derived_from",
+        "derived_from",
+        postgresql_using="gin",
+        postgresql_where=text("cardinality(derived_from) > 0"),
+    ),
 )
 
 namespaces = Table(
