@@ -86,7 +86,7 @@ memories = Table(
     # Such a memory is never deduplicated against, nor deduplicated into, what is already stored:
     # answering "already there" would tell the writer what the namespace holds (hub/core/service.py).
     Column("blind_write", Boolean, nullable=False, server_default=text("false")),
-    # Goes up on every change a reader can see (not recall or use counts); kept by triggers (migration 0012),
+    # Goes up on every change a reader can see (not recall or use counts); kept by triggers (migration 0013),
     # a subject's memories numbered above every version the subject has had (hub/db/versions.py).
     Column("version", BigInteger, nullable=False, server_default="1"),
     # Newest-first listing within a namespace, keyset-paged on (created_at, id).
@@ -131,7 +131,7 @@ memories = Table(
     Index("ix_memories_expiry", "expires_at", postgresql_where=text("status = 'active' AND expires_at IS NOT NULL")),
     # What waits for an admin's release, per namespace, oldest first.
     Index("ix_memories_quarantined", "namespace", "created_at", postgresql_where=text("status = 'quarantined'")),
-    # A subject's versions in any status: its next version (migration 0012) and its history.
+    # A subject's versions in any status: its next version (migration 0013) and its history.
     Index("ix_memories_subject", "namespace", "subject_key", postgresql_where=text("subject_key IS NOT NULL")),
     # What was derived from a memory (GetMemoryLineage); most memories cite nothing and stay out of it.
     Index(

@@ -1,6 +1,6 @@
 """Expected versions: the checks behind safe concurrent updates (issue 13).
 
-Memory versions are kept by triggers (migration 0012): one more on every change a reader can see, and a
+Memory versions are kept by triggers (migration 0013): one more on every change a reader can see, and a
 subject's memories numbered above every version the subject has had in its namespace. So "the subject's
 active memory is at version N" names exactly one state: if anything replaced, changed or forgot it since,
 the number differs, even when another memory now holds the subject.

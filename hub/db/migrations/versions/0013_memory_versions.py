@@ -5,16 +5,16 @@ updates memories (supersede, forget, confirm, expiry, archive, restore, quaranti
 each having to remember. A subject's memories take versions above every one the subject has had, so an
 expected version never matches a memory the writer did not see (hub/db/versions.py).
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-03 09:00:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
