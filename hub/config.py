@@ -24,6 +24,7 @@ from hub.curation.write_gate import GateConfig
 from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
 from hub.errors import InvalidArgument, StartupError
+from hub.metrics.config import MetricsConfig
 from hub.rerank.config import RerankConfig
 from hub.retrieval_log.config import RetrievalLogConfig
 
@@ -273,6 +274,8 @@ class HubConfig:
     """The summariser and the consolidation schedule (hub/curation/consolidation_config.py)."""
     retrieval_log: RetrievalLogConfig = field(default_factory=RetrievalLogConfig)
     """What is logged of every search (query hash by default), for how long, and the queue's bound."""
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    """The Prometheus endpoint (MEMHUB_METRICS_PORT, off by default) and its samples of the stores (hub/metrics/)."""
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> HubConfig:
@@ -351,6 +354,7 @@ class HubConfig:
             archive=ArchiveConfig.from_env(env),
             consolidation=ConsolidationConfig.from_env(env),
             retrieval_log=RetrievalLogConfig.from_env(env),
+            metrics=MetricsConfig.from_env(env),
         )
 
 
