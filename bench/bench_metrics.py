@@ -4,16 +4,21 @@
 
 Two `memhub serve` processes (bench/hubproc.py, embedded defaults, scratch
 data directories) run side by side with the same memories: one with
-MEMHUB_METRICS_PORT set (the RPC interceptor, every instrument recording, the
-store sampler running every second and every 5 s, and this script scraping
-it every 2 s meanwhile, as a busy Prometheus would), one without (nothing
-recorded). Calls alternate between the two, the order flipped every round,
-so machine noise hits both alike. Calls: search (top_k 10 over the
-namespace) and write (one memory, answered once committed; the indexing
-that follows is in the background of both hubs).
+MEMHUB_METRICS_PORT set (the RPC interceptor, every instrument recording,
+the store sampler: the outbox every 15 s, memories per status every 5 s
+instead of 60; and this script scraping it every --scrape-s seconds
+meanwhile, more often than Prometheus' default 15 s), one without (nothing
+recorded). Calls alternate between the two, the
+order flipped every round, so machine noise hits both alike. Calls: search
+(top_k 10 over the namespace) and write (one memory, answered once
+committed; the indexing that follows runs in the background of both hubs).
 
-Also printed: what one scrape costs (time to read /metrics, its size and
-series), and how long the samples of the stores took at this size.
+Latency on a shared machine is noisy, so the CPU time each hub process
+used during the calls is printed too: both did the same work, so the ratio
+is the metrics' own cost (the Python process only: its Milvus Lite child
+and its Postgres are not counted). Also printed: what one scrape costs
+(time to read /metrics, its size and series), and how long the samples of
+the stores took at this size.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import psutil  # noqa: E402
 from hubproc import running_hub, wait_until_indexed  # noqa: E402
 from locomo import DEFAULT_PATH, load  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
@@ -73,13 +79,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=2000, help="memories loaded into each hub first")
     parser.add_argument("--rounds", type=int, default=300, help="rounds of one search and one write on each hub")
+    parser.add_argument("--scrape-s", type=float, default=5.0, help="seconds between scrapes of the metrics hub")
     args = parser.parse_args()
 
     conversations = load(DEFAULT_PATH)
     texts = list(dict.fromkeys(t.text for c in conversations for t in c.turns))[: args.memories]
     queries = [q.text for c in conversations for q in c.questions]
     port = free_port()
-    metrics_env = {"MEMHUB_METRICS_PORT": str(port), "MEMHUB_METRICS_SAMPLE_S": "1", "MEMHUB_METRICS_STATUS_SAMPLE_S": "5"}
+    # The outbox at its default interval; memories per status every 5 s (default 60 s), so its figure is at this size.
+    metrics_env = {"MEMHUB_METRICS_PORT": str(port), "MEMHUB_METRICS_STATUS_SAMPLE_S": "5"}
     url = f"http://127.0.0.1:{port}/metrics"
     print(f"starting two hubs and loading {len(texts)} memories into each...", file=sys.stderr)
     with running_hub(extra_env=metrics_env) as on_hub, running_hub() as off_hub:
@@ -94,10 +102,12 @@ def main() -> None:
         stop = threading.Event()
         scrapes: list[tuple[float, int, int]] = []
 
-        def scraper() -> None:  # a Prometheus scraping every 2 s while the calls run
-            while not stop.wait(2.0):
+        def scraper() -> None:  # a Prometheus scraping while the calls run
+            while not stop.wait(args.scrape_s):
                 scrapes.append(scrape(url))
 
+        processes = {"on ": psutil.Process(on_hub.pid), "off": psutil.Process(off_hub.pid)}
+        cpu_before = {label: sum(p.cpu_times()[:2]) for label, p in processes.items()}
         thread = threading.Thread(target=scraper, daemon=True)
         thread.start()
         results: dict[tuple[str, str], list[float]] = {}
@@ -118,6 +128,7 @@ def main() -> None:
                 results.setdefault(("write", label), []).append(time.perf_counter() - started)
         stop.set()
         thread.join()
+        cpu = {label: sum(p.cpu_times()[:2]) - cpu_before[label] for label, p in processes.items()}
         after = {}
         for family in text_string_to_metric_families(urllib.request.urlopen(url, timeout=10).read().decode()):
             for sample in family.samples:
@@ -134,6 +145,8 @@ def main() -> None:
     for kind in ("search", "write"):
         ratio = pct(results[(kind, "on ")], 0.5) / pct(results[(kind, "off")], 0.5)
         print(f"  {kind:6}  p50 on/off: {ratio:.3f}")
+    on_cpu, off_cpu = cpu["on "], cpu["off"]
+    print(f"  hub process CPU during the calls: on {on_cpu:.2f} s, off {off_cpu:.2f} s, on/off {on_cpu / off_cpu:.3f}")
     if scrapes:
         print(
             f"\nscrape of /metrics ({len(scrapes)} during the calls): {fmt([s[0] for s in scrapes])}, "

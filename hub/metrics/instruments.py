@@ -15,12 +15,16 @@ gated by hub/metrics/record.py: a hub serving no metrics records nothing.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from hub.auth.failures import REASONS as AUTH_REASONS
+
+# No "<name>_created" series: in the text format Prometheus stores each as one more gauge per child,
+# doubling the series of every counter and histogram for a start time that process_start_time_seconds gives.
+disable_created_metrics()
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """Everything the process records; each hub's endpoint serves it with that hub's state gauges."""
