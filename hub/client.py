@@ -17,6 +17,9 @@ metadata itself is honoured when no span is active.
 from __future__ import annotations
 
 import contextlib
+import copy
+import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,7 +27,7 @@ from typing import Any
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from memhub.v1 import admin_pb2_grpc
+from memhub.v1 import admin_pb2_grpc, session_pb2, session_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 from opentelemetry import context as otel_context
@@ -207,9 +210,21 @@ class MemhubClient:
         self._channel = traced_channel(grpc.insecure_channel(address, options=channel_options()))
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
         self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
+        self.sessions = session_pb2_grpc.SessionStateServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._timeout = timeout_s
+        self._owns_channel = True
+
+    def with_token(self, token: str) -> MemhubClient:
+        """This client acting with another token, on the same channel (a web console's per-session view).
+
+        Closing the view leaves the channel open; closing the original closes it for every view.
+        """
+        view = copy.copy(self)
+        view.metadata = (("authorization", f"Bearer {token}"),)
+        view._owns_channel = False
+        return view
 
     def __enter__(self) -> MemhubClient:
         return self
@@ -218,7 +233,8 @@ class MemhubClient:
         self.close()
 
     def close(self) -> None:
-        self._channel.close()
+        if self._owns_channel:
+            self._channel.close()
 
     def _call(self, method, request):  # noqa: ANN001, ANN202
         return method(request, timeout=self._timeout, metadata=self.metadata)
@@ -275,21 +291,26 @@ class MemhubClient:
         statuses: Sequence[str] = (),
         flags: Sequence[str] = (),
         exclude_flagged: bool = False,
+        created_start: datetime | None = None,
+        created_end: datetime | None = None,
     ) -> pb.ListMemoriesResponse:
-        return self._call(
-            self._stub.ListMemories,
-            pb.ListMemoriesRequest(
-                namespaces=list(namespaces),
-                page_size=page_size,
-                page_token=page_token,
-                kinds=[kind_value(k) for k in kinds],
-                types=[type_value(t) for t in types],
-                tags=list(tags),
-                statuses=[status_value(s) for s in statuses],
-                flags=[flag_value(f) for f in flags],
-                exclude_flagged=exclude_flagged,
-            ),
+        """``created_start``/``created_end``: only memories stored in [start, end)."""
+        req = pb.ListMemoriesRequest(
+            namespaces=list(namespaces),
+            page_size=page_size,
+            page_token=page_token,
+            kinds=[kind_value(k) for k in kinds],
+            types=[type_value(t) for t in types],
+            tags=list(tags),
+            statuses=[status_value(s) for s in statuses],
+            flags=[flag_value(f) for f in flags],
+            exclude_flagged=exclude_flagged,
         )
+        if created_start is not None:
+            req.created.start.FromDatetime(created_start)
+        if created_end is not None:
+            req.created.end.FromDatetime(created_end)
+        return self._call(self._stub.ListMemories, req)
 
     def forget(
         self,
@@ -403,3 +424,88 @@ class MemhubClient:
         if since is not None:
             req.since.FromDatetime(since)
         return self._call(self._stub.ListRetrievalLog, req)
+
+    # -- shared session state (proto/memhub/v1/session.proto) ------------------------------------------------
+
+    def session_put(
+        self,
+        namespace: str,
+        session_id: str,
+        key: str,
+        value: Any = None,
+        *,
+        value_json: str | None = None,
+        expected_version: int | None = None,
+        ttl: timedelta | None = None,
+        request_id: str = "",
+    ) -> session_pb2.PutSessionStateResponse:
+        """Set a key of a session's shared state to ``value`` (any JSON-serialisable value) or to the JSON text
+        ``value_json``. ``expected_version``: None sets it unconditionally, 0 only if the key is not set, N only
+        if it is at version N (else ABORTED; ``conflict_version(error)`` reads the current version)."""
+        if value_json is None:
+            value_json = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        req = session_pb2.PutSessionStateRequest(
+            namespace=namespace, session_id=session_id, key=key, value_json=value_json, request_id=request_id
+        )
+        if expected_version is not None:
+            req.expected_version = expected_version
+        if ttl is not None:
+            total = ttl.total_seconds()
+            req.ttl.CopyFrom(Duration(seconds=int(total), nanos=round((total - int(total)) * 1e9)))
+        return self._call(self.sessions.PutSessionState, req)
+
+    def session_get(self, namespace: str, session_id: str, key: str) -> session_pb2.SessionStateEntry:
+        """One key's entry (``json.loads(entry.value_json)`` is its value); NOT_FOUND when unset or expired."""
+        return self._call(
+            self.sessions.GetSessionState, session_pb2.GetSessionStateRequest(namespace=namespace, session_id=session_id, key=key)
+        )
+
+    def session_list(
+        self,
+        namespace: str,
+        session_id: str,
+        *,
+        key_prefix: str = "",
+        keys_only: bool = False,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> session_pb2.ListSessionStateResponse:
+        """A page of the session's live keys, in key order."""
+        req = session_pb2.ListSessionStateRequest(
+            namespace=namespace,
+            session_id=session_id,
+            key_prefix=key_prefix,
+            keys_only=keys_only,
+            page_size=page_size,
+            page_token=page_token,
+        )
+        return self._call(self.sessions.ListSessionState, req)
+
+    def session_delete(
+        self,
+        namespace: str,
+        session_id: str,
+        key: str = "",
+        *,
+        expected_version: int | None = None,
+        whole_session: bool = False,
+    ) -> session_pb2.DeleteSessionStateResponse:
+        """Delete one key (only at ``expected_version``, when given) or, with ``whole_session``, every key."""
+        req = session_pb2.DeleteSessionStateRequest(
+            namespace=namespace, session_id=session_id, key=key, whole_session=whole_session
+        )
+        if expected_version is not None:
+            req.expected_version = expected_version
+        return self._call(self.sessions.DeleteSessionState, req)
+
+
+_CURRENT_VERSION = re.compile(r"current version (\d+)")
+
+
+def conflict_version(error: grpc.RpcError) -> int | None:
+    """The current version an ABORTED session-state put or delete reports (0: the key is not set); None for
+    any other error."""
+    if error.code() != grpc.StatusCode.ABORTED:
+        return None
+    match = _CURRENT_VERSION.search(error.details() or "")
+    return int(match.group(1)) if match else None

@@ -48,3 +48,7 @@ class StartupError(HubError):
 
 class Aborted(HubError):
     """A concurrent request conflicted with this one; retrying it is safe."""
+
+
+class ResourceExhausted(HubError):
+    """A quota refused the request (nothing was stored); the message names the quota and how to stay within it."""

@@ -7,7 +7,8 @@ parent of the gRPC client span and the trace continues into the hub.
 
 What is retried: UNAVAILABLE (hub down or restarting), DEADLINE_EXCEEDED
 (one attempt ran out of time) and ABORTED (a concurrent write conflicted;
-the hub says retrying is safe). Writes and forgets carry a request id made
+the hub says retrying is safe), except a compare-and-set's ABORTED, which is
+its answer (the session-state tools pass retry_aborted=False). Writes and forgets carry a request id made
 once per tool call, so a retry of a call that did commit is answered from
 the hub's idempotency record instead of acting twice. Everything else is the
 hub's answer, not a transport failure, and becomes a ToolError at once.
@@ -48,6 +49,8 @@ _HINTS: dict[grpc.StatusCode, str] = {
     grpc.StatusCode.NOT_FOUND: "not found: {msg}. It does not exist or this agent may not see it.",
     grpc.StatusCode.FAILED_PRECONDITION: "the memory hub refused the request: {msg}",
     grpc.StatusCode.ALREADY_EXISTS: "the memory hub refused the request: {msg}",
+    grpc.StatusCode.ABORTED: "{msg}. Nothing was changed: read the key again (session_state_get) and decide whether "
+    "your change still applies before putting it with the current version as expected_version.",
     grpc.StatusCode.RESOURCE_EXHAUSTED: "the memory hub is overloaded or a limit was hit: {msg}",
     grpc.StatusCode.UNAUTHENTICATED: "the memory hub refused this bridge's credentials: {msg}. "
     "The agent's token is missing, expired or revoked; a human operator must issue a new one "
@@ -76,14 +79,17 @@ class HubCaller:
         self.address = address
         self.policy = policy
 
-    async def __call__(self, fn: Callable[[], T], *, attempt_s: float = 0.0) -> T:
+    async def __call__(self, fn: Callable[[], T], *, attempt_s: float = 0.0, retry_aborted: bool = True) -> T:
         """Run `fn` (a blocking MemhubClient call) until it succeeds, fails for good, or the deadline passes.
 
         `attempt_s`: the least time one attempt may take, for calls that do long work on the hub (a
         consolidation embeds and summarises hundreds of episodes). Retries still stop at the deadline,
         so an unreachable hub is reported as soon as for any other call.
+        `retry_aborted`: False for a compare-and-set, whose ABORTED is the answer (the version moved on),
+        reported at once; retrying the same expected version could only fail again.
         Raises ToolError with a message meant for the model.
         """
+        retryable = RETRYABLE if retry_aborted else RETRYABLE - {grpc.StatusCode.ABORTED}
         start = time.monotonic()
         deadline = start + self.policy.deadline_s
         backoff = self.policy.initial_backoff_s
@@ -96,7 +102,7 @@ class HubCaller:
                 return await asyncio.to_thread(fn)
             except grpc.RpcError as exc:
                 code, details = exc.code(), exc.details() or ""
-                if code not in RETRYABLE:
+                if code not in retryable:
                     raise hub_error(code, details) from None
                 log.warning(
                     "hub call failed, will retry within the deadline",

@@ -87,6 +87,7 @@ class MemoryOperations:
             supersedes=list(result.memory.links.supersedes),
             searchable=reply.indexed,
             redacted=list(result.redacted),
+            extracted=[memory_record(fact.memory) for fact in result.extracted],
         )
 
     # -- search -----------------------------------------------------------------

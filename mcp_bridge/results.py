@@ -94,6 +94,11 @@ class WriteOutput(BaseModel):
     redacted: list[str] = Field(
         default_factory=list, description="Kinds of secrets the hub replaced by [REDACTED:<kind>] before storing it."
     )
+    extracted: list[MemoryRecord] = Field(
+        default_factory=list,
+        description="Only on hubs that run an LLM fact extractor: the lasting facts (preferences, rules, facts) the hub "
+        "drew from this memory and stored beside it, each derived_from it. No need to write them again.",
+    )
 
 
 class SearchOutput(BaseModel):
@@ -230,9 +235,15 @@ def write_text(out: WriteOutput) -> str:
             f"Not stored: the hub's write filter took this for {out.filtered.replace('_', ' ')}, which is not worth "
             "remembering. Write the fact itself (who, what, when) if there is one."
         )
+    text = _written(out, m)
     if out.redacted:
-        return _written(out, m) + f" Secrets were replaced by [REDACTED:...] before storing ({', '.join(out.redacted)})."
-    return _written(out, m)
+        text += f" Secrets were replaced by [REDACTED:...] before storing ({', '.join(out.redacted)})."
+    if out.extracted:
+        text += (
+            f" The hub also kept {len(out.extracted)} lasting fact(s) it drew from it: memories "
+            f"{', '.join(f.id for f in out.extracted)}; no need to write them again."
+        )
+    return text
 
 
 def _written(out: WriteOutput, m: MemoryRecord) -> str:

@@ -44,6 +44,8 @@ from mcp_bridge.results import (
     search_text,
     write_text,
 )
+from mcp_bridge.session_ops import SessionOperations
+from mcp_bridge.session_tools import session_tools
 from mcp_bridge.tool_support import (  # noqa: F401 - the bounds are re-exported: tests and docs name them as tools.X
     MAX_SEARCH_NAMESPACES,
     MAX_SUBJECT_KEY_CHARS,
@@ -108,7 +110,11 @@ to get the most recently stored preferences, newest first (not ranked by relevan
 
 
 def register_tools(
-    server: MCPServer, ops: MemoryOperations, lifecycle: LifecycleOperations, enabled: tuple[str, ...]
+    server: MCPServer,
+    ops: MemoryOperations,
+    lifecycle: LifecycleOperations,
+    enabled: tuple[str, ...],
+    sessions: SessionOperations | None = None,
 ) -> list[str]:
     """Add the enabled tools to `server`; returns their names in registration order."""
     # Answers that carry a search_id point the model at mark_used only when this bridge offers it.
@@ -254,6 +260,8 @@ def register_tools(
         get_preferences, "Recall preferences", PREFERENCES_DESCRIPTION, hints(read_only=True, destructive=False, idempotent=True)
     )
     tools.update(lifecycle_tools(lifecycle, can_mark=can_mark))
+    if sessions is not None:
+        tools.update(session_tools(sessions))
 
     for name in enabled:
         spec = tools[name]

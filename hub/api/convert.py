@@ -363,6 +363,8 @@ def write_result(outcome: WriteOutcome) -> pb.WriteResult:
         filtered=bool(outcome.filtered),
         filter_rule=outcome.filtered,
         redacted=list(outcome.redacted),
+        extracted=[write_result(fact) for fact in outcome.extracted],
+        extraction_failed=outcome.extraction_failed,
     )
     if outcome.memory is not None:
         result.memory.CopyFrom(memory(outcome.memory))

@@ -33,7 +33,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from memhub.v1 import admin_pb2, admin_pb2_grpc
+from memhub.v1 import admin_pb2, admin_pb2_grpc, session_pb2, session_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
@@ -46,6 +46,7 @@ from hub.api.identity import AuthInterceptor
 from hub.api.limits import LimitsInterceptor
 from hub.api.rpc_metrics import RpcMetricsInterceptor
 from hub.api.servicer import MemoryServicer
+from hub.api.session_servicer import SessionStateServicer
 from hub.api.wire import WireInterceptor
 from hub.app import Hub
 from hub.errors import StartupError
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["MemoryService"].full_name
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
+SESSION_SERVICE_NAME = session_pb2.DESCRIPTOR.services_by_name["SessionStateService"].full_name
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/",)
 
 
@@ -174,9 +176,12 @@ class HubServer:
         )
         pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service, self._pool, hub.consolidator), server)
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool, self.limiter, hub.events), server)
+        if hub.session_state is not None:
+            session_servicer = SessionStateServicer(hub.session_state, self._pool)
+            session_pb2_grpc.add_SessionStateServiceServicer_to_server(session_servicer, server)
         health_servicer = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-        reflection.enable((SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME), server)
+        reflection.enable((SERVICE_NAME, ADMIN_SERVICE_NAME, SESSION_SERVICE_NAME, health.SERVICE_NAME), server)
         address = f"{config.host}:{config.port}"
         try:
             port = server.add_insecure_port(address)
@@ -204,8 +209,9 @@ def _report_health(reporter: HealthReporter, database_ok: bool, index_ok: bool) 
 
     MemoryService needs both stores (while only the index is down, searches
     still answer from Postgres, marked degraded, but a load balancer should
-    prefer a replica that answers fully); AdminService needs Postgres only.
+    prefer a replica that answers fully); AdminService and SessionStateService need Postgres only.
     """
     serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
     reporter.set(SERVICE_NAME, serving if database_ok and index_ok else not_serving)
     reporter.set(ADMIN_SERVICE_NAME, serving if database_ok else not_serving)
+    reporter.set(SESSION_SERVICE_NAME, serving if database_ok else not_serving)

@@ -257,6 +257,13 @@ def cmd_write(args: argparse.Namespace) -> int:
             what = "a near-duplicate (same words, other case or punctuation)" if r.near else "the same text"
             note += f" (already stored as {what}: seen {r.memory.seen_count} times)"
         print(f"wrote {r.memory.id} to {r.memory.namespace}{note}")
+        for fact in r.extracted:  # the hub's LLM extractor (MEMHUB_EXTRACTOR=llm) drew these from it
+            about = f", about {fact.memory.subject_key}" if fact.memory.subject_key else ""
+            seen = " (already stored)" if fact.deduplicated else ""
+            kind = _short(pb.MemoryType, fact.memory.type, "MEMORY_TYPE")
+            print(f"  kept a {kind} from it: {fact.memory.id}{about}{seen}")
+        if r.extraction_failed:
+            print("  note: the hub's fact extractor failed on it (see the hub's log); it was stored as written")
     if not args.no_wait and not reply.indexed:
         print("note: not searchable yet (the indexer is behind); it will be shortly", file=sys.stderr)
     return 0

@@ -15,6 +15,7 @@ import grpc
 from hub.cli import (
     admin_cmds,
     client_cmds,
+    console_cmd,
     consolidate_cmd,
     context_cmd,
     history_cmd,
@@ -24,6 +25,7 @@ from hub.cli import (
     restore_cmd,
     retrieval_log_cmd,
     serve,
+    session_cmds,
     token_cmds,
 )
 from hub.cli.arguments import StrictArgumentParser, parse
@@ -36,12 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = StrictArgumentParser(prog="memhub", description="A shared memory hub for fleets of LLM agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(sub)
+    console_cmd.add_parser(sub)
     client_cmds.add_parsers(sub)
     context_cmd.add_parser(sub)
     history_cmd.add_parser(sub)
     restore_cmd.add_parser(sub)
     consolidate_cmd.add_parser(sub)
     retrieval_log_cmd.add_parser(sub)
+    session_cmds.add_parsers(sub)
     import_jsonl.add_parser(sub)
     reindex.add_parser(sub)
     index_server.add_parser(sub)

@@ -171,6 +171,10 @@ class WriteOutcome:
     """The write filter's rule that dropped it (hub/curation/write_filter.py); "" when stored."""
     redacted: tuple[str, ...] = ()
     """Kinds of secrets replaced by [REDACTED:<kind>] before it was stored (hub/curation/secret_scan.py)."""
+    extracted: tuple[WriteOutcome, ...] = ()
+    """The facts the LLM extractor drew from this memory, stored derived_from it (hub/core/extracted_facts.py)."""
+    extraction_failed: bool = False
+    """The extractor was asked about this memory and failed (its endpoint): stored without facts."""
 
 
 @dataclass(frozen=True)

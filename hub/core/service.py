@@ -32,7 +32,7 @@ from hub import telemetry
 from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.audit.held import HeldDecisions, NotHeld
 from hub.audit.writer import AuditWriter
-from hub.core import fusion, paging, priors, relevance, response_size, screening
+from hub.core import extracted_facts, fusion, paging, priors, relevance, response_size, screening
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -58,6 +58,7 @@ from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import Retrieval, RetrievalSettings
 from hub.core.retrieval_feedback import RetrievalFeedback
 from hub.curation import archive, write_gate
+from hub.curation.fact_extraction import FactExtractor
 from hub.curation.near_dup import NearDupConfig
 from hub.db import context, idempotency, namespace_scope
 from hub.db import memories as memories_db
@@ -231,11 +232,13 @@ class MemoryService:
         gate: write_gate.GateConfig | None = None,
         events: AggregatedEvents | None = None,
         retrieval_log: RetrievalLogWriter | None = None,
+        extractor: FactExtractor | None = None,
     ) -> None:
         """``audit``: the writer the authorizer records into; given, writes and forgets commit their
         decisions in their own transactions (hub/audit/held.py). None: decisions go wherever the
         authorizer sends them (benchmarks with policies off record none). ``retrieval_log``: where
-        every search is logged (None: nowhere, and searches return no search_id)."""
+        every search is logged (None: nowhere, and searches return no search_id). ``extractor``: the LLM
+        fact extractor of the write gate (None: off, the default; hub/curation/fact_extraction.py)."""
         self._engine = engine
         self._screening = screening_config or screening.ScreeningConfig()
         # Read-only work runs in autocommit: no BEGIN/ROLLBACK round trip per statement batch.
@@ -260,6 +263,7 @@ class MemoryService:
         self._retrieval = Retrieval(index, self._index_health, self._pool, retrieval or RetrievalSettings())
         self._priors = prior_weights or priors.PriorWeights()
         self._gate = gate or write_gate.GateConfig()
+        self._extractor = extractor
         self._events = events
         self._near_dups = NearDuplicateFinder(self._reads, index, embedder, self._index_health, near_dup or NearDupConfig())
 
@@ -274,6 +278,8 @@ class MemoryService:
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._reranker is not None:
             self._reranker.close()
+        if self._extractor is not None:
+            self._extractor.close()
 
     # -- write ------------------------------------------------------------------
 
@@ -315,7 +321,24 @@ class MemoryService:
             self._check_sources_readable(caller, items)
             # Flags and quarantine come from the hub's own reading of the content, never from the request.
             items = screening.screened(items, self._screening)
-            near = {i: t for i, t in self._near_dups.find(items, session_id, blind).items() if i not in skip}
+            if request_id is not None and self._extractor is not None and self._already_done(caller, request_id):
+                return self._replay_write(caller, request_id, request_hash, items)  # without asking the model again
+            # The extractor's HTTP calls happen here, before the transaction, never inside it.
+            planned = extracted_facts.plan(
+                None if screened_by_hub else self._extractor,
+                items,
+                skip,
+                blind,
+                lambda keyed: self._may_forget(caller, keyed),
+                self._gate,
+                self._screening,
+            )
+            facts_may_supersede = self._supersedable_namespaces(caller, planned.facts)
+            # One near-duplicate pass over the memories and their facts: one embedding batch, one index search
+            # per (namespace, kind).
+            found = self._near_dups.find([*items, *planned.facts], session_id, blind)
+            near = {i: t for i, t in found.items() if i < len(items) and i not in skip}
+            near_facts = {i - len(items): t for i, t in found.items() if i >= len(items)}
 
             def transaction() -> list[WriteOutcome]:
                 with self._engine.begin() as conn:
@@ -335,6 +358,8 @@ class MemoryService:
                         skip=skip,
                     )
                     outcomes = _gated_outcomes(stored, gated)
+                    if planned.facts or planned.failed:
+                        outcomes = self._store_facts(conn, caller, session_id, outcomes, planned, near_facts, facts_may_supersede)
                     if request_id is not None:
                         response = {
                             "ids": [o.memory.id if o.memory is not None else None for o in outcomes],
@@ -342,6 +367,11 @@ class MemoryService:
                             "near": [o.near for o in outcomes],
                             "filtered": [o.filtered for o in outcomes],
                             "redacted": [list(o.redacted) for o in outcomes],
+                            "extracted": [
+                                [{"id": f.memory.id, "dedup": f.deduplicated, "near": f.near} for f in o.extracted if f.memory]
+                                for o in outcomes
+                            ],
+                            "extraction_failed": [o.extraction_failed for o in outcomes],
                         }
                         if not idempotency.store(conn, caller.agent_id, request_id, "write", request_hash, response):
                             raise _ConcurrentRetry()  # rolls this transaction back
@@ -359,9 +389,42 @@ class MemoryService:
         if wait_indexed:
             indexed = self._indexer.wait_indexed([o.memory.id for o in outcomes if o.memory is not None], self._wait_timeout)
         trace.get_current_span().set_attributes(
-            {"memhub.deduplicated": sum(o.deduplicated for o in outcomes), "memhub.filtered": len(gated.filtered)}
+            {
+                "memhub.deduplicated": sum(o.deduplicated for o in outcomes),
+                "memhub.filtered": len(gated.filtered),
+                "memhub.extracted": sum(len(o.extracted) for o in outcomes),
+            }
         )
         return WriteResponse(tuple(outcomes), indexed=indexed)
+
+    def _store_facts(
+        self,
+        conn: Connection,
+        caller: Caller,
+        session_id: str,
+        outcomes: list[WriteOutcome],
+        planned: extracted_facts.PlannedFacts,
+        near: dict[int, str],
+        may_supersede: frozenset[str],
+    ) -> list[WriteOutcome]:
+        """Store the extracted facts, each derived_from the memory it came from (stored just before, in this
+        transaction), and attach their outcomes to that memory's."""
+        linked = []
+        for fact, origin in zip(planned.facts, planned.origin, strict=True):
+            source = outcomes[origin].memory
+            assert source is not None  # facts come only from memories the write kept
+            linked.append(dataclasses.replace(fact, derived_from=(source.id,)))
+        stored = memories_db.insert_memories(
+            conn, caller, session_id, linked, self._embedder.model_id, may_supersede=may_supersede, near=near
+        )
+        by_origin: dict[int, list[WriteOutcome]] = {}
+        for origin, outcome in zip(planned.origin, stored, strict=True):
+            assert outcome is not None  # nothing is skipped among facts
+            by_origin.setdefault(origin, []).append(outcome)
+        return [
+            dataclasses.replace(o, extracted=tuple(by_origin.get(i, ())), extraction_failed=i in planned.failed)
+            for i, o in enumerate(outcomes)
+        ]
 
     def _replay_write(self, caller: Caller, request_id: str, request_hash: str, items: Sequence[NewMemory]) -> WriteResponse:
         """The first result of this request_id again.
@@ -393,19 +456,18 @@ class MemoryService:
         near_flags = prior.response.get("near") or [False] * len(records)  # results stored before near-duplicates
         rules = prior.response.get("filtered") or [""] * len(records)
         redactions = prior.response.get("redacted") or [[]] * len(records)
-        for record, dedup, near, item, rule, redacted in zip(
-            records, prior.response["dedup"], near_flags, items, rules, redactions, strict=True
+        facts = self._replayed_facts(request_id, prior.response, len(records), unreadable)
+        failures = prior.response.get("extraction_failed") or [False] * len(records)
+        for record, dedup, near, item, rule, redacted, extracted, failed in zip(
+            records, prior.response["dedup"], near_flags, items, rules, redactions, facts, failures, strict=True
         ):
+            extras = {"redacted": tuple(redacted), "extracted": extracted, "extraction_failed": failed}
             if record is None:
                 outcomes.append(WriteOutcome(None, deduplicated=False, filtered=rule))
             elif record.namespace not in unreadable:
-                outcomes.append(
-                    WriteOutcome(_with_effective_status(record), deduplicated=dedup, near=near, redacted=tuple(redacted))
-                )
+                outcomes.append(WriteOutcome(_with_effective_status(record), deduplicated=dedup, near=near, **extras))
             elif record.source_agent == caller.agent_id:
-                outcomes.append(
-                    WriteOutcome(as_first_written(record, item), deduplicated=dedup, near=near, redacted=tuple(redacted))
-                )
+                outcomes.append(WriteOutcome(as_first_written(record, item), deduplicated=dedup, near=near, **extras))
             else:
                 # Only a write made before blind writes existed can have been deduplicated into another
                 # agent's memory in a namespace the caller cannot read; showing that memory would leak it.
@@ -414,6 +476,36 @@ class MemoryService:
                     "send the write again with a new request_id"
                 )
         return WriteResponse(tuple(outcomes), indexed=False, replayed=True)
+
+    def _already_done(self, caller: Caller, request_id: str) -> bool:
+        with self._reads.connect() as conn:
+            return idempotency.lookup(conn, caller.agent_id, request_id) is not None
+
+    def _replayed_facts(
+        self, request_id: str, response: dict, count: int, unreadable: frozenset[str]
+    ) -> list[tuple[WriteOutcome, ...]]:
+        """The extracted facts of a replayed write, per memory, as they are now. Facts were only drawn where
+        the writer could read (hub/core/extracted_facts.py); where it no longer can, nothing of them is shown
+        and the replay is refused, like any other result that can no longer be shown."""
+        per_item = response.get("extracted") or [[]] * count
+        ids = [f["id"] for facts in per_item for f in facts]
+        if not ids:
+            return [()] * count
+        with self._engine.connect() as conn:
+            records = {r.id: r for r in memories_db.get_many(conn, ids)}
+        out = []
+        for facts in per_item:
+            shown = []
+            for f in facts:
+                record = records.get(f["id"])
+                if record is None or record.namespace in unreadable:
+                    raise FailedPrecondition(
+                        f"request_id {request_id!r}: the first result of this request can no longer be shown to you; "
+                        "send the write again with a new request_id"
+                    )
+                shown.append(WriteOutcome(_with_effective_status(record), deduplicated=f["dedup"], near=f["near"]))
+            out.append(tuple(shown))
+        return out
 
     def _count_filtered(self, caller: Caller, gated: write_gate.Gated) -> None:
         """Filtered memories are not errors, but the audit log counts them, per agent and rule, in aggregate."""
@@ -429,9 +521,11 @@ class MemoryService:
 
     def _supersedable_namespaces(self, caller: Caller, items: Sequence[NewMemory]) -> frozenset[str]:
         """Namespaces of subject-keyed items where the caller may forget: only there may a write retire an older memory."""
-        keyed = list(dict.fromkeys(item.namespace for item in items if item.subject_key is not None))
-        verdicts = self._authorizer.allowed_many(caller, Action.FORGET, keyed)
-        return frozenset(ns for ns, ok in zip(keyed, verdicts, strict=True) if ok)
+        return self._may_forget(caller, list(dict.fromkeys(item.namespace for item in items if item.subject_key is not None)))
+
+    def _may_forget(self, caller: Caller, namespaces: list[str]) -> frozenset[str]:
+        verdicts = self._authorizer.allowed_many(caller, Action.FORGET, namespaces)
+        return frozenset(ns for ns, ok in zip(namespaces, verdicts, strict=True) if ok)
 
     @staticmethod
     def _check_same_request(prior: idempotency.StoredResult, operation: str, request_id: str, request_hash: str) -> None:

@@ -340,6 +340,13 @@ def get(conn: Connection, memory_id: str) -> MemoryRecord | None:
     return to_record(row) if row else None
 
 
+def get_many(conn: Connection, memory_ids: Sequence[str]) -> list[MemoryRecord]:
+    """The memories among ``memory_ids`` that exist, in no particular order."""
+    if not memory_ids:
+        return []
+    return [to_record(r) for r in conn.execute(select(memories).where(memories.c.id.in_(list(memory_ids)))).all()]
+
+
 def subject_history(conn: Connection, namespace: str, subject_key: str, limit: int) -> tuple[list[MemoryRecord], bool]:
     """The newest ``limit`` versions of a subject in a namespace, oldest first, and whether older ones were left out.
 

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Sequence,
     SmallInteger,
     String,
     Table,
@@ -233,6 +234,8 @@ audit_log = Table(
     Index("ix_audit_log_at", "at"),
     Index("ix_audit_log_agent_at", "agent_id", "at"),
     Index("ix_audit_log_namespace_at", "namespace", "at"),
+    # The decisions of one call (QueryAuditLog hub_request_id; migration 0011).
+    Index("ix_audit_log_hub_request", "hub_request_id", postgresql_where=text("hub_request_id <> ''")),
 )
 
 # Every search: who asked, the query (as a keyed hash, its text, or nothing: MEMHUB_RETRIEVAL_LOG_QUERY),
@@ -294,3 +297,47 @@ retrieval_log_key = Table(
     Column("id", SmallInteger, primary_key=True),
     Column("secret", String(128), nullable=False),
 )
+
+# Shared session state (hub/session_state/): short-lived JSON values under (namespace, session_id, key).
+# UNLOGGED (migration 0011): writes skip the write-ahead log, which is most of a small write's cost, and
+# in exchange a crash of the Postgres server (not a clean restart) empties both tables, nor do standbys
+# receive them. Working state of tasks in progress may be lost that way; memories may not, so they
+# never live here. Identifiers are compared byte-wise (COLLATE "C"): keys list in the same order on
+# every server, whatever its locale, and key-order paging stays exact.
+session_state_sessions = Table(
+    "session_state_sessions",
+    metadata,
+    Column("namespace", String(255), primary_key=True),
+    Column("session_id", String(128, collation="C"), primary_key=True),
+    # The agent whose put created the session: the per-agent session quota counts these.
+    Column("created_by", String(255), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # The latest expiry of the session's live keys; the session is gone once it passes.
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Index("ix_session_state_sessions_ns_expires", "namespace", "expires_at"),
+    Index("ix_session_state_sessions_creator", "created_by", "expires_at"),
+    Index("ix_session_state_sessions_expires", "expires_at"),
+    prefixes=["UNLOGGED"],
+)
+
+session_state = Table(
+    "session_state",
+    metadata,
+    Column("namespace", String(255), primary_key=True),
+    Column("session_id", String(128, collation="C"), primary_key=True),
+    Column("key", String(128, collation="C"), primary_key=True),
+    # The JSON text exactly as the writer sent it (validated by the hub, hub/session_state/validation.py).
+    Column("value", Text, nullable=False),
+    Column("value_bytes", Integer, nullable=False),
+    # From session_state_version_seq (a logged sequence): never repeats, even after a crash emptied the table.
+    Column("version", BigInteger, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("updated_by", String(255), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    # The request_id of the put that set this value ('' when none): a retry of it is answered, not applied.
+    Column("request_id", String(128), nullable=False, server_default=""),
+    Index("ix_session_state_expires", "expires_at"),
+    prefixes=["UNLOGGED"],
+)
+
+session_state_version_seq = Sequence("session_state_version_seq", metadata=metadata)

@@ -278,20 +278,24 @@ class WriteMemoriesRequest(_message.Message):
     def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., wait_indexed: _Optional[bool] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class WriteResult(_message.Message):
-    __slots__ = ("memory", "deduplicated", "near", "filtered", "filter_rule", "redacted")
+    __slots__ = ("memory", "deduplicated", "near", "filtered", "filter_rule", "redacted", "extracted", "extraction_failed")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     NEAR_FIELD_NUMBER: _ClassVar[int]
     FILTERED_FIELD_NUMBER: _ClassVar[int]
     FILTER_RULE_FIELD_NUMBER: _ClassVar[int]
     REDACTED_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTED_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTION_FAILED_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     deduplicated: bool
     near: bool
     filtered: bool
     filter_rule: str
     redacted: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., near: _Optional[bool] = ..., filtered: _Optional[bool] = ..., filter_rule: _Optional[str] = ..., redacted: _Optional[_Iterable[str]] = ...) -> None: ...
+    extracted: _containers.RepeatedCompositeFieldContainer[WriteResult]
+    extraction_failed: bool
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., near: _Optional[bool] = ..., filtered: _Optional[bool] = ..., filter_rule: _Optional[str] = ..., redacted: _Optional[_Iterable[str]] = ..., extracted: _Optional[_Iterable[_Union[WriteResult, _Mapping]]] = ..., extraction_failed: _Optional[bool] = ...) -> None: ...
 
 class WriteMemoriesResponse(_message.Message):
     __slots__ = ("results", "indexed", "replayed")
