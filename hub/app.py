@@ -46,6 +46,8 @@ from hub.db.context import Window
 from hub.embedding import Embedder, EmbeddingError, PassageVectorCache, build_embedder
 from hub.errors import StartupError
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
+from hub.metrics.hub_metrics import HubMetrics
+from hub.metrics.state import HubFacts
 from hub.periodic import Periodic
 from hub.policy import PolicyError, PolicyStore
 from hub.rerank import Reranker, open_reranker
@@ -184,6 +186,8 @@ class Hub:
     """The periodic consolidation of MEMHUB_CONSOLIDATE_SCHEDULE (off when it is empty)."""
     retrieval_log: RetrievalLogWriter | None = None
     """Writes every search into the retrieval log (None when MEMHUB_RETRIEVAL_LOG=0)."""
+    metrics: HubMetrics | None = None
+    """The /metrics endpoint and its store sampler (None unless MEMHUB_METRICS_PORT is set; hub/metrics/)."""
     session_state: SessionStateService | None = None
     """The shared session state (hub/session_state/); set by open()."""
     session_pruner: Periodic | None = None
@@ -288,11 +292,14 @@ class Hub:
         )
         hub.consolidator = consolidator
         hub.consolidation_schedule = ScheduledConsolidation(consolidator, config.consolidation)
+        hub.metrics = _open_metrics(hub)
         hub.session_state = SessionStateService(engine, authorizer, config.session_state)
         hub.session_pruner = hub.session_state.pruner()
         return hub
 
     def start_background(self) -> None:
+        if self.metrics is not None:
+            self.metrics.start()  # first: the other parts' start-up work is recorded too
         self.revocations.start()  # loads the list before returning: never serve with an unknown list
         self.policies.start()
         self.audit.start()
@@ -311,6 +318,8 @@ class Hub:
             self.session_pruner.start()
 
     def close(self) -> None:
+        if self.metrics is not None:
+            self.metrics.stop()
         self.archiver.stop()
         if self.session_pruner is not None:
             self.session_pruner.stop()
@@ -332,6 +341,20 @@ class Hub:
         self.index.close()
         self.embedder.close()
         self.engine.dispose()
+
+
+def _open_metrics(hub: Hub) -> HubMetrics | None:
+    """Bind the metrics endpoint when configured (a taken port stops the start here, before the gRPC server)."""
+    if not hub.config.metrics.enabled:
+        return None
+    facts = HubFacts(
+        audit_queued=hub.audit.queued,
+        audit_capacity=hub.audit.capacity,
+        database_up=lambda: hub.monitor.database_ok,
+        index_up=lambda: hub.index_health.ok,
+        embedding_model=hub.embedder.model_id,
+    )
+    return HubMetrics(hub.config.metrics, hub.engine, facts)
 
 
 def _open_reranker(config: HubConfig) -> Reranker | None:

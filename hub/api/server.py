@@ -11,7 +11,9 @@ servicers and use no thread at all.
 The loop runs in a thread of its own, so the rest of the hub (and the tests)
 stay plain blocking Python: ``HubServer.start()``/``stop()``.
 
-Interceptors, outermost first: OpenTelemetry (continues the caller's trace
+Interceptors, outermost first: the RPC metrics (count and latency per method
+and code, only when the hub serves metrics: hub/api/rpc_metrics.py), then
+OpenTelemetry (continues the caller's trace
 from the `traceparent` metadata and opens the RPC's server span), then the
 token check, so even UNAUTHENTICATED calls are traced, then the per-agent
 limits (rate, call slots, open streams, idle streams: hub/api/limits.py),
@@ -42,6 +44,7 @@ from hub.api.admin_servicer import AdminServicer
 from hub.api.call_limits import CallLimiter
 from hub.api.identity import AuthInterceptor
 from hub.api.limits import LimitsInterceptor
+from hub.api.rpc_metrics import RpcMetricsInterceptor
 from hub.api.servicer import MemoryServicer
 from hub.api.session_servicer import SessionStateServicer
 from hub.api.wire import WireInterceptor
@@ -162,6 +165,8 @@ class HubServer:
                 *self._keepalive.server_options(),
             ],
             interceptors=[
+                # Outermost: a call's time includes the token check and the limits; refused calls count too.
+                *([RpcMetricsInterceptor()] if hub.metrics is not None else []),
                 TracingInterceptor(),
                 AuthInterceptor(hub.verifier, hub.events),
                 LimitsInterceptor(self.limiter, hub.events),

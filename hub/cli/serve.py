@@ -37,6 +37,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--milvus-uri", help="external Milvus URI (MEMHUB_MILVUS_URI)")
     p.add_argument("--no-indexer", action="store_true", help="leave outbox indexing to other replicas")
     p.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (MEMHUB_METRICS_PORT; default off; 0 = any free port)",
+    )
+    p.add_argument("--metrics-host", help="interface of the metrics endpoint (MEMHUB_METRICS_HOST, default 127.0.0.1)")
+    p.add_argument(
         "--console-port",
         type=int,
         default=None,
@@ -65,6 +71,8 @@ def config_from_args(args: argparse.Namespace) -> HubConfig:
         "MEMHUB_HOST": args.host,
         "MEMHUB_PORT": str(args.port) if args.port is not None else None,
         "MEMHUB_INDEXER": "0" if args.no_indexer else None,
+        "MEMHUB_METRICS_PORT": str(args.metrics_port) if args.metrics_port is not None else None,
+        "MEMHUB_METRICS_HOST": args.metrics_host,
     }
     from hub.config import HubConfig
 
@@ -109,6 +117,7 @@ def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig, args_console_p
         f"  embedding: {hub.embedder.model_id} ({hub.embedder.dimension}-d)",
         f"  policies:  {config.policy.dir} (version {policy.version[:12]}, {len(policy.policy_ids)} policies)",
         f"  traces:    {_describe_tracing(tracing)}",
+        f"  metrics:   {hub.metrics.url if hub.metrics else 'off (--metrics-port or MEMHUB_METRICS_PORT serves /metrics)'}",
     ]
     if console is not None:
         lines.append(f"  console:   {console.url} (web console; sign in with an admin token)")
