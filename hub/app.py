@@ -20,7 +20,7 @@ from hub.audit.writer import AuditWriter
 from hub.auth import KeyRing, RevocationList, TokenVerifier
 from hub.auth.config import LOCAL_SECRET_NAME
 from hub.config import HubConfig
-from hub.core.access import Authorizer
+from hub.core.access import AllowAll, Authorizer
 from hub.core.admin import AdminService
 from hub.core.consolidation import Consolidator
 from hub.core.consolidation_schedule import ScheduledConsolidation
@@ -43,6 +43,8 @@ from hub.db import engine as db_engine
 from hub.db.context import Window
 from hub.embedding import Embedder, EmbeddingError, build_embedder
 from hub.errors import StartupError
+from hub.feed.rights import AllRights, PolicyRights
+from hub.feed.service import ChangeFeed
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
 from hub.policy import PolicyError, PolicyStore
 from hub.rerank import Reranker, open_reranker
@@ -179,6 +181,8 @@ class Hub:
     """The periodic consolidation of MEMHUB_CONSOLIDATE_SCHEDULE (off when it is empty)."""
     retrieval_log: RetrievalLogWriter | None = None
     """Writes every search into the retrieval log (None when MEMHUB_RETRIEVAL_LOG=0)."""
+    feed: ChangeFeed | None = None
+    """SubscribeChanges: subscriptions, the LISTEN wake-ups, pruning (hub/feed/); set by open()."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -267,6 +271,13 @@ class Hub:
             retrieval_log=retrieval_log,
         )
         hub.consolidator = consolidator
+        hub.feed = ChangeFeed(
+            engine,
+            authorizer,
+            AllRights() if isinstance(authorizer, AllowAll) else PolicyRights(policies),
+            config.change_feed,
+            listen_url=_psycopg_url(url),
+        )
         hub.consolidation_schedule = ScheduledConsolidation(consolidator, config.consolidation)
         return hub
 
@@ -285,8 +296,12 @@ class Hub:
         self.archiver.start()
         if self.consolidation_schedule is not None:
             self.consolidation_schedule.start()
+        if self.feed is not None:
+            self.feed.start()
 
     def close(self) -> None:
+        if self.feed is not None:
+            self.feed.stop()
         self.archiver.stop()
         if self.consolidation_schedule is not None:
             self.consolidation_schedule.stop()

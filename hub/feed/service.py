@@ -1,0 +1,143 @@
+"""The change feed of one hub process: opening subscriptions, the LISTEN wake-ups, pruning.
+
+Every replica runs one. They share nothing but Postgres: the changes table is the truth, a cursor
+from one replica resumes on any other (the key that seals cursors is in the database too), and a
+NOTIFY from any replica's commit wakes the subscribers of all of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import Engine
+
+from hub.auth.verifier import Identity
+from hub.core.access import Action, Authorizer, require
+from hub.core.model import Caller
+from hub.db import changes as changes_db
+from hub.db import namespace_scope
+from hub.feed.config import ChangeFeedConfig
+from hub.feed.cursor import CursorCodec
+from hub.feed.model import FeedFilter
+from hub.feed.notifier import ChangeNotifier
+from hub.feed.rights import Rights
+from hub.feed.subscription import Subscription, out_of_range
+from hub.periodic import Periodic
+
+log = logging.getLogger(__name__)
+
+PRUNE_BATCH = 10_000
+"""Changes deleted per transaction: a first prune of a large backlog must not hold one huge lock set."""
+
+
+class ChangeFeed:
+    def __init__(
+        self,
+        engine: Engine,
+        authorizer: Authorizer,
+        rights: Rights,
+        config: ChangeFeedConfig,
+        *,
+        listen_url: str | None,
+    ) -> None:
+        self.config = config
+        self._engine = engine
+        self._reads = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._authorizer = authorizer
+        self._rights = rights
+        with self._reads.connect() as conn:
+            self.codec = CursorCodec(changes_db.cursor_key(conn))
+        self.notifier = ChangeNotifier(listen_url)
+        # Streams' reads and rights checks run here, never in the threads of other calls.
+        self.executor = ThreadPoolExecutor(max_workers=config.read_threads, thread_name_prefix="memhub-feed")
+        self._pruner = (
+            Periodic(self.prune, config.prune_interval_s, "memhub-feed-pruner", log, "change-feed prune failed; retrying later")
+            if config.retention_s
+            else None
+        )
+        self._closing = threading.Event()
+        self._open = 0
+        self._open_lock = threading.Lock()
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def subscribe(self, caller: Caller, flt: FeedFilter, cursor: str, verify_token: Callable[[], Identity]) -> Subscription:
+        """Open a subscription (blocking). Each named namespace needs read and subscribe (audited, PermissionDenied
+        naming it); with none named, the subscription is audited as one subscribe decision over every namespace,
+        like a search. A cursor must be this hub's (InvalidArgument) and not older than the retention (OutOfRange)."""
+        position = self.codec.open(cursor) if cursor else None
+        if flt.namespaces:
+            for root in flt.namespaces:
+                require(self._authorizer, caller, Action.READ, root)
+                require(self._authorizer, caller, Action.SUBSCRIBE, root)
+        else:
+            with self._reads.connect() as conn:
+                self._authorizer.readable(
+                    caller, Action.SUBSCRIBE, [], lambda scope: namespace_scope.namespaces_in_scope(conn, [], scope)
+                )
+        with self._reads.connect() as conn:
+            if position is None:
+                position = changes_db.head(conn)
+            elif position < changes_db.horizon(conn):
+                raise out_of_range(self.config.retention_s)
+        return Subscription(
+            self._engine, self._authorizer, self._rights, self.codec, self.config, caller, flt, position, verify_token
+        )
+
+    @property
+    def closing(self) -> bool:
+        """The hub is stopping: streams end with UNAVAILABLE and their cursor, to resume on another replica."""
+        return self._closing.is_set()
+
+    def begin_shutdown(self) -> None:
+        self._closing.set()
+        self.notifier.wake_all()
+
+    def stream_opened(self) -> None:
+        with self._open_lock:
+            self._open += 1
+
+    def stream_closed(self) -> None:
+        with self._open_lock:
+            self._open -= 1
+
+    def open_streams(self) -> int:
+        """Change-feed streams open on this hub now: the gauge for a metrics exporter (safe from any thread)."""
+        return self._open
+
+    # -- retention ----------------------------------------------------------------------------
+
+    def prune(self, now: datetime | None = None) -> int:
+        """Delete the changes older than the retention; returns how many. Run by the periodic job (every replica)."""
+        if not self.config.retention_s:
+            return 0
+        cutoff = (now or datetime.now(timezone.utc)) - timedelta(seconds=self.config.retention_s)
+        total = 0
+        while True:
+            with self._engine.begin() as conn:
+                deleted = changes_db.prune(conn, cutoff, PRUNE_BATCH)
+            total += deleted
+            if deleted < PRUNE_BATCH:
+                break
+        if total:
+            log.info("pruned %d change-feed entries older than %s", total, cutoff.isoformat(timespec="seconds"))
+        return total
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._closing.clear()
+        self.notifier.start()
+        if self._pruner is not None:
+            self._pruner.start()
+
+    def stop(self) -> None:
+        self.begin_shutdown()
+        if self._pruner is not None:
+            self._pruner.stop()
+        self.notifier.stop()
+        self.executor.shutdown(wait=False, cancel_futures=True)
