@@ -10,6 +10,12 @@ accepts nothing for ``slow_consumer_s`` while a message waits (gRPC's flow contr
 send) is dropped with RESOURCE_EXHAUSTED by a watchdog, with the cursor to resume from. Every end
 but a clean one carries that cursor in the trailing metadata ``memhub-resume-cursor``.
 
+A dropped client sees that status after the messages already on their way, when it reads again. Until
+then gRPC keeps the call (HTTP/2 queues the status behind the stalled data, and there is no way to
+reset one stream from here): the stream stops reading, waking and counting as open at once, but the
+agent's stream slot and the one message gRPC holds are given back only when the client reads its end
+or its connection closes. A stalled client can thus hold its own agent's slots, never more memory.
+
 The stream's reads are not traced: a stream lives for hours, and a span per poll under its RPC
 span would bury the trace. The subscription's open is (its audit rows carry the trace id).
 """
@@ -65,10 +71,13 @@ class FeedStream:
         self._verifier = verifier
         self._context = context
         self._resume = ""
-        """The cursor of the last message handed to gRPC: the client receives every message up to it before
-        any status, so resuming from it misses nothing."""
+        """The cursor of the last message gRPC took (its send completed): the client receives every message up
+        to it before any status, so resuming from it misses nothing (the message in flight may come again)."""
         self._blocked_since: float | None = None
         """When the send in progress started (None: none in progress)."""
+        self._held = 0
+        """Events of the current batch not yet handed to gRPC."""
+        self._unregister: Callable[[], None] | None = None
 
     async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
         # No copied context: the reads run outside the RPC's span (see the module docstring).
@@ -84,7 +93,7 @@ class FeedStream:
             await abort(self._context, *status_for(exc, METHOD))
             raise AssertionError("unreachable: abort raises") from None
         wake = asyncio.Event()
-        unregister = self._feed.notifier.register(wake)
+        self._unregister = self._feed.notifier.register(wake)
         watchdog = asyncio.create_task(self._drop_stalled_client())
         self._feed.stream_opened()
         log.debug("change-feed stream opened", extra={"agent": caller.agent_id, "namespaces": list(flt.namespaces)})
@@ -116,11 +125,13 @@ class FeedStream:
                 except Exception as exc:  # noqa: BLE001 - rights lost, cursor pruned, or a bug: a status either way
                     raise _Ended(*status_for(exc, METHOD)) from None
                 if delivery is not None:
+                    self._hold(len(delivery.changes))
                     for change in delivery.changes:
                         message = convert_feed.change_event(change)
                         self._blocked_since = time.monotonic()
                         yield message
                         self._blocked_since = None
+                        self._hold(-1)
                         self._resume = change.cursor
                         last_sent = last_change = time.monotonic()
                     self._resume = delivery.cursor  # everything the batch covered was sent
@@ -157,10 +168,22 @@ class FeedStream:
         except _Ended as ended:
             await self._end(ended.code, ended.details)
         finally:
-            unregister()
             watchdog.cancel()
-            self._feed.stream_closed()
+            self._finish()
             log.debug("change-feed stream closed", extra={"agent": caller.agent_id})
+
+    def _finish(self) -> None:
+        """Give back what the stream holds in the feed (once: when it ends, or when its client is dropped)."""
+        if self._unregister is None:
+            return
+        self._unregister()
+        self._unregister = None
+        self._hold(-self._held)
+        self._feed.stream_closed()
+
+    def _hold(self, count: int) -> None:
+        self._held += count
+        self._feed.hold(count)
 
     async def _end(self, code: grpc.StatusCode, details: str) -> None:
         if self._resume:
@@ -175,12 +198,15 @@ class FeedStream:
             since = self._blocked_since
             if since is not None and time.monotonic() - since >= limit:
                 log.warning("dropping a change-feed client that accepted nothing for %g s", limit)
+                self._feed.count_dropped()
+                self._finish()  # the generator stays parked in its send until the client reads or goes away
                 try:
                     await self._end(
                         grpc.StatusCode.RESOURCE_EXHAUSTED,
                         f"this client accepted no message for {limit:g} s while changes waited, so the stream is closed "
-                        f"(the hub holds at most one batch per stream); subscribe again with cursor {self._resume}, the "
-                        f"cursor of the last message received (also in the trailing metadata {RESUME_CURSOR_KEY})",
+                        "(the hub holds at most one batch per stream); subscribe again with the cursor of the last "
+                        f"message received, or with {self._resume} (also in the trailing metadata {RESUME_CURSOR_KEY}; "
+                        "it may repeat the last message)",
                     )
                 except grpc.aio.AbortError:
                     pass

@@ -61,6 +61,8 @@ class ChangeFeed:
         )
         self._closing = threading.Event()
         self._open = 0
+        self._held = 0
+        self._dropped = 0
         self._open_lock = threading.Lock()
 
     # -- subscriptions ----------------------------------------------------------------------
@@ -108,6 +110,25 @@ class ChangeFeed:
     def open_streams(self) -> int:
         """Change-feed streams open on this hub now: the gauge for a metrics exporter (safe from any thread)."""
         return self._open
+
+    def hold(self, count: int) -> None:
+        """``count`` events were read for a stream and wait to be sent (negative: sent, or dropped with the stream)."""
+        with self._open_lock:
+            self._held += count
+
+    def count_dropped(self) -> None:
+        with self._open_lock:
+            self._dropped += 1
+
+    def dropped_streams(self) -> int:
+        """Streams dropped since start because their client accepted nothing for MEMHUB_CHANGE_FEED_SLOW_CONSUMER_S
+        (a counter for metrics)."""
+        return self._dropped
+
+    def held_events(self) -> int:
+        """Events read from Postgres and not yet handed to gRPC, all streams together: the feed's share of the hub's
+        memory, at most MEMHUB_CHANGE_FEED_BATCH per open stream whatever the clients do (a gauge for metrics)."""
+        return self._held
 
     # -- retention ----------------------------------------------------------------------------
 
