@@ -188,6 +188,10 @@ def test_a_write_only_agent_cannot_subscribe_and_its_blind_writes_reach_readers(
 # -- among the agents of the shipped fleet policies ---------------------------------------------------------
 
 
+def _note(client: MemhubClient, ns: str, content: str) -> pb.Memory:
+    return client.write([memory_input(ns, content, type="note")]).results[0].memory
+
+
 def test_each_fleet_agent_gets_exactly_what_it_may_read_and_subscribe_to(fleet: Fleet) -> None:
     run = _id()
     dave, alice, eve, mallory = (fleet.client(a) for a in ("dave", "alice", "eve", "mallory"))
