@@ -25,6 +25,7 @@ from hub.cli import (
     retrieval_log_cmd,
     serve,
     token_cmds,
+    watch_cmd,
 )
 from hub.cli.arguments import StrictArgumentParser, parse
 from hub.errors import HubError
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     restore_cmd.add_parser(sub)
     consolidate_cmd.add_parser(sub)
     retrieval_log_cmd.add_parser(sub)
+    watch_cmd.add_parser(sub)
     import_jsonl.add_parser(sub)
     reindex.add_parser(sub)
     index_server.add_parser(sub)
