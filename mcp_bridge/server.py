@@ -17,12 +17,16 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
 
+from mcp_types import SubscribeRequestParams, SubscriptionsListenRequestParams, UnsubscribeRequestParams
+
 from mcp_bridge.arguments import MemhubServer
 from mcp_bridge.config import BridgeSettings
 from mcp_bridge.hub_calls import HubCaller
 from mcp_bridge.hub_client import BridgeHubClient
 from mcp_bridge.lifecycle_ops import LifecycleOperations
 from mcp_bridge.operations import MemoryOperations
+from mcp_bridge.resource_updates import ResourceUpdates
+from mcp_bridge.resources import ResourceReader, register_resources
 from mcp_bridge.tools import register_tools
 
 log = logging.getLogger("mcp_bridge")
@@ -32,9 +36,10 @@ Long-term memory shared with other agents through memhub. Before a task, recall 
 (recall_context); recall before you answer when earlier context could matter (search_memories, \
 get_preferences), and afterwards say which recalled memories you used (mark_used). Remember what \
 will matter later (write_memory); turn piled-up episodes into lessons (summarize_episodes); see how a \
-memory changed (memory_history); forget what is wrong or unwanted (forget_memory). What this agent may \
-read, write and forget is decided by the hub's policies: a refusal names what was denied, so choose \
-another namespace or go on without it."""
+memory changed (memory_history); forget what is wrong or unwanted (forget_memory). Namespaces are also \
+resources (memhub://ns/<namespace>): subscribe to one to hear when a teammate changes a memory there. What \
+this agent may read, write and forget is decided by the hub's policies: a refusal names what was denied, so \
+choose another namespace or go on without it."""
 
 
 def _version() -> str:
@@ -52,8 +57,13 @@ class Bridge:
     server: MemhubServer
     hub: BridgeHubClient
     tools: list[str]
+    updates: ResourceUpdates
+    """Resource-updated notifications, from the change-feed stream the bridge holds once a client subscribes."""
+    resources: list[str]
+    """The resource URIs resources/list shows (templates cover every namespace and memory)."""
 
     def close(self) -> None:
+        self.updates.close()
         self.hub.close()
 
     def __enter__(self) -> Bridge:
@@ -69,8 +79,22 @@ def build_bridge(settings: BridgeSettings) -> Bridge:
     call = HubCaller(settings.hub_address, settings.retry)
     ops = MemoryOperations(hub, call, settings.narrowing, settings.default_namespace)
     lifecycle = LifecycleOperations(hub, call, settings.narrowing, settings.default_namespace, settings.agent_id or "")
-    server = MemhubServer(name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS)
+    updates = ResourceUpdates(hub, settings.narrowing)
+    server = MemhubServer(
+        name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS, subscriptions=updates
+    )
     tools = register_tools(server, ops, lifecycle, settings.narrowing.tools)
+    roots = settings.narrowing.namespaces or tuple(
+        ns for ns in (settings.default_namespace, f"agents/{settings.agent_id}" if settings.agent_id else None) if ns
+    )
+    resources = register_resources(server, ResourceReader(hub, call, settings.narrowing), roots)
+    # Clients on protocol versions before 2026-07-28 subscribe with resources/subscribe (the SDK's MCPServer
+    # serves only subscriptions/listen; its low-level server takes the older method's handlers). Listen streams
+    # are acknowledged once the hub's change-feed stream is open (ResourceUpdates.on_listen).
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - no public accessor
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, updates.on_subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, updates.on_unsubscribe)
+    lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, updates.on_listen)
     log.info(
         "bridge ready",
         extra={
@@ -80,6 +104,7 @@ def build_bridge(settings: BridgeSettings) -> Bridge:
             "tools": tools,
             "namespaces": list(settings.narrowing.namespaces) or "all the agent may use",
             "default_namespace": settings.default_namespace,
+            "resources": resources,
         },
     )
-    return Bridge(settings, server, hub, tools)
+    return Bridge(settings, server, hub, tools, updates, resources)
