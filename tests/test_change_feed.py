@@ -9,15 +9,19 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import grpc
+import psycopg
 import pytest
 from conftest import Stack
 from feed_support import Watcher, kinds
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 
 from hub.client import change_name, memory_input
 from hub.core.model import Caller, Kind, MemoryType, NewMemory
 from hub.curation import archive
+from hub.db import changes as changes_db
 from hub.db import memories as memories_db
+from hub.feed.model import Change, FeedFilter
+from hub.feed.tail import FeedTail
 
 
 def _write(stack: Stack, ns: str, content: str, **kw: object) -> str:
@@ -88,14 +92,41 @@ def test_consolidation_is_reported_as_such(stack: Stack, ns: str) -> None:
 
 
 def test_filters_and_descendants(stack: Stack, ns: str) -> None:
-    with Watcher(stack.client, [f"{ns}/team"], types=["fact", "rule"], tags=["deploy"]) as feed:
-        feed.started()
+    """The same filters give the same events from the hub's shared tail (a stream open while the writes happen)
+    and from the table (a stream that resumes later, from before them)."""
+    filters = {"types": ["fact", "rule"], "tags": ["deploy"]}
+    with Watcher(stack.client, [f"{ns}/team"], **filters) as feed:
+        cursor = feed.started()
         _write(stack, f"{ns}/other", "Deploys need two approvals from the team", type="rule", tags=["deploy"])  # outside
         _write(stack, f"{ns}/team", "We met for lunch on Friday at noon", type="event", tags=["deploy"])  # type
         _write(stack, f"{ns}/team", "Deploys are blocked during the audit", type="rule", tags=["audit"])  # tag
         wanted = _write(stack, f"{ns}/team/ops", "Deploys freeze on Fridays after 3pm", type="rule", tags=["deploy", "ops"])
-        event = feed.change()
-    assert event.memory.id == wanted  # the only match, from a descendant namespace
+        last = _write(stack, f"{ns}/team", "Deploys resume on Monday mornings", type="fact", tags=["deploy"])
+        live = feed.changes(2)
+    with Watcher(stack.client, [f"{ns}/team"], cursor=cursor, **filters) as again:
+        again.started()
+        resumed = again.changes(2)
+    assert [e.memory.id for e in live] == [wanted, last]  # the only matches; one from a descendant namespace
+    assert [(e.memory.id, e.cursor) for e in resumed] == [(e.memory.id, e.cursor) for e in live]
+    # Both ways a stream takes changes select the same ones: the table (SQL) and the hub's shared tail (Python).
+    start = stack.hub.feed.codec.open(cursor)
+    selected = []
+    for flt in (
+        FeedFilter(namespaces=(f"{ns}/team",), types=(MemoryType.FACT, MemoryType.RULE), tags_any=("deploy",)),
+        FeedFilter(namespaces=(ns,), kinds=(Kind.EPISODIC,)),
+        FeedFilter(namespaces=(f"{ns}/other", f"{ns}/team/ops"), changes=(Change.WRITTEN,)),
+        FeedFilter(namespaces=(ns,), changes=(Change.FORGOTTEN,)),
+    ):
+        with stack.hub.engine.connect() as conn, conn.begin():
+            conn.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
+            from_table = changes_db.read(conn, start, flt, None, scan_limit=2000, limit=100).changes
+        tail = FeedTail(stack.hub.engine, stack.hub.config.change_feed)
+        tail.base = tail.head = start
+        tail.advance()
+        taken = tail.take(start, flt, 100)
+        assert taken is not None and [c.memory.id for c in taken.changes] == [c.memory.id for c in from_table], flt
+        selected.append(len(from_table))
+    assert selected == [2, 1, 2, 0]
 
 
 def test_resuming_from_a_cursor_misses_nothing_and_repeats_with_the_same_cursor(stack: Stack, ns: str) -> None:
@@ -268,6 +299,19 @@ def test_a_transaction_that_commits_after_a_later_one_is_not_skipped(stack: Stac
     with Watcher(stack.client, [ns], cursor=events[0].cursor) as again:
         again.started()
         assert again.change().memory.id == b.memory.id
+
+
+def test_a_transaction_left_open_in_another_database_does_not_stall_the_feed(stack: Stack, ns: str) -> None:
+    """xmin counts every database of the server; after a moment held back, the feed bounds itself by its own."""
+    other = make_url(stack.hub.database_url).set(database="postgres", drivername="postgresql")
+    with psycopg.connect(other.render_as_string(hide_password=False)) as elsewhere:
+        elsewhere.execute("SELECT pg_current_xact_id()")  # holds a transaction id until the rollback below
+        with Watcher(stack.client, [ns]) as feed:
+            feed.started()
+            mid = _write(stack, ns, "Written while another database has a transaction open", type="fact")
+            event = feed.change()
+        elsewhere.rollback()
+    assert event.memory.id == mid
 
 
 def test_out_of_order_commits_from_many_writers_are_all_delivered(stack: Stack, ns: str) -> None:

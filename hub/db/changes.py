@@ -14,10 +14,15 @@ and a read delivers only rows whose transaction id is below the xmin of the read
 of its rows are visible now or never will be. Rows are delivered in (txid, seq) order and the cursor
 is a (txid, seq) position, so a transaction that commits later can only add rows after the cursor,
 never before it: it is still running, so its id is at least xmin, and the cursor stays below xmin.
-The price: a change waits until every transaction older than its own has finished, anywhere on the
-database server (xmin is cluster-wide), so one long-running transaction delays the feed (never
-loses anything); the hub's own transactions are short, and a subscriber that is held back polls
-again quickly (``ChangeBatch.held_back``).
+The price: a change waits until every transaction older than its own has finished. xmin counts every
+database of the server, so a transaction left open in another database (a shared managed server, an
+idle psql session) would hold the feed back for as long as it stays open. So a reader that has been
+held back for a while switches to a bound of this database's own (``scoped_bound``): the lowest
+in-progress transaction of the snapshot that is not known to belong to another database (pg_locks
+names each running transaction's backend, pg_stat_activity that backend's database; both readable
+by any user). It costs a scan of pg_locks, which is why it is not the default; it errs on the safe
+side (a transaction that ended between the snapshot and that scan counts as this database's), and a
+transaction in this database, which might still write a change, always holds the feed back.
 
 The alternative considered, numbering changes in commit order (a commit-time trigger taking one
 lock and then the next number), makes seq alone gap-free but serialises every writing commit of
@@ -41,6 +46,17 @@ from hub.feed.model import Change, ChangeBatch, ChangeRecord, FeedFilter, Positi
 _C = memory_changes.c
 _XMIN = select(func.pg_snapshot_xmin(func.pg_current_snapshot())).scalar_subquery()
 """The oldest transaction still running when the statement's snapshot was taken: everything below it is final."""
+_DATABASE_BOUND = text(
+    "SELECT coalesce(("
+    "  SELECT min(x) FROM pg_snapshot_xip(pg_current_snapshot()) AS x"
+    "  WHERE (x::text::numeric % 4294967296)::text NOT IN ("
+    "    SELECT l.transactionid::text FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+    "    WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock' AND l.granted"
+    "      AND a.datid IS NOT NULL AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database()))"
+    "), pg_snapshot_xmax(pg_current_snapshot()))::text"
+)
+"""The oldest transaction of the snapshot still running that may be this database's (xmax when there is none):
+everything below it that this database holds is final. A running transaction's own xid lock names its backend."""
 
 CONSOLIDATION_CAUSE = "consolidated"
 
@@ -75,6 +91,22 @@ def horizon(conn: Connection) -> Position:
     return _position(row[0], row[1])
 
 
+def oldest_transaction(conn: Connection) -> str | None:
+    """The session holding the oldest transaction id on the server (what holds the feed back), as far as this
+    user may see: database, pid, state, age, application name."""
+    row = conn.execute(
+        text(
+            "SELECT datname, pid, state, now() - xact_start AS age, application_name FROM pg_stat_activity "
+            "WHERE backend_xid IS NOT NULL ORDER BY age(backend_xid) DESC LIMIT 1"
+        )
+    ).first()
+    if row is None:
+        return None
+    return (
+        f"database {row.datname!r}, pid {row.pid}, {row.state or 'state hidden'}, running for {row.age}, {row.application_name!r}"
+    )
+
+
 def cursor_key(conn: Connection) -> bytes:
     """The 256-bit key cursors are sealed with (migration 0011 made it; every replica reads the same)."""
     return bytes.fromhex(conn.execute(select(change_feed_key.c.secret).where(change_feed_key.c.id == 1)).scalar_one())
@@ -100,15 +132,22 @@ def read(
     *,
     scan_limit: int,
     limit: int,
+    scoped_bound: bool = False,
 ) -> ChangeBatch:
     """The changes after ``after`` that match ``flt`` and ``scope`` (a condition on namespaces.name), up to ``limit``.
 
-    Must run in a REPEATABLE READ transaction: its two statements then share one snapshot, so the
-    edge the first finds is the edge of the rows the second returns. At most ``scan_limit`` changes
-    (matching the namespace and change filters) are looked at per read, so a subscriber far behind
-    with a narrow filter cannot make one query of unbounded size; the next read goes on from there.
+    Must run in a REPEATABLE READ transaction: its statements then share one snapshot, and the bound
+    (xmin, or this database's own with ``scoped_bound``) is taken once, so the edge the second finds is
+    the edge of the rows the third returns. At most ``scan_limit`` changes (matching the namespace and
+    change filters) are looked at per read, so a subscriber far behind with a narrow filter cannot make
+    one query of unbounded size; the next read goes on from there.
     """
-    scan_conditions = [_after(after), _C.txid < _XMIN]
+    if scoped_bound:
+        bound = int(conn.execute(_DATABASE_BOUND).scalar_one())
+    else:
+        bound = int(conn.execute(select(cast(_XMIN, Text))).scalar_one())
+    below = _xid(bound)
+    scan_conditions = [_after(after), _C.txid < below]
     if flt.namespaces:
         scan_conditions.append(subtree_condition(_C.namespace, flt.namespaces))
     if flt.changes:
@@ -121,11 +160,10 @@ def read(
     last = select(cast(s.txid, Text), s.seq).order_by(s.txid.desc(), s.seq.desc()).limit(1).subquery()
     edge = conn.execute(
         select(
-            cast(_XMIN, Text).label("xmin"),
             select(func.count()).select_from(scanned).scalar_subquery().label("scanned"),
             select(last.c[0]).scalar_subquery().label("last_txid"),
             select(last.c[1]).scalar_subquery().label("last_seq"),
-            exists().where(_C.txid >= _XMIN).label("held_back"),
+            exists().where(_C.txid >= below).label("held_back"),
             select(cast(change_feed_horizon.c.txid, Text)).where(change_feed_horizon.c.id == 1).scalar_subquery().label("h_txid"),
             select(change_feed_horizon.c.seq).where(change_feed_horizon.c.id == 1).scalar_subquery().label("h_seq"),
         )
@@ -153,8 +191,8 @@ def read(
     elif edge.scanned >= scan_limit:
         next_position, full = _position(edge.last_txid, edge.last_seq), True
     else:
-        # Everything below xmin was looked at: the next read may start there (never behind `after`).
-        next_position, full = max(after, Position(int(edge.xmin), 0)), False
+        # Everything below the bound was looked at: the next read may start there (never behind `after`).
+        next_position, full = max(after, Position(bound, 0)), False
     return ChangeBatch(changes, next_position, full, bool(edge.held_back), _position(edge.h_txid, edge.h_seq))
 
 

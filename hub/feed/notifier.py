@@ -1,4 +1,4 @@
-"""Waking subscribers when any replica commits a change: LISTEN memhub_changes on one connection per hub.
+"""Waking the feed when any replica commits a change: LISTEN memhub_changes on one connection per hub.
 
 The triggers send ``NOTIFY memhub_changes`` in the changing transaction, so Postgres delivers it at
 commit, to every listening session of every replica. A notification carries nothing: it only says
@@ -6,8 +6,9 @@ commit, to every listening session of every replica. A notification carries noth
 reconnects, which is why streams also poll, ChangeFeedConfig.poll_interval_s). After a reconnect
 every subscriber is woken, since notifications sent meanwhile were lost.
 
-Subscribers are asyncio events on the gRPC server's loop; the listener thread sets them with
-``call_soon_threadsafe``.
+A notification goes to ``on_notify`` (the feed's tail, hub/feed/tail.py, which reads the new changes
+once for the whole hub); the streams wait on asyncio events on the gRPC server's loop, which
+``wake_all`` sets with ``call_soon_threadsafe`` once there is something new to take.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ CHANNEL = "memhub_changes"
 class ChangeNotifier:
     """One LISTEN connection, fanned out to every open stream of this process."""
 
-    def __init__(self, listen_url: str | None) -> None:
-        """``listen_url``: a libpq URL; None listens to nothing (streams then rely on polling alone)."""
+    def __init__(self, listen_url: str | None, on_notify: Callable[[], None] = lambda: None) -> None:
+        """``listen_url``: a libpq URL; None listens to nothing (the feed then relies on polling alone).
+        ``on_notify``: called from the listener thread at every notification and after every reconnect."""
         self._url = listen_url
+        self._on_notify = on_notify
         self._waiters: dict[object, tuple[asyncio.AbstractEventLoop, asyncio.Event]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -87,11 +90,11 @@ class ChangeNotifier:
                 ) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self._listening.set()
-                    self.wake_all()  # whatever was committed while we were not listening
+                    self._on_notify()  # whatever was committed while we were not listening
                     backoff = 0.5
                     while not self._stop.is_set():
                         if any(True for _ in conn.notifies(timeout=1.0, stop_after=1)):
-                            self.wake_all()
+                            self._on_notify()
             except Exception as exc:  # Postgres restarting: streams poll meanwhile
                 log.warning("change-feed listener lost its connection (%s); reconnecting", exc)
             finally:

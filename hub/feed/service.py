@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
@@ -26,12 +27,15 @@ from hub.feed.model import FeedFilter
 from hub.feed.notifier import ChangeNotifier
 from hub.feed.rights import Rights
 from hub.feed.subscription import Subscription, out_of_range
+from hub.feed.tail import FeedTail
 from hub.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
 PRUNE_BATCH = 10_000
 """Changes deleted per transaction: a first prune of a large backlog must not hold one huge lock set."""
+HELD_BACK_WARNING_S = 10.0
+"""Changes held back this long behind an older transaction get one WARNING naming that transaction."""
 
 
 class ChangeFeed:
@@ -51,7 +55,10 @@ class ChangeFeed:
         self._rights = rights
         with self._reads.connect() as conn:
             self.codec = CursorCodec(changes_db.cursor_key(conn))
-        self.notifier = ChangeNotifier(listen_url)
+        self.tail = FeedTail(engine, config)
+        self._tail_wake = threading.Event()
+        self._tail_thread: threading.Thread | None = None
+        self.notifier = ChangeNotifier(listen_url, on_notify=self._tail_wake.set)
         # Streams' reads and rights checks run here, never in the threads of other calls.
         self.executor = ThreadPoolExecutor(max_workers=config.read_threads, thread_name_prefix="memhub-feed")
         self._pruner = (
@@ -63,6 +70,7 @@ class ChangeFeed:
         self._open = 0
         self._held = 0
         self._dropped = 0
+        self._table_reads = 0
         self._open_lock = threading.Lock()
 
     # -- subscriptions ----------------------------------------------------------------------
@@ -87,7 +95,17 @@ class ChangeFeed:
             elif position < changes_db.horizon(conn):
                 raise out_of_range(self.config.retention_s)
         return Subscription(
-            self._engine, self._authorizer, self._rights, self.codec, self.config, caller, flt, position, verify_token
+            self._engine,
+            self._authorizer,
+            self._rights,
+            self.codec,
+            self.config,
+            caller,
+            flt,
+            position,
+            verify_token,
+            tail=self.tail,
+            on_table_read=self._count_table_read,
         )
 
     @property
@@ -97,15 +115,57 @@ class ChangeFeed:
 
     def begin_shutdown(self) -> None:
         self._closing.set()
+        self._tail_wake.set()
         self.notifier.wake_all()
 
     def stream_opened(self) -> None:
         with self._open_lock:
             self._open += 1
+        self._tail_wake.set()  # the first stream starts the tail reading
 
     def stream_closed(self) -> None:
         with self._open_lock:
             self._open -= 1
+
+    # -- the shared tail ----------------------------------------------------------------------
+
+    def _run_tail(self) -> None:
+        """Read the new changes once for every stream of this hub, whenever a commit (or the poll) says so.
+
+        Only while streams are open: with none, a commit costs the feed nothing here, and the window is
+        dropped (a stream opening later reads the table until it has caught up)."""
+        failing = False
+        held_since: float | None = None
+        while not self._closing.is_set():
+            held = self.tail.held_back
+            if not held:
+                held_since = None
+            elif held_since is None:
+                held_since = time.monotonic()
+            elif time.monotonic() - held_since > HELD_BACK_WARNING_S:
+                self._warn_held_back(time.monotonic() - held_since)
+                held_since = float("inf")  # once per episode
+            self._tail_wake.wait(min(0.05, self.config.poll_interval_s) if held else self.config.poll_interval_s)
+            self._tail_wake.clear()
+            if self._closing.is_set():
+                break
+            if self._open <= 0:
+                self.tail.reset()
+                continue
+            try:
+                while True:
+                    moved, full = self.tail.advance()
+                    if moved:
+                        self.notifier.wake_all()
+                    if not full:
+                        break
+                if failing:
+                    log.info("change-feed tail reads again")
+                failing = False
+            except Exception as exc:  # Postgres down: streams keep polling on their own; retry next interval
+                if not failing:
+                    log.warning("change-feed tail cannot read (%s); retrying", str(exc).splitlines()[0])
+                failing = True
 
     def open_streams(self) -> int:
         """Change-feed streams open on this hub now: the gauge for a metrics exporter (safe from any thread)."""
@@ -115,6 +175,15 @@ class ChangeFeed:
         """``count`` events were read for a stream and wait to be sent (negative: sent, or dropped with the stream)."""
         with self._open_lock:
             self._held += count
+
+    def _count_table_read(self) -> None:
+        with self._open_lock:
+            self._table_reads += 1
+
+    def table_reads(self) -> int:
+        """Reads of the changes table by streams that were not caught up (outside the shared tail), since start:
+        a counter for metrics; caught-up streams cost Postgres nothing."""
+        return self._table_reads
 
     def count_dropped(self) -> None:
         with self._open_lock:
@@ -150,9 +219,25 @@ class ChangeFeed:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    def _warn_held_back(self, seconds: float) -> None:
+        try:
+            with self._reads.connect() as conn:
+                oldest = changes_db.oldest_transaction(conn)
+        except Exception:  # noqa: BLE001 - the warning matters more than its detail
+            oldest = None
+        log.warning(
+            "change-feed events have waited %.0f s for an older transaction to finish (the feed delivers changes only "
+            "once every older transaction on the database server has ended); oldest: %s",
+            seconds,
+            oldest or "not visible to this database user",
+        )
+
     def start(self) -> None:
         self._closing.clear()
         self.notifier.start()
+        if self._tail_thread is None or not self._tail_thread.is_alive():
+            self._tail_thread = threading.Thread(target=self._run_tail, name="memhub-feed-tail", daemon=True)
+            self._tail_thread.start()
         if self._pruner is not None:
             self._pruner.start()
 
@@ -161,4 +246,6 @@ class ChangeFeed:
         if self._pruner is not None:
             self._pruner.stop()
         self.notifier.stop()
+        if self._tail_thread is not None:
+            self._tail_thread.join(5)
         self.executor.shutdown(wait=False, cancel_futures=True)

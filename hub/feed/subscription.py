@@ -20,8 +20,10 @@ from hub.db import changes as changes_db
 from hub.errors import OutOfRange, PermissionDenied
 from hub.feed.config import ChangeFeedConfig
 from hub.feed.cursor import CursorCodec
+from hub.feed.holdback import HoldBack
 from hub.feed.model import Change, FeedFilter, Position
 from hub.feed.rights import Rights, RightsView
+from hub.feed.tail import FeedTail
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,8 +91,17 @@ class Subscription:
         flt: FeedFilter,
         position: Position,
         verify_token: Callable[[], Identity],
+        *,
+        tail: FeedTail | None = None,
+        on_table_read: Callable[[], None] = lambda: None,
     ) -> None:
+        """``tail``: the hub's shared window of the newest changes, taken from instead of reading the table
+        whenever this subscription's position lies inside it (hub/feed/tail.py). ``on_table_read``: told of each
+        read of the table instead (a stream catching up)."""
         self._engine = engine.execution_options(isolation_level="REPEATABLE READ")
+        self._tail = tail
+        self._on_table_read = on_table_read
+        self._hold = HoldBack()
         self._authorizer = authorizer
         self._rights = rights
         self._codec = codec
@@ -123,24 +134,33 @@ class Subscription:
                     )
 
     def step(self) -> Delivery:
-        """Check the rights, then read the next batch and keep what the subscriber may see."""
+        """Check the rights, then take the next batch (from the hub's tail, else the table) and keep what the
+        subscriber may see."""
         self.check()
         view = self._rights.current()
-        with self._engine.connect() as conn, conn.begin():
-            batch = changes_db.read(
-                conn,
-                self.position,
-                self.filter,
-                view.scope(self.caller),
-                scan_limit=self._config.scan_limit,
-                limit=self._config.batch,
-            )
-        if self.position < batch.horizon:  # a subscriber so far behind that pruning overtook it
-            raise out_of_range(self._config.retention_s)
+        taken = self._tail.take(self.position, self.filter, self._config.batch) if self._tail is not None else None
+        if taken is not None:
+            changes, next_position, full, held_back = taken.changes, taken.next_position, taken.full, False
+        else:
+            self._on_table_read()
+            with self._engine.connect() as conn, conn.begin():
+                batch = changes_db.read(
+                    conn,
+                    self.position,
+                    self.filter,
+                    view.scope(self.caller),
+                    scan_limit=self._config.scan_limit,
+                    limit=self._config.batch,
+                    scoped_bound=self._hold.scoped,
+                )
+            self._hold.saw(batch.held_back)
+            if self.position < batch.horizon:  # a subscriber so far behind that pruning overtook it
+                raise out_of_range(self._config.retention_s)
+            changes, next_position, full, held_back = list(batch.changes), batch.next_position, batch.full, batch.held_back
         shown = []
-        for change in batch.changes:
+        for change in changes:
             record = visible(change.memory, self.caller, view)
             if record is not None:
                 shown.append(VisibleChange(self._codec.seal(change.position), change.change, change.changed_at, record))
-        self.position = batch.next_position
-        return Delivery(tuple(shown), self.cursor, batch.full, batch.held_back)
+        self.position = next_position
+        return Delivery(tuple(shown), self.cursor, full, held_back)
