@@ -8,10 +8,11 @@ benchmark's own by default: the feed waits for the oldest transaction on the who
 (hub/db/changes.py), so on a server other work shares (--pg-admin-url, a scratch database there), its
 long transactions show up as feed latency.
 
-1. Latency: N subscribers (separate agents, one channel each) hold SubscribeChanges streams on hub B;
-   one writer writes memories through hub A, one at a time, paced. For each write and subscriber: the
-   time from the write's acknowledgement (its transaction committed) to the event's arrival, and from
-   the moment the write was sent. Same process, same clock.
+1. Latency: N subscribers (separate agents, one channel each, in a process of their own so that
+   receiving does not slow the writers' threads) hold SubscribeChanges streams on hub B; one writer
+   writes memories through hub A, one at a time, paced. For each write and subscriber: the time from
+   the write's acknowledgement (its transaction committed) to the event's arrival, and from the moment
+   the write was sent (CLOCK_MONOTONIC, the same clock in both processes).
 2. Cost on writes: 4 writer threads write through hub A in rounds that alternate between the feed's
    triggers enabled and disabled (ALTER TABLE memories DISABLE TRIGGER ..., this scratch database only),
    order rotating, so noise hits both alike; first with no subscriber anywhere, then with the N
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -34,6 +36,7 @@ import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import timedelta
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -83,6 +86,45 @@ class Subscriber:
         self.thread.join(10)
 
 
+def subscriber_process(address: str, tokens: list[str], namespace: str, pipe: Connection) -> None:
+    """The subscribers' process: open every stream, say so, then on "stop" send back each one's arrivals."""
+    clients = [MemhubClient(address, token=t) for t in tokens]
+    subscribers = [Subscriber(c, namespace) for c in clients]
+    for s in subscribers:
+        s.start()
+    pipe.send(all(s.ready.wait(60) for s in subscribers))
+    while (command := pipe.recv()) != "stop":
+        pipe.send([len(s.arrivals) for s in subscribers] if command == "counts" else None)
+    for s in subscribers:
+        s.stop()
+    pipe.send([s.arrivals for s in subscribers])
+    for c in clients:
+        c.close()
+
+
+class Subscribers:
+    """N subscriber streams on hub B, in a child process."""
+
+    def __init__(self, address: str, tokens: list[str], namespace: str) -> None:
+        ctx = multiprocessing.get_context("spawn")  # no inherited gRPC state
+        self._pipe, child = ctx.Pipe()
+        self._proc = ctx.Process(target=subscriber_process, args=(address, tokens, namespace, child), daemon=True)
+        self._proc.start()
+        if not self._pipe.poll(120) or not self._pipe.recv():
+            raise SystemExit("the subscribers' streams did not open")
+        self.count = len(tokens)
+
+    def received_at_least(self, n: int) -> bool:
+        self._pipe.send("counts")
+        return min(self._pipe.recv()) >= n
+
+    def stop(self) -> list[dict[str, float]]:
+        self._pipe.send("stop")
+        arrivals = self._pipe.recv()
+        self._proc.join(30)
+        return arrivals
+
+
 def set_triggers(db_url: str, enabled: bool) -> None:
     verb = "ENABLE" if enabled else "DISABLE"
     with psycopg.connect(db_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
@@ -93,7 +135,7 @@ def text(label: str) -> str:
     return f"{label}: the measurement {uuid.uuid4().hex} finished within its budget"
 
 
-def latency_run(writer: MemhubClient, subscribers: list[Subscriber], namespace: str, count: int) -> None:
+def latency_run(writer: MemhubClient, subscribers: Subscribers, namespace: str, count: int) -> None:
     sent: dict[str, tuple[float, float]] = {}
     for _ in range(count):
         start = time.monotonic()
@@ -101,18 +143,19 @@ def latency_run(writer: MemhubClient, subscribers: list[Subscriber], namespace: 
         sent[mid] = (start, time.monotonic())
         time.sleep(0.05)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and any(len(s.arrivals) < count for s in subscribers):
-        time.sleep(0.1)
+    while time.monotonic() < deadline and not subscribers.received_at_least(count):
+        time.sleep(0.2)
+    arrivals = subscribers.stop()
     after_ack, after_send, missing = [], [], 0
-    for s in subscribers:
+    for received in arrivals:
         for mid, (start, ack) in sent.items():
-            if mid not in s.arrivals:
+            if mid not in received:
                 missing += 1
                 continue
-            after_ack.append(s.arrivals[mid] - ack)
-            after_send.append(s.arrivals[mid] - start)
+            after_ack.append(received[mid] - ack)
+            after_send.append(received[mid] - start)
     writes = [ack - start for start, ack in sent.values()]
-    print(f"  {count} writes through hub A, {len(subscribers)} subscribers on hub B, {len(after_ack)} events received")
+    print(f"  {count} writes through hub A, {subscribers.count} subscribers on hub B, {len(after_ack)} events received")
     print(f"  write acknowledged -> event on B: p50 {pct(after_ack, 0.5):6.1f} ms   p99 {pct(after_ack, 0.99):6.1f} ms")
     print(f"  write sent         -> event on B: p50 {pct(after_send, 0.5):6.1f} ms   p99 {pct(after_send, 0.99):6.1f} ms")
     print(f"  (the write itself: p50 {pct(writes, 0.5):6.1f} ms; events missing after 60 s: {missing})")
@@ -208,21 +251,19 @@ def main() -> None:
                 write_rounds(writers, db_url, "bench/feed/cost", args.rounds, args.per_writer),
             )
             namespace = "bench/feed/latency"
-            subscribers = [Subscriber(client(hub_b, f"bench-sub-{i}"), namespace) for i in range(args.subscribers)]
-            for s in subscribers:
-                s.start()
-            for s in subscribers:
-                if not s.ready.wait(60):
-                    raise SystemExit("a subscriber's stream did not open")
-            print(f"feed latency across replicas, {args.subscribers} subscribers:", flush=True)
-            latency_run(writers[0], subscribers, namespace, args.latency_writes)
+            tokens = [
+                issue_token(secret, agent_id=f"bench-sub-{i}", groups=["bench"], ttl=timedelta(hours=2)).token
+                for i in range(args.subscribers)
+            ]
             print(f"write cost, {args.subscribers} subscribers on hub B (woken by every commit):", flush=True)
+            cost_subscribers = Subscribers(hub_b.address, tokens, "bench/feed/cost-subscribed")
             report_rounds(
                 f"{WRITERS} writers through hub A, {args.rounds} rounds per mode",
                 write_rounds(writers, db_url, "bench/feed/cost-subscribed", args.rounds, args.per_writer),
             )
-            for s in subscribers:
-                s.stop()
+            cost_subscribers.stop()
+            print(f"feed latency across replicas, {args.subscribers} subscribers:", flush=True)
+            latency_run(writers[0], Subscribers(hub_b.address, tokens, namespace), namespace, args.latency_writes)
     finally:
         if args.pg_admin_url:
             with psycopg.connect(args.pg_admin_url, autocommit=True) as conn:
