@@ -32,8 +32,8 @@ sys.path.insert(0, str(REPO))
 import grpc  # noqa: E402
 from memhub.v1 import memory_pb2 as pb  # noqa: E402
 
+from hub import client_config  # noqa: E402
 from hub.client import MemhubClient, memory_input  # noqa: E402
-from hub.client_config import DEFAULT_ADDRESS, read as recorded_hub  # noqa: E402
 from hub.client_feed import FeedFollower  # noqa: E402
 
 FINDINGS = [
@@ -90,8 +90,8 @@ def main() -> int:
     parser.add_argument("--hub", default=None, help="hub address (default: MEMHUB_ADDRESS, else the one `memhub serve` recorded)")
     parser.add_argument("--pause", type=float, default=0.5, help="seconds between two findings")
     args = parser.parse_args()
-    recorded = recorded_hub()
-    address = args.hub or os.environ.get("MEMHUB_ADDRESS") or (recorded.address if recorded else DEFAULT_ADDRESS)
+    recorded = client_config.read()
+    address = args.hub or os.environ.get("MEMHUB_ADDRESS") or (recorded.address if recorded else client_config.DEFAULT_ADDRESS)
     run = uuid.uuid4().hex[:8]  # each run its own namespaces: a rerun's findings are new memories, not duplicates
     findings_ns, drafts_ns = f"teams/research/findings/run-{run}", f"teams/research/drafts/run-{run}"
     researcher_token = os.environ.get("RESEARCHER_TOKEN") or issue("ada", "researchers")

@@ -54,7 +54,9 @@ def test_the_research_team_example_drafts_from_every_finding(team_hub: tuple[Spe
 
 def test_the_example_says_which_policy_it_needs(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url: str) -> None:
     folder = tmp_path_factory.mktemp("research-team-default")
-    with special_hub(folder, external_pg_admin_url, policy=PolicyConfig(dir=REPO / "policies", files=("default.cedar",))) as stack:
+    with special_hub(
+        folder, external_pg_admin_url, policy=PolicyConfig(dir=REPO / "policies", files=("default.cedar",))
+    ) as stack:
         proc = _run({"MEMHUB_ADDRESS": stack.address, "MEMHUB_DATA_DIR": str(folder)})
     assert proc.returncode != 0
     assert "PERMISSION_DENIED" in proc.stderr and "MEMHUB_POLICY_FILES=default.cedar,examples/research_team.cedar" in proc.stderr

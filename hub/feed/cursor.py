@@ -55,6 +55,7 @@ class CursorCodec:
             version, txid, seq = _LAYOUT.unpack(plain)
         except (binascii.Error, ValueError, InvalidTag, struct.error):
             raise InvalidArgument(field, problem) from None
-        if version != _VERSION:
+        position = Position(txid, seq)
+        if version != _VERSION or self.seal(position) != cursor:  # only the exact text the hub issued
             raise InvalidArgument(field, problem)
-        return Position(txid, seq)
+        return position
