@@ -14,12 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
+import psycopg
 import pytest
 from conftest import eventually
 from feed_support import Watcher
 from memhub.v1 import changes_pb2 as cpb
 from memhub.v1 import changes_pb2_grpc as cpb_grpc
 from security.hubs import SpecialStack, special_hub
+from sqlalchemy import make_url
 
 from hub.client import memory_input, resume_cursor
 from hub.feed.config import ChangeFeedConfig
@@ -143,3 +145,29 @@ def test_a_stopping_hub_ends_its_streams_with_unavailable_and_the_cursor(
     assert err.code() == grpc.StatusCode.UNAVAILABLE and "the hub is stopping" in err.details()
     assert resume_cursor(err) and resume_cursor(err) in err.details()
     assert not stopping.is_alive() and waited < 30  # the streams did not hold the stop for its whole grace
+
+
+def test_a_stream_rides_out_postgres_dropping_every_connection(boundhub: SpecialStack, external_pg_admin_url: str) -> None:
+    """What a Postgres restart or failover does to the hub: every backend of its database ends, the LISTEN one too.
+    The open stream stays open and hears the next write."""
+    ns = f"heal{uuid.uuid4().hex[:8]}"
+    database = make_url(boundhub.hub.database_url).database
+    with Watcher(boundhub.client, [ns]) as feed:
+        feed.started()
+        with psycopg.connect(external_pg_admin_url, autocommit=True) as admin:
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                (database,),
+            ).fetchone()[0]
+        assert killed > 0
+        mid = None
+        for _ in range(20):  # a call right after the kill may fail once, with UNAVAILABLE
+            try:
+                mid = boundhub.client.write([memory_input(ns, "Written after Postgres dropped every connection", type="fact")])
+                break
+            except grpc.RpcError as exc:
+                assert exc.code() == grpc.StatusCode.UNAVAILABLE
+                time.sleep(0.5)
+        assert mid is not None
+        event = feed.change()
+    assert event.memory.id == mid.results[0].memory.id

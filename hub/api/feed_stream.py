@@ -118,8 +118,9 @@ class FeedStream:
                     delivery = await self._blocking(subscription.step)
                     failing_since = None
                 except OperationalError as exc:
-                    failing_since = failing_since or time.monotonic()
-                    log.warning("change-feed read failed (%s); retrying", str(exc).splitlines()[0])
+                    if failing_since is None:  # once per outage and stream, not once per poll
+                        failing_since = time.monotonic()
+                        log.warning("change-feed read failed (%s); retrying", str(exc).splitlines()[0])
                     if time.monotonic() - failing_since > DATABASE_GRACE_S:
                         raise _Ended(*status_for(exc, METHOD)) from None
                 except Exception as exc:  # noqa: BLE001 - rights lost, cursor pruned, or a bug: a status either way
