@@ -86,7 +86,8 @@ WORKDIR /app
 USER ${MEMHUB_UID}:${MEMHUB_UID}
 
 # 50051: the hub's gRPC API (health checking included). 8765: a bridge's streamable HTTP.
-EXPOSE 50051 8765
+# 9464: the hub's Prometheus metrics, when MEMHUB_METRICS_PORT=9464 turns them on.
+EXPOSE 50051 8765 9464
 
 # A gRPC health check for the hub, GET /healthz for a bridge (chosen from the container's command).
 HEALTHCHECK --interval=15s --timeout=6s --start-period=90s --retries=3 \

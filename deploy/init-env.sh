@@ -24,7 +24,7 @@ if [ -e "$output" ]; then
 fi
 
 # name:bytes of randomness (hex doubles the length). Keep in line with the `:?` variables of docker-compose.yml.
-secrets="POSTGRES_PASSWORD:24 MINIO_ACCESS_KEY:12 MINIO_SECRET_KEY:24 MEMHUB_JWT_SECRET:32 MEMHUB_BRIDGE_HTTP_TOKEN:32"
+secrets="POSTGRES_PASSWORD:24 MINIO_ACCESS_KEY:12 MINIO_SECRET_KEY:24 MEMHUB_JWT_SECRET:32 MEMHUB_BRIDGE_HTTP_TOKEN:32 MEMHUB_GRAFANA_ADMIN_PASSWORD:16"
 
 random_hex() {
     od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'

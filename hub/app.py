@@ -26,6 +26,7 @@ from hub.core.consolidation import Consolidator
 from hub.core.consolidation_schedule import ScheduledConsolidation
 from hub.core.health_monitor import HealthMonitor
 from hub.core.index_health import IndexHealth
+from hub.core.index_report import IndexReporter
 from hub.core.indexer import Indexer
 from hub.core.model import Channel
 from hub.core.policy_authorizer import PolicyAuthorizer
@@ -36,19 +37,24 @@ from hub.core.usage_folder import UsageFolder
 from hub.curation.archive import Archiver
 from hub.curation.consolidation_config import SummariserConfig
 from hub.curation.extractive import ExtractiveSummariser
+from hub.curation.fact_extraction import FactExtractor
 from hub.curation.llm_summariser import ChatSummariser
 from hub.data_dir import ensure_private_dir
 from hub.db import embedded_pg, migrate, namespace_usage
 from hub.db import engine as db_engine
 from hub.db.context import Window
-from hub.embedding import Embedder, EmbeddingError, build_embedder
+from hub.embedding import Embedder, EmbeddingError, PassageVectorCache, build_embedder
 from hub.errors import StartupError
 from hub.feed.rights import AllRights, PolicyRights
 from hub.feed.service import ChangeFeed
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
+from hub.metrics.hub_metrics import HubMetrics
+from hub.metrics.state import HubFacts
+from hub.periodic import Periodic
 from hub.policy import PolicyError, PolicyStore
 from hub.rerank import Reranker, open_reranker
 from hub.retrieval_log.writer import RetrievalLogWriter
+from hub.session_state.service import SessionStateService
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +85,9 @@ def prepare_data_dirs(config: HubConfig) -> None:
 
 
 def open_embedder(config: HubConfig) -> Embedder:
+    """The configured model, behind the cache that hands a write's vectors to the indexer (passage_cache.py)."""
     try:
-        return build_embedder(config.embedding)
+        return PassageVectorCache(build_embedder(config.embedding))
     except EmbeddingError as exc:
         raise StartupError(f"cannot load the embedding model: {exc}") from None
 
@@ -183,6 +190,12 @@ class Hub:
     """Writes every search into the retrieval log (None when MEMHUB_RETRIEVAL_LOG=0)."""
     feed: ChangeFeed | None = None
     """SubscribeChanges: subscriptions, the LISTEN wake-ups, pruning (hub/feed/); set by open()."""
+    metrics: HubMetrics | None = None
+    """The /metrics endpoint and its store sampler (None unless MEMHUB_METRICS_PORT is set; hub/metrics/)."""
+    session_state: SessionStateService | None = None
+    """The shared session state (hub/session_state/); set by open()."""
+    session_pruner: Periodic | None = None
+    """Deletes expired session state every MEMHUB_SESSION_PRUNE_INTERVAL_S."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -239,8 +252,19 @@ class Hub:
             gate=config.gate,
             events=events,
             retrieval_log=retrieval_log,
+            extractor=FactExtractor(config.extraction) if config.extraction.enabled else None,
         )
-        admin = AdminService(engine, authorizer, policies, revocations, nudge=indexer.nudge)
+        index_reporter = IndexReporter(
+            engine,
+            index_health,
+            lambda: monitor.database_ok,
+            indexer_enabled=config.indexer.enabled,
+            embedding_model=embedder.model_id,
+            collection=config.store.milvus_collection,
+        )
+        admin = AdminService(
+            engine, authorizer, policies, revocations, nudge=indexer.nudge, audit=audit, index_reporter=index_reporter
+        )
         consolidator = Consolidator(
             engine,
             authorizer,
@@ -279,9 +303,14 @@ class Hub:
             listen_url=_psycopg_url(url),
         )
         hub.consolidation_schedule = ScheduledConsolidation(consolidator, config.consolidation)
+        hub.metrics = _open_metrics(hub)
+        hub.session_state = SessionStateService(engine, authorizer, config.session_state)
+        hub.session_pruner = hub.session_state.pruner()
         return hub
 
     def start_background(self) -> None:
+        if self.metrics is not None:
+            self.metrics.start()  # first: the other parts' start-up work is recorded too
         self.revocations.start()  # loads the list before returning: never serve with an unknown list
         self.policies.start()
         self.audit.start()
@@ -298,11 +327,17 @@ class Hub:
             self.consolidation_schedule.start()
         if self.feed is not None:
             self.feed.start()
+        if self.session_pruner is not None:
+            self.session_pruner.start()
 
     def close(self) -> None:
         if self.feed is not None:
             self.feed.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
         self.archiver.stop()
+        if self.session_pruner is not None:
+            self.session_pruner.stop()
         if self.consolidation_schedule is not None:
             self.consolidation_schedule.stop()
         if self.consolidator is not None:
@@ -321,6 +356,20 @@ class Hub:
         self.index.close()
         self.embedder.close()
         self.engine.dispose()
+
+
+def _open_metrics(hub: Hub) -> HubMetrics | None:
+    """Bind the metrics endpoint when configured (a taken port stops the start here, before the gRPC server)."""
+    if not hub.config.metrics.enabled:
+        return None
+    facts = HubFacts(
+        audit_queued=hub.audit.queued,
+        audit_capacity=hub.audit.capacity,
+        database_up=lambda: hub.monitor.database_ok,
+        index_up=lambda: hub.index_health.ok,
+        embedding_model=hub.embedder.model_id,
+    )
+    return HubMetrics(hub.config.metrics, hub.engine, facts)
 
 
 def _open_reranker(config: HubConfig) -> Reranker | None:

@@ -17,14 +17,18 @@ metadata itself is honoured when no span is active.
 from __future__ import annotations
 
 import contextlib
+import copy
+import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from memhub.v1 import admin_pb2_grpc, changes_pb2, changes_pb2_grpc
+from memhub.v1 import admin_pb2_grpc, changes_pb2, changes_pb2_grpc, session_pb2, session_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 from opentelemetry import context as otel_context
@@ -95,7 +99,12 @@ def memory_input(
     occurred_at: datetime | None = None,
     ttl: timedelta | None = None,
     subject_key: str = "",
+    expected_version: int | None = None,
+    derived_from: Sequence[str] = (),
 ) -> pb.MemoryInput:
+    """One memory to write. ``expected_version`` (with ``subject_key``): the version the subject's active memory
+    must have for this write to replace it, 0 for "none may exist" (a mismatch is ABORTED: `version_conflict`);
+    ``derived_from``: ids of the memories that led to this one (cite them: GetMemoryLineage shows them)."""
     msg = pb.MemoryInput(
         namespace=namespace,
         content=content,
@@ -106,7 +115,10 @@ def memory_input(
         entities=list(entities),
         importance=importance,
         subject_key=subject_key,
+        derived_from=list(derived_from),
     )
+    if expected_version is not None:
+        msg.expected_version = expected_version
     if confidence is not None:
         msg.confidence = confidence
     if occurred_at is not None:
@@ -114,6 +126,33 @@ def memory_input(
     if ttl is not None:
         msg.ttl.CopyFrom(Duration(seconds=int(ttl.total_seconds())))
     return msg
+
+
+@dataclass(frozen=True)
+class VersionConflict:
+    """What an ABORTED answer to an expected version says (memory.proto, "Versions")."""
+
+    field: str
+    """The expectation that failed, e.g. "memories[0].expected_version" or "expected_versions[<id>]"."""
+    current_version: int
+    """The version now; 0 when no active memory holds the subject any more."""
+    current_id: str
+    """The memory that holds it now ("" when none)."""
+
+
+def version_conflict(error: grpc.RpcError) -> VersionConflict | None:
+    """The version conflict an error reports, from its trailing metadata; None for any other error (including
+    transient ABORTED conflicts, which are safe to retry as they are)."""
+    if not isinstance(error, grpc.Call) or error.code() != grpc.StatusCode.ABORTED:
+        return None
+    trailing = {key: value for key, value in (error.trailing_metadata() or ()) if isinstance(value, str)}
+    if "memhub-current-version" not in trailing:
+        return None
+    try:
+        current = int(trailing["memhub-current-version"])
+    except ValueError:
+        return None
+    return VersionConflict(trailing.get("memhub-conflict-field", ""), current, trailing.get("memhub-current-id", ""))
 
 
 def _traced(client_info) -> bool:  # noqa: ANN001 - grpcext's client info
@@ -227,9 +266,21 @@ class MemhubClient:
         # Feed streams bypass the tracing interceptor: its wrapper of a response stream cannot be cancelled,
         # and one span for a stream that lives for hours says nothing.
         self._feed = changes_pb2_grpc.ChangeFeedServiceStub(raw)
+        self.sessions = session_pb2_grpc.SessionStateServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._timeout = timeout_s
+        self._owns_channel = True
+
+    def with_token(self, token: str) -> MemhubClient:
+        """This client acting with another token, on the same channel (a web console's per-session view).
+
+        Closing the view leaves the channel open; closing the original closes it for every view.
+        """
+        view = copy.copy(self)
+        view.metadata = (("authorization", f"Bearer {token}"),)
+        view._owns_channel = False
+        return view
 
     def __enter__(self) -> MemhubClient:
         return self
@@ -238,7 +289,8 @@ class MemhubClient:
         self.close()
 
     def close(self) -> None:
-        self._channel.close()
+        if self._owns_channel:
+            self._channel.close()
 
     def _call(self, method, request):  # noqa: ANN001, ANN202
         return method(request, timeout=self._timeout, metadata=self.metadata)
@@ -321,21 +373,26 @@ class MemhubClient:
         statuses: Sequence[str] = (),
         flags: Sequence[str] = (),
         exclude_flagged: bool = False,
+        created_start: datetime | None = None,
+        created_end: datetime | None = None,
     ) -> pb.ListMemoriesResponse:
-        return self._call(
-            self._stub.ListMemories,
-            pb.ListMemoriesRequest(
-                namespaces=list(namespaces),
-                page_size=page_size,
-                page_token=page_token,
-                kinds=[kind_value(k) for k in kinds],
-                types=[type_value(t) for t in types],
-                tags=list(tags),
-                statuses=[status_value(s) for s in statuses],
-                flags=[flag_value(f) for f in flags],
-                exclude_flagged=exclude_flagged,
-            ),
+        """``created_start``/``created_end``: only memories stored in [start, end)."""
+        req = pb.ListMemoriesRequest(
+            namespaces=list(namespaces),
+            page_size=page_size,
+            page_token=page_token,
+            kinds=[kind_value(k) for k in kinds],
+            types=[type_value(t) for t in types],
+            tags=list(tags),
+            statuses=[status_value(s) for s in statuses],
+            flags=[flag_value(f) for f in flags],
+            exclude_flagged=exclude_flagged,
         )
+        if created_start is not None:
+            req.created.start.FromDatetime(created_start)
+        if created_end is not None:
+            req.created.end.FromDatetime(created_end)
+        return self._call(self._stub.ListMemories, req)
 
     def forget(
         self,
@@ -344,8 +401,13 @@ class MemhubClient:
         filter: pb.ForgetFilter | None = None,  # noqa: A002 - mirrors the API field
         reason: str,
         request_id: str = "",
+        expected_versions: Mapping[str, int] | None = None,
     ) -> pb.ForgetMemoriesResponse:
-        req = pb.ForgetMemoriesRequest(ids=list(ids), reason=reason, request_id=request_id)
+        """``expected_versions``: id -> the version it must still have (each id one of ``ids``); a mismatch is
+        ABORTED and forgets nothing (`version_conflict` reads the current version)."""
+        req = pb.ForgetMemoriesRequest(
+            ids=list(ids), reason=reason, request_id=request_id, expected_versions=dict(expected_versions or {})
+        )
         if filter is not None:
             req.filter.CopyFrom(filter)
         return self._call(self._stub.ForgetMemories, req)
@@ -372,6 +434,16 @@ class MemhubClient:
     def history(self, memory_id: str, *, limit: int = 0) -> pb.GetMemoryHistoryResponse:
         """Every version of the subject ``memory_id`` belongs to, oldest first."""
         return self._call(self._stub.GetMemoryHistory, pb.GetMemoryHistoryRequest(id=memory_id, limit=limit))
+
+    def lineage(
+        self, memory_id: str, *, max_depth: int = 0, max_memories: int = 0, namespaces: Sequence[str] = ()
+    ) -> pb.GetMemoryLineageResponse:
+        """Why ``memory_id`` says what it says: its versions, what it was derived from and what was derived from it
+        (GetMemoryLineage); memories the caller cannot read appear as hidden entries."""
+        req = pb.GetMemoryLineageRequest(
+            id=memory_id, max_depth=max_depth, max_memories=max_memories, namespaces=list(namespaces)
+        )
+        return self._call(self._stub.GetMemoryLineage, req)
 
     def restore(self, ids: Sequence[str]) -> pb.RestoreMemoriesResponse:
         """Bring archived memories back into search."""
@@ -449,3 +521,88 @@ class MemhubClient:
         if since is not None:
             req.since.FromDatetime(since)
         return self._call(self._stub.ListRetrievalLog, req)
+
+    # -- shared session state (proto/memhub/v1/session.proto) ------------------------------------------------
+
+    def session_put(
+        self,
+        namespace: str,
+        session_id: str,
+        key: str,
+        value: Any = None,
+        *,
+        value_json: str | None = None,
+        expected_version: int | None = None,
+        ttl: timedelta | None = None,
+        request_id: str = "",
+    ) -> session_pb2.PutSessionStateResponse:
+        """Set a key of a session's shared state to ``value`` (any JSON-serialisable value) or to the JSON text
+        ``value_json``. ``expected_version``: None sets it unconditionally, 0 only if the key is not set, N only
+        if it is at version N (else ABORTED; ``conflict_version(error)`` reads the current version)."""
+        if value_json is None:
+            value_json = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        req = session_pb2.PutSessionStateRequest(
+            namespace=namespace, session_id=session_id, key=key, value_json=value_json, request_id=request_id
+        )
+        if expected_version is not None:
+            req.expected_version = expected_version
+        if ttl is not None:
+            total = ttl.total_seconds()
+            req.ttl.CopyFrom(Duration(seconds=int(total), nanos=round((total - int(total)) * 1e9)))
+        return self._call(self.sessions.PutSessionState, req)
+
+    def session_get(self, namespace: str, session_id: str, key: str) -> session_pb2.SessionStateEntry:
+        """One key's entry (``json.loads(entry.value_json)`` is its value); NOT_FOUND when unset or expired."""
+        return self._call(
+            self.sessions.GetSessionState, session_pb2.GetSessionStateRequest(namespace=namespace, session_id=session_id, key=key)
+        )
+
+    def session_list(
+        self,
+        namespace: str,
+        session_id: str,
+        *,
+        key_prefix: str = "",
+        keys_only: bool = False,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> session_pb2.ListSessionStateResponse:
+        """A page of the session's live keys, in key order."""
+        req = session_pb2.ListSessionStateRequest(
+            namespace=namespace,
+            session_id=session_id,
+            key_prefix=key_prefix,
+            keys_only=keys_only,
+            page_size=page_size,
+            page_token=page_token,
+        )
+        return self._call(self.sessions.ListSessionState, req)
+
+    def session_delete(
+        self,
+        namespace: str,
+        session_id: str,
+        key: str = "",
+        *,
+        expected_version: int | None = None,
+        whole_session: bool = False,
+    ) -> session_pb2.DeleteSessionStateResponse:
+        """Delete one key (only at ``expected_version``, when given) or, with ``whole_session``, every key."""
+        req = session_pb2.DeleteSessionStateRequest(
+            namespace=namespace, session_id=session_id, key=key, whole_session=whole_session
+        )
+        if expected_version is not None:
+            req.expected_version = expected_version
+        return self._call(self.sessions.DeleteSessionState, req)
+
+
+_CURRENT_VERSION = re.compile(r"current version (\d+)")
+
+
+def conflict_version(error: grpc.RpcError) -> int | None:
+    """The current version an ABORTED session-state put or delete reports (0: the key is not set); None for
+    any other error."""
+    if error.code() != grpc.StatusCode.ABORTED:
+        return None
+    match = _CURRENT_VERSION.search(error.details() or "")
+    return int(match.group(1)) if match else None

@@ -19,14 +19,17 @@ from hub.core.priors import PriorWeights
 from hub.core.screening import ScreeningConfig
 from hub.curation.archive import ArchiveConfig
 from hub.curation.consolidation_config import ConsolidationConfig
+from hub.curation.fact_extraction import ExtractionConfig
 from hub.curation.near_dup import NearDupConfig
 from hub.curation.write_gate import GateConfig
 from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
 from hub.errors import InvalidArgument, StartupError
 from hub.feed.config import ChangeFeedConfig
+from hub.metrics.config import MetricsConfig
 from hub.rerank.config import RerankConfig
 from hub.retrieval_log.config import RetrievalLogConfig
+from hub.session_state.config import SessionStateConfig
 
 N = TypeVar("N", int, float)
 
@@ -261,21 +264,27 @@ class HubConfig:
     audit: AuditConfig = field(default_factory=AuditConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     screening: ScreeningConfig = field(default_factory=ScreeningConfig)
+    """Flagging of instruction-like content and the namespaces where flagged writes are quarantined."""
     near_dup: NearDupConfig = field(default_factory=NearDupConfig)
+    """Folding near-duplicate writes into the memory they repeat (MEMHUB_NEAR_DUP, MEMHUB_NEAR_DUP_COSINE)."""
     gate: GateConfig = field(default_factory=GateConfig)
     """The write filter and secret handling (MEMHUB_WRITE_FILTER, MEMHUB_SECRETS; hub/curation/write_gate.py)."""
+    extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
+    """The optional LLM fact extractor of the write gate (MEMHUB_EXTRACTOR; hub/curation/fact_extraction.py)."""
     priors: PriorWeights = field(default_factory=PriorWeights)
     """Importance, recency, use and type in the ranking (MEMHUB_PRIORS, MEMHUB_RECENCY_HALF_LIFE; hub/core/priors.py)."""
     archive: ArchiveConfig = field(default_factory=lambda: ArchiveConfig.from_env({}))
     """Rules that move old, never-recalled memories out of the index (MEMHUB_ARCHIVE_RULES, hub/curation/archive.py)."""
-    """Folding near-duplicate writes into the memory they repeat (MEMHUB_NEAR_DUP, MEMHUB_NEAR_DUP_COSINE)."""
-    """Flagging of instruction-like content and the namespaces where flagged writes are quarantined."""
     consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
     """The summariser and the consolidation schedule (hub/curation/consolidation_config.py)."""
     retrieval_log: RetrievalLogConfig = field(default_factory=RetrievalLogConfig)
     """What is logged of every search (query hash by default), for how long, and the queue's bound."""
     change_feed: ChangeFeedConfig = field(default_factory=ChangeFeedConfig)
     """Retention, keepalive and the bounds of SubscribeChanges streams (MEMHUB_CHANGE_FEED_*, hub/feed/config.py)."""
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    """The Prometheus endpoint (MEMHUB_METRICS_PORT, off by default) and its samples of the stores (hub/metrics/)."""
+    session_state: SessionStateConfig = field(default_factory=SessionStateConfig)
+    """The shared session state's TTLs, limits and pruning (MEMHUB_SESSION*, hub/session_state/config.py)."""
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> HubConfig:
@@ -350,11 +359,14 @@ class HubConfig:
             screening=_screening(env),
             near_dup=NearDupConfig.from_env(env),
             gate=GateConfig.from_env(env),
+            extraction=ExtractionConfig.from_env(env),
             priors=PriorWeights.from_env(env),
             archive=ArchiveConfig.from_env(env),
             consolidation=ConsolidationConfig.from_env(env),
             retrieval_log=RetrievalLogConfig.from_env(env),
             change_feed=ChangeFeedConfig.from_env(env),
+            metrics=MetricsConfig.from_env(env),
+            session_state=SessionStateConfig.from_env(env),
         )
 
 

@@ -52,3 +52,29 @@ class OutOfRange(HubError):
 
 class Aborted(HubError):
     """A concurrent request conflicted with this one; retrying it is safe."""
+
+
+class ResourceExhausted(HubError):
+    """A quota refused the request (nothing was stored); the message names the quota and how to stay within it."""
+
+
+class VersionMismatch(Aborted):
+    """An expected version is not the stored one: nothing changed; re-read and decide (not a transient conflict).
+
+    ``current_version`` is 0 when no active memory holds the subject any more. The gRPC layer sends the
+    three facts as trailing metadata too (``trailing_metadata``), for programs to read without parsing.
+    """
+
+    def __init__(self, field: str, message: str, *, current_version: int, current_id: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.current_version = current_version
+        self.current_id = current_id
+
+    @property
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return (
+            ("memhub-conflict-field", self.field),
+            ("memhub-current-version", str(self.current_version)),
+            ("memhub-current-id", self.current_id),
+        )

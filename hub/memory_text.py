@@ -52,6 +52,12 @@ def one_line(value: str) -> str:
     return "".join(_escaped(ch) if ch != "\t" else "\\t" for ch in value.replace("\n", "\\n"))
 
 
+def visible_text(content: str) -> str:
+    """The content with its line breaks kept and every other control or bidi character shown as an escape
+    (the web console renders memories this way, as text, so nothing invisible can reorder what is shown)."""
+    return "".join(ch if ch == "\n" else _escaped(ch) for ch in content.replace("\r\n", "\n"))
+
+
 def content_lines(content: str) -> list[str]:
     """The content as prefixed lines, escaped and with delimiter look-alikes neutralised."""
     text = content.replace("\r\n", "\n")

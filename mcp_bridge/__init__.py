@@ -2,7 +2,7 @@
 
 It holds that agent's hub token, exposes eight tools (write_memory,
 search_memories, forget_memory, get_preferences, recall_context, mark_used,
-summarize_episodes, memory_history) over stdio or streamable HTTP, may
+summarize_episodes, memory_history, explain_memory) over stdio or streamable HTTP, may
 narrow the agent's reach (namespaces, tools) but never widen it, and traces
 every tool call into the hub. See mcp_bridge/README.md.
 

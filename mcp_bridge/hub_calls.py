@@ -7,7 +7,11 @@ parent of the gRPC client span and the trace continues into the hub.
 
 What is retried: UNAVAILABLE (hub down or restarting), DEADLINE_EXCEEDED
 (one attempt ran out of time) and ABORTED (a concurrent write conflicted;
-the hub says retrying is safe). Writes and forgets carry a request id made
+the hub says retrying is safe), except a compare-and-set's ABORTED, which is
+its answer: the session-state tools pass retry_aborted=False, and an ABORTED
+that reports a memory's version conflict (an expected_version that no longer
+holds, in its trailing metadata) is never retried: the same call would fail
+again, so the model is told the current version at once. Writes and forgets carry a request id made
 once per tool call, so a retry of a call that did commit is answered from
 the hub's idempotency record instead of acting twice. Everything else is the
 hub's answer, not a transport failure, and becomes a ToolError at once.
@@ -27,6 +31,7 @@ import grpc
 from mcp.server.mcpserver.exceptions import ToolError
 from opentelemetry import trace
 
+from hub.client import VersionConflict, version_conflict
 from mcp_bridge.hub_client import attempt_timeout
 
 log = logging.getLogger("mcp_bridge.hub")
@@ -48,6 +53,8 @@ _HINTS: dict[grpc.StatusCode, str] = {
     grpc.StatusCode.NOT_FOUND: "not found: {msg}. It does not exist or this agent may not see it.",
     grpc.StatusCode.FAILED_PRECONDITION: "the memory hub refused the request: {msg}",
     grpc.StatusCode.ALREADY_EXISTS: "the memory hub refused the request: {msg}",
+    grpc.StatusCode.ABORTED: "{msg}. Nothing was changed: read the key again (session_state_get) and decide whether "
+    "your change still applies before putting it with the current version as expected_version.",
     grpc.StatusCode.RESOURCE_EXHAUSTED: "the memory hub is overloaded or a limit was hit: {msg}",
     grpc.StatusCode.UNAUTHENTICATED: "the memory hub refused this bridge's credentials: {msg}. "
     "The agent's token is missing, expired or revoked; a human operator must issue a new one "
@@ -76,14 +83,17 @@ class HubCaller:
         self.address = address
         self.policy = policy
 
-    async def __call__(self, fn: Callable[[], T], *, attempt_s: float = 0.0) -> T:
+    async def __call__(self, fn: Callable[[], T], *, attempt_s: float = 0.0, retry_aborted: bool = True) -> T:
         """Run `fn` (a blocking MemhubClient call) until it succeeds, fails for good, or the deadline passes.
 
         `attempt_s`: the least time one attempt may take, for calls that do long work on the hub (a
         consolidation embeds and summarises hundreds of episodes). Retries still stop at the deadline,
         so an unreachable hub is reported as soon as for any other call.
+        `retry_aborted`: False for a compare-and-set, whose ABORTED is the answer (the version moved on),
+        reported at once; retrying the same expected version could only fail again.
         Raises ToolError with a message meant for the model.
         """
+        retryable = RETRYABLE if retry_aborted else RETRYABLE - {grpc.StatusCode.ABORTED}
         start = time.monotonic()
         deadline = start + self.policy.deadline_s
         backoff = self.policy.initial_backoff_s
@@ -96,7 +106,10 @@ class HubCaller:
                 return await asyncio.to_thread(fn)
             except grpc.RpcError as exc:
                 code, details = exc.code(), exc.details() or ""
-                if code not in RETRYABLE:
+                conflict = version_conflict(exc)
+                if conflict is not None:  # the same call would fail the same way: the model must re-read first
+                    raise conflict_error(details, conflict) from None
+                if code not in retryable:
                     raise hub_error(code, details) from None
                 log.warning(
                     "hub call failed, will retry within the deadline",
@@ -121,6 +134,17 @@ class HubCaller:
             f"({attempts} attempt{'s' if attempts != 1 else ''} over {elapsed:.1f} s). Memory is unavailable "
             "for now: tell the user, carry on without it, and try again later."
         )
+
+
+def conflict_error(details: str, conflict: VersionConflict) -> ToolError:
+    """A failed expected version: what holds the memory now, and what to do (never retried as it is)."""
+    trace.get_current_span().set_attribute("memhub.hub.status_code", grpc.StatusCode.ABORTED.name)
+    return ToolError(
+        f"the memory changed since you read it: {details.rstrip('.')}. Nothing was changed. Its current version is "
+        f"{conflict.current_version}" + (f" (memory {conflict.current_id})" if conflict.current_id else "") + ": "
+        "read it again (memory_history, explain_memory or search_memories), then decide whether to call again "
+        "with that expected_version."
+    )
 
 
 def hub_error(code: grpc.StatusCode, details: str) -> ToolError:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
-from memhub.v1 import admin_pb2_grpc, changes_pb2_grpc
+from memhub.v1 import admin_pb2_grpc, changes_pb2_grpc, session_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 
@@ -64,6 +64,7 @@ class BridgeHubClient(MemhubClient):
             self._stub = pb_grpc.MemoryServiceStub(self._channel)
             self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
             self._feed = changes_pb2_grpc.ChangeFeedServiceStub(raw)  # untraced, as in MemhubClient
+            self.sessions = session_pb2_grpc.SessionStateServiceStub(self._channel)
             self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def _call(self, method, request):  # noqa: ANN001, ANN202 - same shape as MemhubClient._call

@@ -1,4 +1,4 @@
-"""What the memory-lifecycle tools do: context assembly, use marks, consolidation, history.
+"""What the memory-lifecycle tools do: context assembly, use marks, consolidation, history, lineage.
 
 As in operations.py, nothing here widens what the agent may do: the
 narrowing is checked first, then the hub checks the agent's token and
@@ -20,10 +20,12 @@ from mcp_bridge.hub_client import BridgeHubClient
 from mcp_bridge.lifecycle_results import (
     ContextOutput,
     HistoryOutput,
+    LineageOutput,
     MarkUsedOutput,
     SummarizeOutput,
     context_output,
     history_output,
+    lineage_output,
     summarize_output,
 )
 from mcp_bridge.narrowing import Narrowing
@@ -36,7 +38,7 @@ CONSOLIDATE_ATTEMPT_S = 300.0
 
 
 class LifecycleOperations:
-    """recall_context, mark_used, summarize_episodes and memory_history for one agent's bridge."""
+    """recall_context, mark_used, summarize_episodes, memory_history and explain_memory for one agent's bridge."""
 
     def __init__(
         self, hub: BridgeHubClient, call: HubCaller, narrowing: Narrowing, default_namespace: str | None, agent_id: str
@@ -140,6 +142,17 @@ class LifecycleOperations:
         # Every version shares the subject's namespace; checking each costs nothing and assumes nothing.
         self._within_narrowing(reply.versions, "its history is not shown")
         return history_output(memory_id, reply)
+
+    # -- explain_memory -----------------------------------------------------------------------------------
+
+    async def explain(self, memory_id: str, *, max_depth: int, max_memories: int) -> LineageOutput:
+        # The hub shows memories outside the fence as ones this agent cannot read, and refuses a root outside it.
+        scope = list(self.narrowing.namespaces)
+        reply = await self.call(
+            lambda: self.hub.lineage(memory_id, max_depth=max_depth, max_memories=max_memories, namespaces=scope)
+        )
+        self._within_narrowing([e.memory for e in reply.entries if not e.hidden], "it is not explained")
+        return lineage_output(memory_id, reply)
 
     def _within_narrowing(self, memories: Sequence[pb.Memory], consequence: str) -> None:
         for memory in memories:

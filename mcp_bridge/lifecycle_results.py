@@ -258,3 +258,99 @@ def history_text(out: HistoryOutput) -> str:
             # The reason is the forgetting agent's text, not the memory's writer's: a block of its own.
             lines += block("reason", [("n", str(i)), ("by", v.forgotten_by or "")], v.forget_reason)
     return "\n".join(lines)
+
+
+# -- explain_memory -------------------------------------------------------------------------------------------
+
+Relation = Literal["supersedes", "derived_from"]
+_RELATION_NAMES = {pb.LINEAGE_RELATION_SUPERSEDES: "supersedes", pb.LINEAGE_RELATION_DERIVED_FROM: "derived_from"}
+HIDDEN_TEXT = "a memory you cannot read"
+
+
+class LineageMemory(HistoryVersion):
+    trace_id: str | None = Field(description="The trace of the call that wrote it (its writer's tool call), when traced.")
+
+
+class LineageEntry(BaseModel):
+    n: int = Field(description="Its number in this answer (1 is the memory asked about); links name entries by n.")
+    depth: int = Field(description="Derivation steps from the memory asked about (0: it and its own versions).")
+    hidden: bool = Field(
+        description="True: a memory this agent cannot read that a shown one was derived from. Nothing of it is shown."
+    )
+    memory: LineageMemory | None = Field(description="The memory; null when hidden.")
+
+
+class LineageLink(BaseModel):
+    from_n: int = Field(description="The newer memory (always one this agent can read).")
+    relation: Relation = Field(
+        description="supersedes: from_n replaced to_n (same subject); derived_from: from_n was consolidated from, or cites, to_n."
+    )
+    to_n: int
+
+
+class LineageOutput(BaseModel):
+    id: str = Field(description="The memory asked about.")
+    entries: list[LineageEntry]
+    links: list[LineageLink]
+    hidden: int = Field(description="How many entries are memories this agent cannot read.")
+    truncated: bool = Field(description="More is linked than max_depth or max_memories let through.")
+
+
+def lineage_output(memory_id: str, reply: pb.GetMemoryLineageResponse) -> LineageOutput:
+    entries = []
+    for i, e in enumerate(reply.entries, 1):
+        memory = None
+        if not e.hidden:
+            m = e.memory
+            memory = LineageMemory(
+                **memory_record(m).model_dump(),
+                superseded_by=m.links.superseded_by or None,
+                forgotten_by=m.tombstone.forgotten_by or None,
+                forget_reason=m.tombstone.reason or None,
+                trace_id=m.source.trace_id or None,
+            )
+        entries.append(LineageEntry(n=i, depth=e.depth, hidden=e.hidden, memory=memory))
+    links = [
+        LineageLink(from_n=link.from_entry + 1, relation=_RELATION_NAMES[link.relation], to_n=link.to_entry + 1)
+        for link in reply.links
+        if link.relation in _RELATION_NAMES
+    ]
+    return LineageOutput(
+        id=memory_id, entries=entries, links=links, hidden=sum(e.hidden for e in entries), truncated=reply.truncated
+    )
+
+
+_LINK_LABELS = (
+    ("supersedes", True, "supersedes"),
+    ("supersedes", False, "superseded by"),
+    ("derived_from", True, "derived from"),
+    ("derived_from", False, "derived into"),
+)
+
+
+def lineage_text(out: LineageOutput) -> str:
+    shown = len(out.entries) - out.hidden
+    head = f"Why memory {out.id} says what it says: {count_of(shown, 'memory', 'memories')}"
+    if out.hidden:
+        head += f" and {count_of(out.hidden, 'link', 'links')} to memories you cannot read"
+    head += "; entries are numbered (n=1 is the one asked about) and each lists its links by number."
+    if out.truncated:
+        head += " More is linked than shown: raise max_depth or max_memories."
+    lines = [f"{head} {READING_NOTE}"]
+    names = {e.n: (f"#{e.n} ({HIDDEN_TEXT})" if e.hidden else f"#{e.n}") for e in out.entries}
+    for e in out.entries:
+        if e.memory is None:
+            lines.append(f"#{e.n}: {HIDDEN_TEXT} (depth {e.depth}); nothing about it can be shown.")
+            continue
+        v = e.memory
+        extra = [("depth", str(e.depth)), ("status", v.status), ("trace", v.trace_id or ""), ("created", v.created_at or "")]
+        lines += memory_block(e.n, v, extra=extra)
+        for relation, outgoing, label in _LINK_LABELS:
+            others = [
+                names[link.to_n if outgoing else link.from_n]
+                for link in out.links
+                if link.relation == relation and (link.from_n if outgoing else link.to_n) == e.n
+            ]
+            if others:
+                lines.append(f"#{e.n} {label}: {', '.join(others)}")
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The memory-lifecycle tools: recall_context, mark_used, summarize_episodes, memory_history.
+"""The memory-lifecycle tools: recall_context, mark_used, summarize_episodes, memory_history, explain_memory.
 
 Declared as in tools.py (descriptions say *when* to call; bounds are the
 hub's), registered by tools.register_tools under the same narrowing.
@@ -28,11 +28,13 @@ from mcp_bridge.lifecycle_results import (
     ContextOutput,
     Grouping,
     HistoryOutput,
+    LineageOutput,
     MarkUsedOutput,
     SummarizeOutput,
     TargetKind,
     context_text,
     history_text,
+    lineage_text,
     mark_used_text,
     summarize_text,
 )
@@ -54,6 +56,10 @@ from mcp_bridge.tool_support import (
 # tests/test_bridge_schemas.py checks these against the hub itself.
 MAX_HISTORY_VERSIONS = 200
 DEFAULT_HISTORY_VERSIONS = 50
+# GetMemoryLineage's bounds (hub/core/lineage.py, which pulls in the database layer a bridge does not need);
+# tests/test_bridge_schemas.py checks them against the hub's.
+MAX_LINEAGE_DEPTH, DEFAULT_LINEAGE_DEPTH = 5, 3
+MAX_LINEAGE_ENTRIES, DEFAULT_LINEAGE_ENTRIES = 200, 50
 
 RECALL_CONTEXT_DESCRIPTION = """\
 Call this before starting a task (planning, writing, deciding, answering a request that has a past) to get, \
@@ -82,13 +88,22 @@ replacing one. Give any version's id: you get every version of its subject, olde
 each, its status (active, superseded, forgotten, archived) and what replaced it."""
 
 
+EXPLAIN_DESCRIPTION = """\
+Call this to find out why a memory says what it says, especially one another agent wrote: before relying on \
+a conclusion, decision or summary a teammate handed over, when it conflicts with what you know, or when the \
+user asks where something came from. You get its versions (what it replaced and what replaced it), what it \
+was derived from (the episodes it was consolidated from, the memories its writer cited) and what was derived \
+from it, a few steps deep, with who wrote each, when, and the trace of that write. Memories you may not read \
+appear only as "a memory you cannot read". For one subject's versions alone, memory_history is enough."""
+
+
 def _when(description: str) -> Any:
     # The same form as search_memories' occurred_after: one clear form, the one the schema's "date-time" names.
     return optional(f"{description} (ISO-8601 date-time such as 2026-11-01T09:00:00Z; UTC if no offset).")
 
 
 def lifecycle_tools(ops: LifecycleOperations, *, can_mark: bool) -> dict[str, ToolSpec]:
-    """The four tools, by name; `can_mark` says whether answers should point at mark_used."""
+    """The lifecycle tools, by name; `can_mark` says whether answers should point at mark_used."""
 
     async def recall_context(
         query: Annotated[QueryText, Field(description="The task or question, in natural language.")],
@@ -197,7 +212,22 @@ def lifecycle_tools(ops: LifecycleOperations, *, can_mark: bool) -> dict[str, To
         out = await ops.history(id, limit=limit)
         return tool_result(out, history_text(out))
 
+    async def explain_memory(
+        id: Annotated[MemoryId, Field(description="The memory to explain, as the other tools return it.")],  # noqa: A002
+        max_depth: Annotated[
+            int, Field(ge=1, le=MAX_LINEAGE_DEPTH, description="Derivation steps to follow (versions cost none).")
+        ] = DEFAULT_LINEAGE_DEPTH,
+        max_memories: Annotated[
+            int, Field(ge=1, le=MAX_LINEAGE_ENTRIES, description="At most this many entries in the answer.")
+        ] = DEFAULT_LINEAGE_ENTRIES,
+    ) -> Annotated[CallToolResult, LineageOutput]:
+        out = await ops.explain(id, max_depth=max_depth, max_memories=max_memories)
+        return tool_result(out, lineage_text(out))
+
     return {
+        "explain_memory": ToolSpec(
+            explain_memory, "Explain a memory", EXPLAIN_DESCRIPTION, hints(read_only=True, destructive=False, idempotent=True)
+        ),
         "recall_context": ToolSpec(
             recall_context,
             "Recall context for a task",

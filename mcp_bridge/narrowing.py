@@ -36,6 +36,11 @@ TOOL_NAMES: tuple[str, ...] = (
     "mark_used",
     "summarize_episodes",
     "memory_history",
+    "explain_memory",
+    "session_state_get",
+    "session_state_put",
+    "session_state_list",
+    "session_state_delete",
 )
 
 _KNOWN_KEYS = ("namespaces", "default_namespace", "tools")

@@ -23,6 +23,7 @@ from mcp_bridge.results import (
     ForgetOutput,
     MemoryRecord,
     PreferencesOutput,
+    ReplacedMemory,
     SearchOutput,
     WriteOutput,
     memory_record,
@@ -54,6 +55,8 @@ class MemoryOperations:
         importance: int,
         ttl_seconds: int | None,
         subject_key: str | None,
+        expected_version: int | None = None,
+        cites: Sequence[str] = (),
     ) -> WriteOutput:
         target = namespace or self.default_namespace
         if not target:
@@ -62,6 +65,18 @@ class MemoryOperations:
                 "pass one, such as agents/<your agent id>/notes"
             )
         checked(lambda: self.narrowing.check(target, "namespace"))
+        if expected_version is not None and not subject_key:
+            raise ToolError("expected_version: needs subject_key (it is the version of the memory holding that subject)")
+        cited = list(dict.fromkeys(cites))
+        if cited and self.narrowing.narrows_namespaces:
+            # A cited id does not say where the memory lives: read them (as this agent) and keep to the fence.
+            memories = await self.call(lambda: [self.hub.get(i) for i in cited])
+            for memory in memories:
+                if not self.narrowing.allows(memory.namespace):
+                    raise ToolError(
+                        f"cites: memory {memory.id} is in {memory.namespace!r}, outside what this bridge may touch "
+                        f"({', '.join(self.narrowing.namespaces)}); nothing was written"
+                    )
         item = memory_input(
             target,
             content,
@@ -71,6 +86,8 @@ class MemoryOperations:
             importance=importance,
             ttl=timedelta(seconds=ttl_seconds) if ttl_seconds else None,
             subject_key=subject_key or "",
+            expected_version=expected_version,
+            derived_from=cited,
         )
         # One request id per tool call: if an attempt commits but its answer is lost, the retry replays it.
         request_id = uuid.uuid4().hex
@@ -85,8 +102,13 @@ class MemoryOperations:
             deduplicated=result.deduplicated,
             near=result.near,
             supersedes=list(result.memory.links.supersedes),
+            replaced=ReplacedMemory(id=result.replaced.id, version=result.replaced.version)
+            if result.HasField("replaced")
+            else None,
+            cites=list(result.memory.links.derived_from),
             searchable=reply.indexed,
             redacted=list(result.redacted),
+            extracted=[memory_record(fact.memory) for fact in result.extracted],
         )
 
     # -- search -----------------------------------------------------------------
@@ -131,7 +153,7 @@ class MemoryOperations:
 
     # -- forget -----------------------------------------------------------------
 
-    async def forget(self, memory_id: str, *, reason: str) -> ForgetOutput:
+    async def forget(self, memory_id: str, *, reason: str, expected_version: int | None = None) -> ForgetOutput:
         if self.narrowing.narrows_namespaces:
             # The id alone does not say where the memory lives; ask (as this agent) before acting on it.
             memory = await self.call(lambda: self.hub.get(memory_id))
@@ -141,8 +163,13 @@ class MemoryOperations:
                     f"({', '.join(self.narrowing.namespaces)}); it was not forgotten"
                 )
         request_id = uuid.uuid4().hex
-        reply = await self.call(lambda: self.hub.forget(ids=[memory_id], reason=reason, request_id=request_id))
-        return ForgetOutput(id=memory_id, forgotten=memory_id in reply.forgotten_ids)
+        expected = {memory_id: expected_version} if expected_version is not None else None
+        reply = await self.call(
+            lambda: self.hub.forget(ids=[memory_id], reason=reason, request_id=request_id, expected_versions=expected)
+        )
+        forgotten = memory_id in reply.forgotten_ids
+        version = reply.versions[0] if forgotten and len(reply.versions) == len(reply.forgotten_ids) else None
+        return ForgetOutput(id=memory_id, forgotten=forgotten, version=version)
 
     # -- preferences ------------------------------------------------------------
 

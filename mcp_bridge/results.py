@@ -56,6 +56,10 @@ class MemoryRecord(BaseModel):
         "forgotten; expired; quarantined; archived (old and unused: out of search, kept, restorable)."
     )
     seen_count: int = Field(description="How many times it was written: 1, plus each exact or near duplicate folded into it.")
+    version: int = Field(
+        description="Goes up whenever the memory changes (not when it is read). Pass it as expected_version to "
+        "write_memory (same subject_key) or forget_memory to act only if nobody changed it since you read it."
+    )
 
 
 class ContextTurn(BaseModel):
@@ -77,6 +81,11 @@ class SearchHit(MemoryRecord):
     after: list[ContextTurn] = Field(default=[], description="With context_window: the turns after it in its session.")
 
 
+class ReplacedMemory(BaseModel):
+    id: str
+    version: int = Field(description="Its version while it was the current one.")
+
+
 class WriteOutput(BaseModel):
     memory: MemoryRecord | None = Field(description="The stored memory; null when the write filter dropped it (filtered).")
     deduplicated: bool = Field(description="True when the same content was already stored there; nothing new was written.")
@@ -85,6 +94,12 @@ class WriteOutput(BaseModel):
         "words); this write was folded into it (its seen_count went up)."
     )
     supersedes: list[str] = Field(description="Ids of older memories with the same subject key that this one replaces.")
+    replaced: ReplacedMemory | None = Field(
+        default=None,
+        description="The memory with the same subject key that this write replaced, with the version it had: "
+        "check it is the one you meant to replace (null when nothing was replaced).",
+    )
+    cites: list[str] = Field(default_factory=list, description="The memories this one was recorded as derived from.")
     searchable: bool = Field(description="True when search_memories can already find it.")
     filtered: str = Field(
         default="",
@@ -93,6 +108,11 @@ class WriteOutput(BaseModel):
     )
     redacted: list[str] = Field(
         default_factory=list, description="Kinds of secrets the hub replaced by [REDACTED:<kind>] before storing it."
+    )
+    extracted: list[MemoryRecord] = Field(
+        default_factory=list,
+        description="Only on hubs that run an LLM fact extractor: the lasting facts (preferences, rules, facts) the hub "
+        "drew from this memory and stored beside it, each derived_from it. No need to write them again.",
     )
 
 
@@ -114,6 +134,7 @@ class SearchOutput(BaseModel):
 class ForgetOutput(BaseModel):
     id: str
     forgotten: bool = Field(description="False when the memory had already been forgotten.")
+    version: int | None = Field(default=None, description="The tombstone's version, when this call forgot it.")
 
 
 # How get_preferences orders what it returns, which depends on what it was asked (operations.py).
@@ -166,6 +187,7 @@ def memory_record(m: pb.Memory) -> MemoryRecord:
         flags=[enum_name(pb.MemoryFlag, f, "MEMORY_FLAG") for f in m.flags if f != pb.MEMORY_FLAG_UNSPECIFIED],
         status=enum_name(pb.MemoryStatus, m.status, "MEMORY_STATUS"),
         seen_count=m.seen_count or 1,
+        version=m.version,
     )
 
 
@@ -213,6 +235,7 @@ def memory_block(n: int, m: MemoryRecord, relevance: float | None = None, extra:
         ("about", m.subject_key or ""),
         ("tags", ",".join(m.tags)),
         ("relevance", f"{relevance:.2f}" if relevance is not None else ""),
+        ("version", str(m.version) if m.version else ""),
         *extra,
     ]
     return block("memory", attributes, m.content)
@@ -230,9 +253,15 @@ def write_text(out: WriteOutput) -> str:
             f"Not stored: the hub's write filter took this for {out.filtered.replace('_', ' ')}, which is not worth "
             "remembering. Write the fact itself (who, what, when) if there is one."
         )
+    text = _written(out, m)
     if out.redacted:
-        return _written(out, m) + f" Secrets were replaced by [REDACTED:...] before storing ({', '.join(out.redacted)})."
-    return _written(out, m)
+        text += f" Secrets were replaced by [REDACTED:...] before storing ({', '.join(out.redacted)})."
+    if out.extracted:
+        text += (
+            f" The hub also kept {len(out.extracted)} lasting fact(s) it drew from it: memories "
+            f"{', '.join(f.id for f in out.extracted)}; no need to write them again."
+        )
+    return text
 
 
 def _written(out: WriteOutput, m: MemoryRecord) -> str:
@@ -244,7 +273,7 @@ def _written(out: WriteOutput, m: MemoryRecord) -> str:
         )
     if out.deduplicated:
         return f"Already remembered: the same content is stored in {m.namespace} as memory {m.id}. Nothing new was written."
-    text = f"Remembered in {m.namespace} as memory {m.id} ({m.kind}/{m.type}, importance {m.importance})."
+    text = f"Remembered in {m.namespace} as memory {m.id} ({m.kind}/{m.type}, importance {m.importance}, version {m.version})."
     if m.status == "quarantined":
         return (
             f"Stored in {m.namespace} as memory {m.id}, but quarantined: it reads as instructions to a model "
@@ -252,8 +281,12 @@ def _written(out: WriteOutput, m: MemoryRecord) -> str:
         )
     if m.flags:
         text += f" Flagged {', '.join(m.flags)}: readers see the flag and may filter it out."
-    if out.supersedes:
+    if out.replaced is not None:
+        text += f" It replaces the older memory about {m.subject_key}: {out.replaced.id} (version {out.replaced.version})."
+    elif out.supersedes:
         text += f" It replaces the older memory about {m.subject_key}: {', '.join(out.supersedes)}."
+    if out.cites:
+        text += f" Cites {count_of(len(out.cites), 'memory', 'memories')}: explain_memory shows them to whoever asks why."
     if not out.searchable:
         text += " It may take a few seconds before search_memories finds it."
     return text
@@ -285,7 +318,9 @@ def search_text(out: SearchOutput, *, can_mark: bool = False) -> str:
 
 def forget_text(out: ForgetOutput) -> str:
     if out.forgotten:
-        return f"Forgot memory {out.id}. It will not be recalled again; a tombstone records who forgot it and why."
+        return f"Forgot memory {out.id}. It will not be recalled again; a tombstone records who forgot it and why" + (
+            f" (version {out.version})." if out.version else "."
+        )
     return f"Memory {out.id} had already been forgotten; nothing changed."
 
 

@@ -27,6 +27,7 @@ from mcp_bridge.lifecycle_ops import LifecycleOperations
 from mcp_bridge.operations import MemoryOperations
 from mcp_bridge.resource_updates import ResourceUpdates
 from mcp_bridge.resources import ResourceReader, register_resources
+from mcp_bridge.session_ops import SessionOperations
 from mcp_bridge.tools import register_tools
 
 log = logging.getLogger("mcp_bridge")
@@ -36,9 +37,12 @@ Long-term memory shared with other agents through memhub. Before a task, recall 
 (recall_context); recall before you answer when earlier context could matter (search_memories, \
 get_preferences), and afterwards say which recalled memories you used (mark_used). Remember what \
 will matter later (write_memory); turn piled-up episodes into lessons (summarize_episodes); see how a \
-memory changed (memory_history); forget what is wrong or unwanted (forget_memory). Namespaces are also \
-resources (memhub://ns/<namespace>): subscribe to one to hear when a teammate changes a memory there. What \
-this agent may read, write and forget is decided by the hub's policies: a refusal names what was denied, so \
+memory changed (memory_history); forget what is wrong or unwanted (forget_memory). The state of a task \
+in progress that agents work on together (the plan, claimed steps, intermediate results) goes in its \
+session state (session_state_list, session_state_get, session_state_put, session_state_delete): shared, \
+short-lived, not searched; lasting facts still go to write_memory. Namespaces are also resources \
+(memhub://ns/<namespace>): subscribe to one to hear when a teammate changes a memory there. What this \
+agent may read, write and forget is decided by the hub's policies: a refusal names what was denied, so \
 choose another namespace or go on without it."""
 
 
@@ -83,7 +87,8 @@ def build_bridge(settings: BridgeSettings) -> Bridge:
     server = MemhubServer(
         name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS, subscriptions=updates
     )
-    tools = register_tools(server, ops, lifecycle, settings.narrowing.tools)
+    sessions = SessionOperations(hub, call, settings.narrowing, settings.default_namespace)
+    tools = register_tools(server, ops, lifecycle, settings.narrowing.tools, sessions)
     roots = settings.narrowing.namespaces or tuple(
         ns for ns in (settings.default_namespace, f"agents/{settings.agent_id}" if settings.agent_id else None) if ns
     )

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from hub.core.namespaces import MAX_PATH_CHARS
-from hub.core.validation import MAX_QUERY_CHARS, MAX_TAG_CHARS, MAX_TOP_K, TAG_PATTERN, TAG_RULE
+from hub.core.validation import MAX_QUERY_CHARS, MAX_TAG_CHARS, MAX_TOP_K, MAX_VERSION, TAG_PATTERN, TAG_RULE
 
 # A limit the hub states in its rules but not as a constant (hub/core/validation.py): a subject key is at
 # most 128 characters. tests/test_bridge_schemas.py checks it against the hub itself.
@@ -69,6 +69,9 @@ SubjectKeyArg = Annotated[
         "A new memory with the same subject key replaces the old one (which stays as history)."
     ),
 ]
+
+
+ExpectedVersion = Annotated[int, Field(ge=0, le=MAX_VERSION)]
 
 
 def tool_result(output: BaseModel, text: str) -> CallToolResult:

@@ -26,8 +26,10 @@ from hub.core.validation import (
     DEFAULT_TOP_K,
     MAX_CONTENT_CHARS,
     MAX_CONTEXT_WINDOW,
+    MAX_DERIVED_FROM,
     MAX_REASON_CHARS,
     MAX_TAGS,
+    MAX_VERSION,
 )
 from mcp_bridge.lifecycle_ops import LifecycleOperations
 from mcp_bridge.lifecycle_tools import lifecycle_tools
@@ -44,11 +46,14 @@ from mcp_bridge.results import (
     search_text,
     write_text,
 )
+from mcp_bridge.session_ops import SessionOperations
+from mcp_bridge.session_tools import session_tools
 from mcp_bridge.tool_support import (  # noqa: F401 - the bounds are re-exported: tests and docs name them as tools.X
     MAX_SEARCH_NAMESPACES,
     MAX_SUBJECT_KEY_CHARS,
     MAX_TAG_CHARS,
     MEMORY_ID_CHARS,
+    ExpectedVersion,
     MemoryId,
     NamespacesArg,
     OptionalNamespace,
@@ -84,7 +89,11 @@ Call this when something is worth remembering beyond this conversation: the user
 ("answer in German"), corrects you, a decision or rule is agreed, a task finishes with an outcome worth \
 reusing, or the user explicitly asks you to remember something. Do not call it for small talk or for \
 things only needed in the current turn. Write one self-contained fact per call, in words that will make \
-sense later without this conversation. Storing the same content twice is harmless (it is stored once)."""
+sense later without this conversation. Storing the same content twice is harmless (it is stored once). \
+When the memory is a conclusion, summary, decision or correction you drew from memories you recalled, pass \
+their ids in cites: teammates who later ask explain_memory why it says so will see what it rests on. To \
+update a fact you read, give its subject_key and, as expected_version, the version you read: if another \
+agent changed it meanwhile the write is refused with the current version, so re-read and decide."""
 
 SEARCH_DESCRIPTION = """\
 Call this before answering when earlier conversations, decisions, preferences, incidents or facts could \
@@ -97,7 +106,8 @@ FORGET_DESCRIPTION = """\
 Call this when a stored memory is wrong, obsolete, or the user asks you to forget it: take its id from \
 search_memories or get_preferences. It cannot be undone: the content is erased (a tombstone keeps who, \
 when and why). To change a fact rather than erase it, prefer write_memory with the same subject_key, \
-which keeps the old version as history."""
+which keeps the old version as history. Pass the version you read as expected_version to forget it only if \
+nobody changed it since."""
 
 PREFERENCES_DESCRIPTION = """\
 Call this at the start of a task, or before choosing a style, language, format, tool or approach, to \
@@ -108,7 +118,11 @@ to get the most recently stored preferences, newest first (not ranked by relevan
 
 
 def register_tools(
-    server: MCPServer, ops: MemoryOperations, lifecycle: LifecycleOperations, enabled: tuple[str, ...]
+    server: MCPServer,
+    ops: MemoryOperations,
+    lifecycle: LifecycleOperations,
+    enabled: tuple[str, ...],
+    sessions: SessionOperations | None = None,
 ) -> list[str]:
     """Add the enabled tools to `server`; returns their names in registration order."""
     # Answers that carry a search_id point the model at mark_used only when this bridge offers it.
@@ -145,6 +159,23 @@ def register_tools(
             optional("Forget it automatically after this many seconds (e.g. 604800 for a week)."),
         ] = None,
         subject_key: SubjectKeyArg = None,
+        expected_version: Annotated[
+            ExpectedVersion | SkipJsonSchema[None],
+            optional(
+                "With subject_key: the version of the memory you read for that subject (its version field); the "
+                "write replaces it only if it is still at that version, else it is refused with the current one. "
+                "0: only if nothing is stored for the subject yet. Leave out to replace whatever is there."
+            ),
+        ] = None,
+        cites: Annotated[
+            list[MemoryId],
+            Field(
+                max_length=MAX_DERIVED_FROM,
+                description="Ids of the memories that led you to write this (from search_memories, recall_context, "
+                "get_preferences or explain_memory): the facts, episodes or decisions it rests on. Cite them whenever "
+                "this memory is a conclusion, summary, decision or correction drawn from recalled memories.",
+            ),
+        ] = [],  # noqa: B006 - pydantic copies defaults; a tuple would publish a different schema
     ) -> Annotated[CallToolResult, WriteOutput]:
         out = await ops.write(
             content,
@@ -155,6 +186,8 @@ def register_tools(
             importance=importance,
             ttl_seconds=ttl_seconds,
             subject_key=subject_key,
+            expected_version=expected_version,
+            cites=cites,
         )
         return tool_result(out, write_text(out))
 
@@ -224,8 +257,15 @@ def register_tools(
             str,
             Field(min_length=1, max_length=MAX_REASON_CHARS, description="Why it should be forgotten; kept in the tombstone."),
         ],
+        expected_version: Annotated[
+            Annotated[int, Field(ge=1, le=MAX_VERSION)] | SkipJsonSchema[None],
+            optional(
+                "The version you read (its version field): forget it only if it is still at that version, else the "
+                "call is refused with the current one. Leave out to forget it whatever changed."
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, ForgetOutput]:
-        out = await ops.forget(id, reason=reason)
+        out = await ops.forget(id, reason=reason, expected_version=expected_version)
         return tool_result(out, forget_text(out))
 
     tools["forget_memory"] = ToolSpec(
@@ -254,6 +294,8 @@ def register_tools(
         get_preferences, "Recall preferences", PREFERENCES_DESCRIPTION, hints(read_only=True, destructive=False, idempotent=True)
     )
     tools.update(lifecycle_tools(lifecycle, can_mark=can_mark))
+    if sessions is not None:
+        tools.update(session_tools(sessions))
 
     for name in enabled:
         spec = tools[name]

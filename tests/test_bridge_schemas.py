@@ -29,9 +29,12 @@ from mcp_types import Tool
 
 from hub.api.convert import MAX_TTL
 from hub.client import memory_input
-from hub.core import context_recall, validation
+from hub.core import context_recall, lineage, validation
 from hub.core.namespaces import MAX_PATH_CHARS
+from hub.core.paging import MAX_TOKEN_CHARS
 from hub.retrieval_log.records import MAX_MARKED_IDS
+from hub.session_state import validation as session_validation
+from hub.session_state.config import SessionStateConfig
 from mcp_bridge import BridgeSettings, RetryPolicy, build_bridge, lifecycle_tools
 from mcp_bridge import tools as bridge_tools
 from mcp_bridge.narrowing import TOOL_NAMES
@@ -51,6 +54,11 @@ VALID = {
     "mark_used": {"memory_ids": [str(uuid.uuid4())]},
     "summarize_episodes": {"namespace": "agents/schema-tester"},
     "memory_history": {"id": str(uuid.uuid4())},
+    "explain_memory": {"id": str(uuid.uuid4())},
+    "session_state_put": {"session_id": "task-1", "key": "plan", "value": {"step": 1}},
+    "session_state_get": {"session_id": "task-1", "key": "plan"},
+    "session_state_list": {"session_id": "task-1"},
+    "session_state_delete": {"session_id": "task-1", "key": "plan"},
 }
 ALL_TOOLS = sorted(VALID)
 # The keywords of JSON Schema 2020-12: every vocabulary's meta-schema lists its own.
@@ -172,6 +180,28 @@ async def test_published_bounds_are_the_hubs() -> None:
         ("summarize_episodes", "kind", "enum", ["semantic", "procedural"]),
         ("memory_history", "limit", "maximum", lifecycle_tools.MAX_HISTORY_VERSIONS),
         ("memory_history", "limit", "default", lifecycle_tools.DEFAULT_HISTORY_VERSIONS),
+        ("explain_memory", "max_depth", "maximum", lineage.MAX_DEPTH),
+        ("explain_memory", "max_depth", "default", lineage.DEFAULT_DEPTH),
+        ("explain_memory", "max_memories", "maximum", lineage.MAX_ENTRIES),
+        ("explain_memory", "max_memories", "default", lineage.DEFAULT_ENTRIES),
+        ("write_memory", "cites", "maxItems", v.MAX_DERIVED_FROM),
+        ("write_memory", "cites.[]", "maxLength", bridge_tools.MEMORY_ID_CHARS),
+        ("write_memory", "expected_version", "minimum", 0),
+        ("write_memory", "expected_version", "maximum", v.MAX_VERSION),
+        ("forget_memory", "expected_version", "minimum", 1),
+        ("forget_memory", "expected_version", "maximum", v.MAX_VERSION),
+        ("session_state_put", "session_id", "maxLength", session_validation.MAX_ID_CHARS),
+        ("session_state_put", "session_id", "pattern", session_validation.SESSION_ID_PATTERN),
+        ("session_state_put", "key", "maxLength", session_validation.MAX_ID_CHARS),
+        ("session_state_put", "key", "pattern", session_validation.KEY_PATTERN),
+        ("session_state_put", "namespace", "maxLength", MAX_PATH_CHARS),
+        ("session_state_put", "expected_version", "minimum", 0),
+        ("session_state_put", "ttl_seconds", "minimum", 1),
+        ("session_state_put", "ttl_seconds", "maximum", SessionStateConfig.max_ttl_s),
+        ("session_state_get", "key", "pattern", session_validation.KEY_PATTERN),
+        ("session_state_list", "key_prefix", "maxLength", session_validation.MAX_ID_CHARS),
+        ("session_state_list", "page_token", "maxLength", MAX_TOKEN_CHARS),
+        ("session_state_delete", "expected_version", "minimum", 1),
     ]
     wrong = [(t, p, k, prop(tools, t, p).get(k), want) for t, p, k, want in expected if prop(tools, t, p).get(k) != want]
     assert wrong == []

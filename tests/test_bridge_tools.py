@@ -78,7 +78,7 @@ def unique_ns(root: str) -> str:
 async def test_every_tool_publishes_valid_schemas_with_enums_bounds_and_annotations(stack: Stack) -> None:
     async with connected(stack.address, stack.token("tester")) as client:
         tools = await tools_by_name(client)
-    assert sorted(tools) == sorted(TOOL_NAMES) and len(tools) == 8
+    assert sorted(tools) == sorted(TOOL_NAMES) and len(tools) == 13
     for tool in tools.values():
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
         jsonschema.Draft202012Validator.check_schema(tool.output_schema)
@@ -114,6 +114,11 @@ async def test_every_tool_publishes_valid_schemas_with_enums_bounds_and_annotati
         "mark_used": (False, False, False),
         "summarize_episodes": (False, False, True),
         "memory_history": (True, False, True),
+        "explain_memory": (True, False, True),
+        "session_state_get": (True, False, True),
+        "session_state_list": (True, False, True),
+        "session_state_put": (False, True, False),
+        "session_state_delete": (False, True, True),
     }
 
     validator = jsonschema.Draft202012Validator(tools["write_memory"].input_schema)
@@ -166,7 +171,9 @@ async def test_write_search_forget_round_trip(stack: Stack, ns: str) -> None:
         assert "No memories match" in text(result)
 
         forgotten = await call_ok(client, "forget_memory", {"id": memory["id"], "reason": "cluster was rebuilt"})
-        assert forgotten == {"id": memory["id"], "forgotten": True}
+        # Written (1), confirmed by the duplicate (2), forgotten (3): the answers show each version.
+        assert (memory["version"], again["memory"]["version"]) == (1, 2)
+        assert forgotten == {"id": memory["id"], "forgotten": True, "version": 3}
         assert (await call_ok(client, "forget_memory", {"id": memory["id"], "reason": "again"}))["forgotten"] is False
         assert (await call_ok(client, "search_memories", {"query": "postgres staging", "namespaces": [ns]}))["hits"] == []
     assert stack.client.get(memory["id"]).tombstone.reason == "cluster was rebuilt"

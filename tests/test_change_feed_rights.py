@@ -185,6 +185,22 @@ def test_a_write_only_agent_cannot_subscribe_and_its_blind_writes_reach_readers(
     assert event.memory.id == mid and event.memory.source.agent_id == "wes"
 
 
+def test_an_event_names_only_the_citations_the_subscriber_may_read(feedhub: FeedHub) -> None:
+    run = _id()
+    admin = feedhub.stack.client
+    secret = admin.write([memory_input(f"private/{run}", "The vendor's quote was 40k", type="fact")]).results[0].memory
+    public = admin.write([memory_input(f"shared/{run}/sources", "The budget was approved", type="fact")]).results[0].memory
+    with feedhub.client("rho", "readers") as reader, Watcher(reader, [f"shared/{run}"]) as feed:
+        feed.started()
+        cited = admin.write(
+            [memory_input(f"shared/{run}", "We pick the cheaper vendor", type="fact", derived_from=[secret.id, public.id])]
+        ).results[0].memory
+        # (The stream may also repeat the write of the source just before it opened.)
+        event = next(e for e in feed.until({cited.id}) if e.memory.id == cited.id)
+        assert event.memory == reader.get(cited.id)  # exactly what GetMemory shows this reader
+    assert list(event.memory.links.derived_from) == [public.id] and event.memory.links.hidden_sources == 1
+
+
 # -- among the agents of the shipped fleet policies ---------------------------------------------------------
 
 

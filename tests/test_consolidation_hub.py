@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import grpc
 import pytest
+from chat_server import Raw, Scripted, chat_server
 from conftest import REPO, rpc_error, serving, write_policy_dir
 from conftest import hub_config as base_config
 from memhub.v1 import admin_pb2
@@ -51,59 +50,6 @@ EPISODES = [
 ]
 
 
-# -- the scripted chat-completions server ------------------------------------------------------------
-
-
-@dataclass
-class Scripted:
-    """Replies to POST /v1/chat/completions, one per request from ``replies`` (then ``default``); keeps each
-    request body. A reply is (HTTP status, assistant text or raw body, seconds to stall)."""
-
-    replies: list[tuple[int, str, float]] = field(default_factory=list)
-    default: tuple[int, str, float] = (200, "When the build cache is cold, pre-warming it made the deploy fast.", 0.0)
-    requests: list[dict] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def next(self, body: dict) -> tuple[int, str, float]:
-        with self.lock:
-            self.requests.append(body)
-            return self.replies.pop(0) if self.replies else self.default
-
-
-def _handler(script: Scripted) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            status, text, stall = script.next(body) if self.path == "/v1/chat/completions" else (404, "no such path", 0.0)
-            if stall:
-                script.release.wait(stall)  # released at teardown, so a stalled reply never outlives the tests
-            payload = text
-            if status == 200 and not text.startswith("{"):
-                payload = json.dumps(
-                    {
-                        "id": "chatcmpl-1",
-                        "object": "chat.completion",
-                        "model": body.get("model"),
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                    }
-                )
-            data = payload.encode()
-            try:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the hub gave up waiting (the timeout test)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    return Handler
-
-
 @dataclass
 class CuratedHub:
     hub: Hub
@@ -119,22 +65,13 @@ class CuratedHub:
 @pytest.fixture(scope="module")
 def curated(tmp_path_factory: pytest.TempPathFactory, embedded_pg_url: str) -> Iterator[CuratedHub]:
     script = Scripted()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     root: Path = tmp_path_factory.mktemp("consolidation-hub")
     config = base_config(root, embedded_pg_url, "consolidation_hub", write_policy_dir(root / "policies", *POLICIES))
-    summariser = SummariserConfig(
-        provider="llm", base_url=f"http://127.0.0.1:{server.server_port}/v1", model="scripted-model", timeout_s=2.0
-    )
-    config = dataclasses.replace(config, consolidation=ConsolidationConfig(summariser=summariser))
-    try:
+    with chat_server(script) as base_url:
+        summariser = SummariserConfig(provider="llm", base_url=base_url, model="scripted-model", timeout_s=2.0)
+        config = dataclasses.replace(config, consolidation=ConsolidationConfig(summariser=summariser))
         with serving(config) as (hub, address):
             yield CuratedHub(hub, address, script)
-    finally:
-        script.release.set()
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture
@@ -245,8 +182,8 @@ def test_an_llm_with_nothing_to_keep_writes_nothing(curated: CuratedHub, tester:
 @pytest.mark.parametrize(
     ("failure", "expected"),
     [
-        ((500, '{"error": "model overloaded"}', 0.0), "HTTP 500"),
-        ((200, '{"object": "not a completion"}', 0.0), "not a chat completion"),
+        ((500, Raw('{"error": "model overloaded"}'), 0.0), "HTTP 500"),
+        ((200, Raw('{"object": "not a completion"}'), 0.0), "not a chat completion"),
         ((200, "x" * 16_385, 0.0), "16385 characters"),
         ((200, "too late", 5.0), "did not answer within 2 s"),
     ],

@@ -58,7 +58,11 @@ DATA_PATHS = {
     "milvus": "/var/lib/milvus",
     "postgres": "/var/lib/postgresql/data",
     "hub": "/data",
+    "prometheus": "/prometheus",
+    "grafana": "/var/lib/grafana",
 }
+PROFILES = ("grafana",)
+"""Compose profiles: services left out of a plain `docker compose up`, checked in a rendering with the profile on."""
 SECRETISH_KEY = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|ACCESS_KEY|PRIVATE")
 LOOPBACK = re.compile(r"localhost|127\.0\.0\.1|\[?::1\]?(?![0-9a-f:])", re.IGNORECASE)
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"',]+", re.IGNORECASE)
@@ -117,6 +121,16 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[str, 
     folder = tmp_path_factory.mktemp("compose-env")
     env_file, values = make_env(folder)
     done = run_compose(env_file, "config", "--format", "json", home=folder)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), values
+
+
+@pytest.fixture(scope="module")
+def rendered_with_grafana(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[str, str]]:
+    """The model of `docker compose --profile grafana ...`, with its .env."""
+    folder = tmp_path_factory.mktemp("compose-env-grafana")
+    env_file, values = make_env(folder)
+    done = run_compose(env_file, "--profile", "grafana", "config", "--format", "json", home=folder)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout), values
 
@@ -197,6 +211,8 @@ def volume_problems(model: dict) -> list[str]:
             elif mount["type"] not in ("volume", "bind"):
                 problems.append(f"{name}: {mount['type']} mount at {mount['target']}")
     for name, path in DATA_PATHS.items():
+        if name not in model["services"] and name in PROFILES:
+            continue  # a profile's service: checked in the rendering that turns the profile on
         targets = {m["target"] for m in model["services"].get(name, {}).get("volumes") or [] if m["type"] == "volume"}
         if path not in targets:
             problems.append(f"{name}: its data ({path}) is not on a named volume")
@@ -329,7 +345,14 @@ def test_config_refuses_when_a_required_variable_is_missing(tmp_path: Path, name
 
 def test_the_required_variables_are_the_secrets() -> None:
     assert required_variables() == sorted(
-        ["POSTGRES_PASSWORD", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "MEMHUB_JWT_SECRET", "MEMHUB_BRIDGE_HTTP_TOKEN"]
+        [
+            "POSTGRES_PASSWORD",
+            "MINIO_ACCESS_KEY",
+            "MINIO_SECRET_KEY",
+            "MEMHUB_JWT_SECRET",
+            "MEMHUB_BRIDGE_HTTP_TOKEN",
+            "MEMHUB_GRAFANA_ADMIN_PASSWORD",
+        ]
     )
     listed = re.search(r'^secrets="([^"]*)"', INIT_ENV.read_text(), re.MULTILINE)
     assert listed and sorted(e.split(":")[0] for e in listed.group(1).split()) == required_variables()
@@ -362,7 +385,7 @@ def test_yamllint_can_fail(tmp_path: Path) -> None:
 
 def test_every_service_has_a_health_check(rendered: tuple[dict, dict]) -> None:
     model, _ = rendered
-    assert set(model["services"]) == {"etcd", "minio", "milvus", "postgres", "hub", "bridge", "jaeger"}
+    assert set(model["services"]) == {"etcd", "minio", "milvus", "postgres", "hub", "bridge", "jaeger", "prometheus"}
     assert healthcheck_problems(model) == []
     hub_check = model["services"]["hub"]["healthcheck"]["test"]
     assert "healthcheck.py" in " ".join(hub_check)  # a gRPC health check, not "the port is open"
@@ -402,7 +425,9 @@ def test_services_reach_each_other_by_name(rendered: tuple[dict, dict]) -> None:
 def test_published_ports_stay_on_this_machine_by_default(rendered: tuple[dict, dict]) -> None:
     model, _ = rendered
     published = {name: s.get("ports") or [] for name, s in model["services"].items()}
-    assert {n for n, p in published.items() if p} == {"hub", "bridge", "jaeger"}  # no Milvus, MinIO, Postgres, etcd
+    # No Milvus, MinIO, Postgres, etcd; the hub's metrics port neither (Prometheus scrapes it inside the network).
+    assert {n for n, p in published.items() if p} == {"hub", "bridge", "jaeger", "prometheus"}
+    assert [p["target"] for p in published["hub"]] == [50051]
     for name, ports in published.items():
         for port in ports:
             assert port.get("host_ip") == "127.0.0.1", f"{name} publishes {port} beyond loopback"
@@ -449,6 +474,58 @@ def test_images_are_pinned(rendered: tuple[dict, dict]) -> None:
     assert re.fullmatch(r"postgres:16\.\d+(-\w+)?", images["postgres"])
     assert images["hub"] == images["bridge"]
     assert model["services"]["hub"]["build"]["context"] == str(REPO)
+
+
+# -- the grafana profile ---------------------------------------------------------------
+
+
+def test_grafana_runs_only_with_its_profile(rendered: tuple[dict, dict], rendered_with_grafana: tuple[dict, dict]) -> None:
+    plain, _ = rendered
+    model, _ = rendered_with_grafana
+    assert "grafana" not in plain["services"]
+    assert set(model["services"]) == set(plain["services"]) | {"grafana"}
+    grafana = model["services"]["grafana"]
+    assert healthcheck_problems(model) == [] and depends_on_problems(model) == []
+    assert set(grafana["depends_on"]) == {"prometheus"}
+    assert service_address_problems(model) == [] and volume_problems(model) == []
+    assert [(p["host_ip"], p["target"]) for p in grafana["ports"]] == [("127.0.0.1", 3000)]
+    image = grafana["image"]
+    assert re.fullmatch(r"grafana/grafana:\d+\.\d+\.\d+", image), f"{image} is not pinned to a version"
+    mounts = {m["target"]: m for m in grafana["volumes"]}
+    assert mounts["/var/lib/grafana"]["type"] == "volume"
+    for target, folder in (("/etc/grafana/provisioning", "provisioning"), ("/etc/grafana/dashboards", "dashboards")):
+        assert Path(mounts[target]["source"]) == REPO / "deploy" / "grafana" / folder and mounts[target]["read_only"]
+
+
+def test_grafana_admin_password_is_a_secret_file(rendered_with_grafana: tuple[dict, dict], tmp_path: Path) -> None:
+    model, values = rendered_with_grafana
+    grafana = model["services"]["grafana"]
+    env = environment(grafana)
+    assert "GF_SECURITY_ADMIN_PASSWORD" not in env  # the value itself never
+    (ref,) = grafana["secrets"]
+    assert env["GF_SECURITY_ADMIN_PASSWORD__FILE"] == f"/run/secrets/{ref['target']}"
+    assert model["secrets"][ref["source"]]["environment"] == "MEMHUB_GRAFANA_ADMIN_PASSWORD"
+    assert str(ref["uid"]) == "472" and int(str(ref["mode"]), 8) & 0o077 == 0  # the image's grafana user only
+    assert values["MEMHUB_GRAFANA_ADMIN_PASSWORD"] not in json.dumps(model)
+    env_file, _ = make_env(tmp_path)
+    missing = without(env_file, "MEMHUB_GRAFANA_ADMIN_PASSWORD", tmp_path / "missing.env")
+    done = run_compose(missing, "--profile", "grafana", "config", home=tmp_path)
+    assert done.returncode != 0 and "MEMHUB_GRAFANA_ADMIN_PASSWORD" in done.stderr
+
+
+def test_prometheus_and_grafana_files_pass_yamllint() -> None:
+    files = [
+        REPO / "deploy" / "prometheus" / "prometheus.yml",
+        *sorted((REPO / "deploy" / "grafana" / "provisioning").rglob("*.yml")),
+    ]
+    assert len(files) == 3
+    done = subprocess.run(
+        [sys.executable, "-m", "yamllint", "--strict", "-c", str(REPO / "deploy" / "yamllint.yaml"), *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # -- the structural checks can fail -------------------------------------------------

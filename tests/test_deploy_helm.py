@@ -483,6 +483,24 @@ def test_metrics_and_service_monitor_only_when_enabled(chart: helm.Chart) -> Non
         check_kubernetes_schema(doc, KUBE_VERSIONS[0])
     no_sm = render(chart, merged(ci_values("minimal"), {"metrics": {"enabled": True, "serviceMonitor": {"enabled": False}}}))
     assert not of_kind(no_sm, "ServiceMonitor")
+    assert "MEMHUB_METRICS_PORT" not in env_of(container(hub_deployment(plain)))
+
+
+def test_the_metrics_port_is_the_one_the_hub_serves(chart: helm.Chart) -> None:
+    """The container's `metrics` port, the env the hub reads, the Service and the ServiceMonitor agree."""
+    docs = render(chart, merged(ci_values("minimal"), {"metrics": {"enabled": True, "port": 9555}}))
+    hub = container(hub_deployment(docs))
+    env = env_of(hub)
+    assert env["MEMHUB_METRICS_PORT"]["value"] == "9555"
+    assert env["MEMHUB_METRICS_HOST"]["value"] == "0.0.0.0"  # Prometheus scrapes the pod's address
+    (port,) = [p for p in hub["ports"] if p["name"] == "metrics"]
+    assert port["containerPort"] == 9555
+    (service_port,) = [p for p in named(docs, "Service", HUB)["spec"]["ports"] if p["name"] == "metrics"]
+    assert (service_port["port"], service_port["targetPort"]) == (9555, "metrics")
+    (sm,) = of_kind(docs, "ServiceMonitor")
+    assert [(e["port"], e["path"]) for e in sm["spec"]["endpoints"]] == [("metrics", "/metrics")]
+    text = notes(chart, merged(ci_values("minimal"), {"metrics": {"enabled": True, "port": 9555}}))
+    assert "port-forward deploy/" in text and "9555" in text and "does not serve" not in text
 
 
 def test_policy_configmap_live_reload_by_default_checksum_on_request(chart: helm.Chart) -> None:
@@ -613,6 +631,7 @@ def test_bridges_follow_the_list(chart: helm.Chart) -> None:
         {"embedding": {"provider": "cohere"}},
         {"replicaCount": 3},
         {"hub": {"replicas": 3}},
+        {"metrics": {"path": "/stats"}},
     ],
     ids=[
         "string-replicas",
@@ -624,6 +643,7 @@ def test_bridges_follow_the_list(chart: helm.Chart) -> None:
         "bad-provider",
         "unknown-top-level-key",
         "unknown-hub-key",
+        "metrics-path-the-hub-does-not-serve",
     ],
 )
 def test_schema_rejects_wrong_values(chart: helm.Chart, override: dict[str, Any]) -> None:

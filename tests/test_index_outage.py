@@ -26,6 +26,7 @@ from pathlib import Path
 import grpc
 import pytest
 from conftest import REPO, create_scratch_database, drop_database, eventually, hub_config, serving, write_policy_dir
+from memhub.v1 import admin_pb2
 
 from hub.app import Hub
 from hub.auth import issue_token, load_secret
@@ -181,3 +182,28 @@ def test_a_dense_only_search_degrades_to_full_text_instead_of_failing(outage: Ou
     finally:
         outage.index_server.start()
         eventually(lambda: owner.healthy(service=MEMORY), "MemoryService reports SERVING again")
+
+
+def test_index_health_reports_the_outage_the_waiting_writes_and_the_recovery(outage: Outage) -> None:
+    """AdminService.GetIndexHealth (the web console's health page) tells the truth through a real outage."""
+    owner = outage.client("owner", ("testers",))
+
+    def report() -> admin_pb2.IndexHealthReport:
+        return owner.call_admin("GetIndexHealth", admin_pb2.GetIndexHealthRequest())
+
+    assert report().index_ok
+    outage.index_server.kill()
+    try:
+        ns = f"shared/{uuid.uuid4().hex[:8]}"
+        late = owner.write([memory_input(ns, "Plums ripen in late August")], wait_indexed=False).results[0].memory.id
+        eventually(lambda: not report().index_ok, "the report says the index is down")
+        eventually(lambda: report().last_error != "", "the indexing failure is recorded")
+        during = report()
+        assert during.database_ok and during.index_reason and during.index_down_seconds > 0
+        assert during.outbox_depth >= 1 and during.outbox_retrying >= 1 and during.HasField("oldest_queued_at")
+        assert during.last_error_attempts >= 1 and during.last_error_memory_id == late
+    finally:
+        outage.index_server.start()
+    eventually(lambda: report().index_ok and report().outbox_depth == 0, "the index is back and the outbox drained")
+    after = report()
+    assert after.lag_seconds == 0 and after.last_error == "" and not after.HasField("oldest_queued_at")

@@ -93,7 +93,9 @@ def test_readme_quickstart_runs_as_written_with_non_default_port_and_data_dir(
     by_command = {line.split("#")[0].strip(): first[i] for i, line in enumerate(lines[:forget])}
 
     writes = [out for cmd, out in by_command.items() if cmd.startswith("memhub write")]
-    assert len(writes) == 3 and all(re.fullmatch(rf"wrote {UUID} to agents/planner/\w+\n", w) for w in writes), writes
+    assert len(writes) == 3 and all(re.fullmatch(rf"wrote {UUID} to agents/planner/\w+ \(version \d+\)\n", w) for w in writes), (
+        writes
+    )
     searches = [out for cmd, out in by_command.items() if cmd.startswith("memhub search")]
     assert "Deploys freeze on Fridays after 3pm" in searches[0]
     assert "ERR-4312" in searches[1] and re.search(r"(dense|keyword) #1", searches[1]), searches[1]

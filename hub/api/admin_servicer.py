@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from concurrent.futures import Executor
 from datetime import datetime, timezone
 
@@ -19,10 +20,14 @@ from hub.core.admin import AdminService, PolicyInfo
 from hub.core.namespaces import validate_namespace
 from hub.db.audit_queries import AuditQuery
 from hub.errors import InvalidArgument
+from hub.policy import Principal
+from hub.policy.model import POLICY_ID_PATTERN
 
 MAX_ADMIN_PAGE = 1000
 MAX_ACTION_CHARS = 32
 MAX_RELEASE_IDS = 100
+MAX_CHECK_GROUPS = 32
+MAX_GROUP_CHARS = 128
 _DECISIONS = {pb.DECISION_ALLOW: "allow", pb.DECISION_DENY: "deny"}
 _DECISION_TO_PB = {v_: k for k, v_ in _DECISIONS.items()}
 
@@ -51,6 +56,33 @@ def _bounded_text(value: str, field: str, limit: int) -> str | None:
     return value or None
 
 
+def _one_line(value: str, field: str, limit: int, *, required: bool = False) -> str:
+    """A bounded one-line text field (ids, group names): no control characters."""
+    if required and not value:
+        raise InvalidArgument(field, "is required")
+    if len(value) > limit:
+        raise InvalidArgument(field, f"is {len(value)} characters; the limit is {limit}")
+    return v.no_control_characters(value, field)
+
+
+def _policy_id(value: str) -> str | None:
+    if not value:
+        return None
+    if POLICY_ID_PATTERN.fullmatch(value) is None:
+        raise InvalidArgument("policy_id", "is not a policy id: 1 to 128 characters of letters, digits and . _ : / -")
+    return value
+
+
+def _hub_request_id(value: str) -> str | None:
+    if not value:
+        return None
+    try:
+        return str(uuid.UUID(_one_line(value, "hub_request_id", 36)))
+    except ValueError:
+        problem = "is not a hub request id (a UUID, as in a memory's source.hub_request_id)"
+        raise InvalidArgument("hub_request_id", problem) from None
+
+
 def _ts(value) -> Timestamp:  # noqa: ANN001 - datetime
     ts = Timestamp()
     ts.FromDatetime(value)
@@ -77,8 +109,61 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     @blocking_rpc
     def ListNamespaces(self, request: pb.ListNamespacesRequest, context: None) -> pb.ListNamespacesResponse:
         under = validate_namespace(request.under, "under") if request.under else None
-        names, token = self._admin.list_namespaces(current_caller(), under, _page_size(request.page_size), request.page_token)
-        return pb.ListNamespacesResponse(namespaces=names, next_page_token=token)
+        names, token, usage = self._admin.list_namespaces_with_usage(
+            current_caller(), under, _page_size(request.page_size), request.page_token, with_usage=request.with_usage
+        )
+        reply = pb.ListNamespacesResponse(namespaces=names, next_page_token=token)
+        if request.with_usage:
+            for name in names:
+                used = usage.get(name)
+                reply.usage.add(
+                    namespace=name,
+                    memories=used.memories if used else 0,
+                    bytes=used.bytes if used else 0,
+                    created_by=(used.created_by or "") if used else "",
+                    exists=used is not None and used.created_by is not None,
+                )
+        return reply
+
+    @blocking_rpc
+    def CheckAccess(self, request: pb.CheckAccessRequest, context: None) -> pb.CheckAccessResponse:
+        agent_id = _one_line(request.agent_id, "agent_id", v.MAX_AGENT_ID_CHARS, required=True)
+        v.bounded(len(request.groups), "groups", MAX_CHECK_GROUPS, "groups")
+        groups = tuple(
+            dict.fromkeys(_one_line(g, f"groups[{i}]", MAX_GROUP_CHARS, required=True) for i, g in enumerate(request.groups))
+        )
+        action = _one_line(request.action, "action", MAX_ACTION_CHARS, required=True)
+        namespace = validate_namespace(request.namespace, "namespace") if request.namespace else None
+        decision = self._admin.check_access(current_caller(), Principal(agent_id, groups), action, namespace)
+        return pb.CheckAccessResponse(
+            allowed=decision.allowed,
+            policy_ids=decision.policy_ids,
+            policy_version=decision.version,
+            errors=decision.errors,
+        )
+
+    @blocking_rpc
+    def GetIndexHealth(self, request: pb.GetIndexHealthRequest, context: None) -> pb.IndexHealthReport:
+        r = self._admin.index_report(current_caller())
+        reply = pb.IndexHealthReport(
+            index_ok=r.index_ok,
+            index_reason=r.index_reason,
+            index_down_seconds=r.index_down_seconds,
+            database_ok=r.database_ok,
+            outbox_depth=r.outbox_depth,
+            outbox_depth_capped=r.outbox_depth_capped,
+            outbox_retrying=r.outbox_retrying,
+            lag_seconds=r.lag_seconds,
+            last_error=r.last_error,
+            last_error_attempts=r.last_error_attempts,
+            last_error_memory_id=r.last_error_memory_id,
+            indexer_enabled=r.indexer_enabled,
+            embedding_model=r.embedding_model,
+            collection=r.collection,
+        )
+        if r.oldest_queued_at is not None:
+            reply.oldest_queued_at.CopyFrom(_ts(r.oldest_queued_at))
+        return reply
 
     @blocking_rpc
     def GetPolicyInfo(self, request: pb.GetPolicyInfoRequest, context: None) -> pb.PolicyInfo:
@@ -106,6 +191,8 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
             decision=_DECISIONS.get(request.decision),
             since=_when(request, "since"),
             until=_when(request, "until"),
+            policy_id=_policy_id(request.policy_id),
+            hub_request_id=_hub_request_id(request.hub_request_id),
         )
         rows, token = self._admin.query_audit(current_caller(), query, _page_size(request.page_size), request.page_token)
         entries = []

@@ -128,6 +128,9 @@ def _namespaces(values: Sequence[str], field: str) -> tuple[str, ...]:
     return tuple(validate_namespace(ns, f"{field}[{i}]") for i, ns in enumerate(values))
 
 
+namespace_roots = _namespaces  # for the other converters (hub/api/convert_lineage.py)
+
+
 def _flag_filter(msg: Message) -> dict[str, object]:
     """The flags / exclude_flagged fields of a search or list request as MemoryFilter arguments."""
     flags = _enums(msg.flags, _FLAGS, pb.MemoryFlag, "flags")
@@ -174,6 +177,13 @@ def new_memory(msg: pb.MemoryInput, field: str, now: datetime) -> NewMemory:
         expires_at = now + ttl
     elif expires_at is not None and expires_at <= now:
         raise InvalidArgument(at("expires_at"), f"{expires_at.isoformat()} is in the past")
+    expected = None
+    if msg.HasField("expected_version"):
+        if subject is None:
+            raise InvalidArgument(
+                at("expected_version"), "needs subject_key: it is the version of the memory holding that subject"
+            )
+        expected = v.version(msg.expected_version, at("expected_version"), minimum=0)
     return NewMemory(
         namespace=validate_namespace(msg.namespace, at("namespace")),
         kind=kind,
@@ -191,6 +201,7 @@ def new_memory(msg: pb.MemoryInput, field: str, now: datetime) -> NewMemory:
         derived_from=v.derived_from(msg.derived_from, at("derived_from")),
         kind_named=named_kind is not None,
         importance_named=msg.importance != 0,
+        expected_version=expected,
     )
 
 
@@ -267,7 +278,9 @@ def forget_request(req: pb.ForgetMemoriesRequest) -> ForgetRequest:
         if len(req.ids) > v.MAX_FORGET_IDS:
             raise InvalidArgument("ids", f"has {len(req.ids)} ids; the limit is {v.MAX_FORGET_IDS} per call")
         ids = tuple(dict.fromkeys(v.memory_id(x, f"ids[{i}]") for i, x in enumerate(req.ids)))
-        return ForgetRequest(ids=ids, filter=None, reason=reason)
+        return ForgetRequest(ids=ids, filter=None, reason=reason, expected_versions=_expected_versions(req, ids))
+    if req.expected_versions:
+        raise InvalidArgument("expected_versions", "only works with ids (a filter names no memory to expect a version of)")
     f = req.filter
     flt = MemoryFilter(
         namespaces=(validate_namespace(f.namespace, "filter.namespace"),),
@@ -278,6 +291,19 @@ def forget_request(req: pb.ForgetMemoriesRequest) -> ForgetRequest:
         subject_key=v.subject_key(f.subject_key, "filter.subject_key"),
     )
     return ForgetRequest(ids=(), filter=flt, reason=reason)
+
+
+def _expected_versions(req: pb.ForgetMemoriesRequest, ids: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """expected_versions as (id, version) pairs in ``ids`` order; every key must be one of the ids."""
+    v.bounded(len(req.expected_versions), "expected_versions", v.MAX_FORGET_IDS, "entries")
+    named = set(ids)
+    wanted: dict[str, int] = {}
+    for key in sorted(req.expected_versions):  # sorted: the same request always names the same first error
+        mid = v.memory_id(key, f"expected_versions[{key[:64]!r}]")
+        if mid not in named:
+            raise InvalidArgument(f"expected_versions[{mid}]", "names a memory that is not in ids; list it in ids too")
+        wanted[mid] = v.version(req.expected_versions[key], f"expected_versions[{mid}]", minimum=1)
+    return tuple((mid, wanted[mid]) for mid in ids if mid in wanted)
 
 
 # -- domain -> responses ------------------------------------------------------------
@@ -314,9 +340,11 @@ def memory(record: MemoryRecord) -> pb.Memory:
             superseded_by=record.superseded_by or "",
             # Memories stored before derived_from was bounded may hold more than any response can carry.
             truncated=max(len(record.supersedes), len(record.derived_from)) > SHOWN_LINKS,
+            hidden_sources=record.hidden_sources,
         ),
         subject_key=record.subject_key or "",
         seen_count=record.seen_count,
+        version=record.version,
         recall=pb.RecallStats(
             recall_count=record.recall_count, use_count=record.use_count, not_useful_count=record.not_useful_count
         ),
@@ -363,7 +391,11 @@ def write_result(outcome: WriteOutcome) -> pb.WriteResult:
         filtered=bool(outcome.filtered),
         filter_rule=outcome.filtered,
         redacted=list(outcome.redacted),
+        extracted=[write_result(fact) for fact in outcome.extracted],
+        extraction_failed=outcome.extraction_failed,
     )
     if outcome.memory is not None:
         result.memory.CopyFrom(memory(outcome.memory))
+    if outcome.replaced is not None:
+        result.replaced.id, result.replaced.version = outcome.replaced.id, outcome.replaced.version
     return result

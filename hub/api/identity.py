@@ -38,6 +38,7 @@ from hub.auth import TokenVerifier, bearer_token
 from hub.auth.failures import DUPLICATE_AUTHORIZATION, reason_of, source_host
 from hub.core.model import Caller, Trust
 from hub.errors import Unauthenticated
+from hub.metrics import record
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
     def _failed(self, context: grpc.aio.ServicerContext, method: str, message: str) -> None:
         reason, source = reason_of(message), source_host(context.peer() or "")
+        record.auth_failure(reason)
         log.debug("authentication failed: %s", reason, extra={"source": source, "rpc": method.lstrip("/")})
         if self._events is not None:
             self._events.record(EventKey("authenticate", reason, source=source), rpc=method.lstrip("/"))

@@ -31,6 +31,7 @@ from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.auth.failures import source_host
 from hub.core.model import Caller
 from hub.core.quotas import quota_reason
+from hub.metrics import record
 
 _PUBLIC_PREFIXES = ("/grpc.health.v1.Health/",)
 
@@ -67,6 +68,7 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
             raise AssertionError("unreachable: abort raises") from None
 
     async def _refuse(self, context: grpc.aio.ServicerContext, method: str, caller: Caller | None, refused: Refused) -> None:
+        record.limit_refused(refused.reason)
         if self._events is not None:
             self._events.record(
                 EventKey("limit", refused.reason, agent_id=caller.agent_id if caller else "", source=_source(context, caller)),
@@ -79,6 +81,7 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
 
     def _quota_refused(self, caller: Caller, method: str, details: str) -> None:
         """Audit a storage or namespace quota refusal the method itself answered (called before the answer goes out)."""
+        record.quota_refused(quota_reason(details))
         if self._events is not None:
             key = EventKey("quota", quota_reason(details), agent_id=caller.agent_id)
             self._events.record(key, rpc=method, groups=caller.groups)

@@ -11,7 +11,9 @@ servicers and use no thread at all.
 The loop runs in a thread of its own, so the rest of the hub (and the tests)
 stay plain blocking Python: ``HubServer.start()``/``stop()``.
 
-Interceptors, outermost first: OpenTelemetry (continues the caller's trace
+Interceptors, outermost first: the RPC metrics (count and latency per method
+and code, only when the hub serves metrics: hub/api/rpc_metrics.py), then
+OpenTelemetry (continues the caller's trace
 from the `traceparent` metadata and opens the RPC's server span), then the
 token check, so even UNAUTHENTICATED calls are traced, then the per-agent
 limits (rate, call slots, open streams, idle streams: hub/api/limits.py),
@@ -31,7 +33,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from memhub.v1 import admin_pb2, admin_pb2_grpc, changes_pb2, changes_pb2_grpc
+from memhub.v1 import admin_pb2, admin_pb2_grpc, changes_pb2, changes_pb2_grpc, session_pb2, session_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
@@ -43,7 +45,9 @@ from hub.api.call_limits import CallLimiter
 from hub.api.feed_servicer import ChangeFeedServicer
 from hub.api.identity import AuthInterceptor
 from hub.api.limits import LimitsInterceptor
+from hub.api.rpc_metrics import RpcMetricsInterceptor
 from hub.api.servicer import MemoryServicer
+from hub.api.session_servicer import SessionStateServicer
 from hub.api.wire import WireInterceptor
 from hub.app import Hub
 from hub.errors import StartupError
@@ -53,6 +57,7 @@ log = logging.getLogger(__name__)
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["MemoryService"].full_name
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 FEED_SERVICE_NAME = changes_pb2.DESCRIPTOR.services_by_name["ChangeFeedService"].full_name
+SESSION_SERVICE_NAME = session_pb2.DESCRIPTOR.services_by_name["SessionStateService"].full_name
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/",)
 
 
@@ -166,6 +171,8 @@ class HubServer:
                 *self._keepalive.server_options(),
             ],
             interceptors=[
+                # Outermost: a call's time includes the token check and the limits; refused calls count too.
+                *([RpcMetricsInterceptor()] if hub.metrics is not None else []),
                 TracingInterceptor(),
                 AuthInterceptor(hub.verifier, hub.events),
                 LimitsInterceptor(self.limiter, hub.events),
@@ -177,9 +184,14 @@ class HubServer:
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool, self.limiter, hub.events), server)
         if hub.feed is not None:
             changes_pb2_grpc.add_ChangeFeedServiceServicer_to_server(ChangeFeedServicer(hub.feed, hub.verifier), server)
+        if hub.session_state is not None:
+            session_servicer = SessionStateServicer(hub.session_state, self._pool)
+            session_pb2_grpc.add_SessionStateServiceServicer_to_server(session_servicer, server)
         health_servicer = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-        reflection.enable((SERVICE_NAME, ADMIN_SERVICE_NAME, FEED_SERVICE_NAME, health.SERVICE_NAME), server)
+        reflection.enable(
+            (SERVICE_NAME, ADMIN_SERVICE_NAME, FEED_SERVICE_NAME, SESSION_SERVICE_NAME, health.SERVICE_NAME), server
+        )
         address = f"{config.host}:{config.port}"
         try:
             port = server.add_insecure_port(address)
@@ -207,8 +219,9 @@ def _report_health(reporter: HealthReporter, database_ok: bool, index_ok: bool) 
 
     MemoryService needs both stores (while only the index is down, searches
     still answer from Postgres, marked degraded, but a load balancer should
-    prefer a replica that answers fully); AdminService needs Postgres only.
+    prefer a replica that answers fully); AdminService and SessionStateService need Postgres only.
     """
     serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
     reporter.set(SERVICE_NAME, serving if database_ok and index_ok else not_serving)
     reporter.set(ADMIN_SERVICE_NAME, serving if database_ok else not_serving)
+    reporter.set(SESSION_SERVICE_NAME, serving if database_ok else not_serving)

@@ -8,7 +8,7 @@ from concurrent.futures import Executor
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 
-from hub.api import convert, convert_consolidate, convert_context, convert_retrieval_log
+from hub.api import convert, convert_consolidate, convert_context, convert_lineage, convert_retrieval_log
 from hub.api.identity import current_caller
 from hub.api.status import blocking_rpc
 from hub.core import validation as v
@@ -38,8 +38,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             wait_indexed=request.wait_indexed,
             force=request.force,
         )
+        # A write deduplicated into an existing memory shows that memory: its citations too are the writer's view.
+        shown = self._service.readable_links(caller, [o.memory for o in result.results if o.memory is not None])
+        by_id = {m.id: m for m in shown}
+        outcomes = [dataclasses.replace(o, memory=by_id[o.memory.id]) if o.memory is not None else o for o in result.results]
         return pb.WriteMemoriesResponse(
-            results=[convert.write_result(o) for o in result.results],
+            results=[convert.write_result(o) for o in outcomes],
             indexed=result.indexed,
             replayed=result.replayed,
         )
@@ -48,8 +52,19 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def SearchMemories(self, request: pb.SearchMemoriesRequest, context: None) -> pb.SearchMemoriesResponse:
         caller = current_caller()
         result = self._service.search(caller, convert.search_query(request))
+        shown = self._service.readable_links(caller, [m for h in result.hits for m in (h.memory, *h.before, *h.after)])
+        by_id = {m.id: m for m in shown}
+        hits = [
+            dataclasses.replace(
+                h,
+                memory=by_id[h.memory.id],
+                before=tuple(by_id[m.id] for m in h.before),
+                after=tuple(by_id[m.id] for m in h.after),
+            )
+            for h in result.hits
+        ]
         return pb.SearchMemoriesResponse(
-            hits=[convert.search_hit(h) for h in result.hits],
+            hits=[convert.search_hit(h) for h in hits],
             degraded=bool(result.degraded),
             degraded_reason=result.degraded,
             truncated=result.truncated,
@@ -59,24 +74,27 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     @blocking_rpc
     def GetMemory(self, request: pb.GetMemoryRequest, context: None) -> pb.Memory:
         caller = current_caller()
-        return convert.memory(self._service.get(caller, v.memory_id(request.id, "id")))
+        record = self._service.get(caller, v.memory_id(request.id, "id"))
+        return convert.memory(self._service.readable_links(caller, [record])[0])
 
     @blocking_rpc
     def ListMemories(self, request: pb.ListMemoriesRequest, context: None) -> pb.ListMemoriesResponse:
         caller = current_caller()
-        return convert.list_page(self._service.list(caller, convert.list_query(request)))
+        page = self._service.list(caller, convert.list_query(request))
+        memories = tuple(self._service.readable_links(caller, page.memories))
+        return convert.list_page(dataclasses.replace(page, memories=memories))
 
     @blocking_rpc
     def ForgetMemories(self, request: pb.ForgetMemoriesRequest, context: None) -> pb.ForgetMemoriesResponse:
         request_id = v.request_id(request.request_id, "request_id")
         caller = dataclasses.replace(current_caller(), request_id=request_id or "")
-        forgotten, replayed = self._service.forget(
+        result = self._service.forget(
             caller,
             convert.forget_request(request),
             request_id=request_id,
             request_hash=convert.request_hash(request),
         )
-        return pb.ForgetMemoriesResponse(forgotten_ids=forgotten, replayed=replayed)
+        return pb.ForgetMemoriesResponse(forgotten_ids=result.ids, replayed=result.replayed, versions=result.versions)
 
     @blocking_rpc
     def AssembleContext(self, request: pb.AssembleContextRequest, context: None) -> pb.AssembleContextResponse:
@@ -89,10 +107,20 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         limit = request.limit or 50
         if not 1 <= limit <= 200:
             raise InvalidArgument("limit", f"is {request.limit}; use 1 to 200 (0 means 50)")
-        subject, versions, truncated = self._service.history(current_caller(), v.memory_id(request.id, "id"), limit)
+        caller = current_caller()
+        subject, versions, truncated = self._service.history(caller, v.memory_id(request.id, "id"), limit)
+        versions = self._service.readable_links(caller, versions)
         return pb.GetMemoryHistoryResponse(
             subject_key=subject, versions=[convert.memory(m) for m in versions], truncated=truncated
         )
+
+    @blocking_rpc
+    def GetMemoryLineage(self, request: pb.GetMemoryLineageRequest, context: None) -> pb.GetMemoryLineageResponse:
+        query = convert_lineage.lineage_query(request)
+        found = self._service.lineage(
+            current_caller(), query.id, roots=query.roots, max_depth=query.max_depth, max_entries=query.max_entries
+        )
+        return convert_lineage.lineage_response(found)
 
     @blocking_rpc
     def RestoreMemories(self, request: pb.RestoreMemoriesRequest, context: None) -> pb.RestoreMemoriesResponse:

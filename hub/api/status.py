@@ -37,6 +37,7 @@ _CODES: dict[type[errors.HubError], grpc.StatusCode] = {
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
     errors.Aborted: grpc.StatusCode.ABORTED,
     errors.OutOfRange: grpc.StatusCode.OUT_OF_RANGE,
+    errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 
 # Set by the limits interceptor for the call in progress: told of a quota refusal before the caller is answered.
@@ -127,6 +128,10 @@ def blocking_rpc(method: Callable[[Any, Request, Any], Response]) -> Callable[..
             return await asyncio.get_running_loop().run_in_executor(self.pool, run)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status
             code, details = status_for(exc, name)
+            # Facts a program acts on without parsing the message (a version conflict's current version).
+            trailing = exc.trailing_metadata if isinstance(exc, errors.VersionMismatch) else ()
+        if trailing:
+            context.set_trailing_metadata(trailing)
         listener = quota_listener.get()
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED and listener is not None:
             listener(details)

@@ -79,6 +79,15 @@ class AuditWriter:
             return
         self._queue.put(entry)
 
+    def queued(self) -> int:
+        """Entries waiting to be written (approximate: other threads add and take meanwhile)."""
+        return self._queue.qsize()
+
+    @property
+    def capacity(self) -> int:
+        """The queue's bound: past it, callers wait for the writer."""
+        return self._queue.maxsize
+
     def hold(self) -> HeldDecisions:
         """A context in which decisions are held for the request's transaction (hub/audit/held.py)."""
         return HeldDecisions(self._engine, _copy_rows, self._queue.put)

@@ -71,6 +71,21 @@ def parse_relevance(text: str) -> float:
     return value
 
 
+def parse_version(minimum: int):  # noqa: ANN201 - an argparse type
+    """--expect-version: a whole number from ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a version (a whole number from {minimum}, as `get` shows)")
+        return value
+
+    return parse
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("write", help="store a memory")
     p.add_argument("namespace", help="where to store it, e.g. agents/me/notes (lower-case segments separated by /)")
@@ -86,6 +101,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--importance", type=int, default=0, help="1 to 5 (default 3)")
     p.add_argument("--ttl", type=parse_duration, help="forget automatically after e.g. 7d")
     p.add_argument("--subject", default="", help="subject key of a semantic memory, e.g. user/reply-language")
+    p.add_argument(
+        "--expect-version",
+        type=parse_version(0),
+        default=None,
+        help="with --subject: replace only if the subject's active memory has this version (as `get` or `history` "
+        "shows it; 0: only if none exists); otherwise fail and change nothing",
+    )
+    p.add_argument(
+        "--cite",
+        action="append",
+        default=[],
+        dest="cites",
+        help="id of a memory this one comes from (a fact, episode or decision it rests on; repeatable): `memhub why` shows it",
+    )
     p.add_argument("--request-id", default="", help="makes a retry of this write idempotent")
     p.add_argument("--no-wait", action="store_true", help="return before the memory is searchable")
     p.add_argument(
@@ -148,6 +177,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ns", help="forget by filter: everything active in this namespace (and below) that matches")
     _add_filter_args(p, "forget")
     p.add_argument("--subject", default="", help="with --ns: only the semantic memory with this subject key")
+    p.add_argument(
+        "--expect-version",
+        type=parse_version(1),
+        default=None,
+        help="with one id: forget it only if it still has this version (as `get` shows it); otherwise fail",
+    )
     add_connection_args(p)
     p.set_defaults(func=cmd_forget)
 
@@ -223,6 +258,7 @@ def format_memory(m: pb.Memory) -> str:
         ("kind", f"{_short(pb.MemoryKind, m.kind, 'MEMORY_KIND')}/{_short(pb.MemoryType, m.type, 'MEMORY_TYPE')}"),
         ("date", m.occurred_at.ToDatetime().strftime("%Y-%m-%dT%H:%M")),
         ("status", status),
+        ("version", str(m.version) if m.version else ""),
         ("session", m.source.session_id),
         ("tags", ",".join(m.tags)),
     ]
@@ -240,6 +276,8 @@ def cmd_write(args: argparse.Namespace) -> int:
         importance=args.importance,
         ttl=args.ttl,
         subject_key=args.subject,
+        expected_version=args.expect_version,
+        derived_from=args.cites,
     )
     with client_from(args) as client:
         reply = client.write([item], request_id=args.request_id, wait_indexed=not args.no_wait, force=args.force)
@@ -256,7 +294,16 @@ def cmd_write(args: argparse.Namespace) -> int:
         if r.deduplicated:
             what = "a near-duplicate (same words, other case or punctuation)" if r.near else "the same text"
             note += f" (already stored as {what}: seen {r.memory.seen_count} times)"
-        print(f"wrote {r.memory.id} to {r.memory.namespace}{note}")
+        if r.HasField("replaced"):
+            note += f" (replaced {r.replaced.id}, version {r.replaced.version})"
+        print(f"wrote {r.memory.id} to {r.memory.namespace} (version {r.memory.version}){note}")
+        for fact in r.extracted:  # the hub's LLM extractor (MEMHUB_EXTRACTOR=llm) drew these from it
+            about = f", about {fact.memory.subject_key}" if fact.memory.subject_key else ""
+            seen = " (already stored)" if fact.deduplicated else ""
+            kind = _short(pb.MemoryType, fact.memory.type, "MEMORY_TYPE")
+            print(f"  kept a {kind} from it: {fact.memory.id}{about}{seen}")
+        if r.extraction_failed:
+            print("  note: the hub's fact extractor failed on it (see the hub's log); it was stored as written")
     if not args.no_wait and not reply.indexed:
         print("note: not searchable yet (the indexer is behind); it will be shortly", file=sys.stderr)
     return 0
@@ -350,14 +397,21 @@ def cmd_forget(args: argparse.Namespace) -> int:
             tags=args.tags,
             subject_key=args.subject,
         )
+    expected = None
+    if args.expect_version is not None:
+        if len(args.ids) != 1 or args.ns:
+            raise ValueError("--expect-version needs exactly one id (and no --ns): it is that memory's version")
+        expected = {args.ids[0]: args.expect_version}
     with client_from(args) as client:
-        reply = client.forget(ids=args.ids, filter=flt, reason=args.reason)
+        reply = client.forget(ids=args.ids, filter=flt, reason=args.reason, expected_versions=expected)
     if args.json:
         print_json(reply)
     else:
         print(forgot_summary(len(reply.forgotten_ids), asked=len(args.ids)))
-        for mid in reply.forgotten_ids:
-            print(f"  {mid}")
+        # Tombstone versions only when asked about versions: the plain listing stays one id per line.
+        versions = list(reply.versions) if expected and len(reply.versions) == len(reply.forgotten_ids) else []
+        for i, mid in enumerate(reply.forgotten_ids):
+            print(f"  {mid}" + (f" (tombstone version {versions[i]})" if versions else ""))
     return 0
 
 

@@ -15,6 +15,7 @@ import grpc
 from hub.cli import (
     admin_cmds,
     client_cmds,
+    console_cmd,
     consolidate_cmd,
     context_cmd,
     history_cmd,
@@ -24,10 +25,13 @@ from hub.cli import (
     restore_cmd,
     retrieval_log_cmd,
     serve,
+    session_cmds,
     token_cmds,
     watch_cmd,
+    why_cmd,
 )
 from hub.cli.arguments import StrictArgumentParser, parse
+from hub.client import version_conflict
 from hub.errors import HubError
 from hub.policy import cli as policy_cli
 from mcp_bridge import cli as bridge_cli
@@ -37,13 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = StrictArgumentParser(prog="memhub", description="A shared memory hub for fleets of LLM agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(sub)
+    console_cmd.add_parser(sub)
     client_cmds.add_parsers(sub)
     context_cmd.add_parser(sub)
     history_cmd.add_parser(sub)
+    why_cmd.add_parser(sub)
     restore_cmd.add_parser(sub)
     consolidate_cmd.add_parser(sub)
     retrieval_log_cmd.add_parser(sub)
     watch_cmd.add_parser(sub)
+    session_cmds.add_parsers(sub)
     import_jsonl.add_parser(sub)
     reindex.add_parser(sub)
     index_server.add_parser(sub)
@@ -68,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             where = getattr(args, "hub", None) or "?"
             source = getattr(args, "hub_source", "")
             hint = f" (is the hub running at {where}{f', {source}' if source else ''}? start it with `memhub serve`)"
+        elif code == grpc.StatusCode.ABORTED and (conflict := version_conflict(exc)) is not None:
+            hint = f" (the current version is {conflict.current_version}; read it again before retrying)"
         elif code == grpc.StatusCode.UNAUTHENTICATED:
             hint = " (set MEMHUB_TOKEN or --token-file; `memhub token issue --agent NAME` makes one)"
         print(f"memhub {args.command}: {code.name}: {exc.details()}{hint}", file=sys.stderr)

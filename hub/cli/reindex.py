@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", type=Path, help="the hub's data directory (MEMHUB_DATA_DIR), for the embedded stores")
     p.add_argument("--database-url", help="external PostgreSQL URL (MEMHUB_DATABASE_URL)")
     p.add_argument("--milvus-uri", help="external Milvus URI (MEMHUB_MILVUS_URI)")
-    p.set_defaults(func=run, host=None, port=None, no_indexer=False)
+    p.set_defaults(func=run, host=None, port=None, no_indexer=False, metrics_port=None, metrics_host=None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ and the standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT turns OTLP on).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import threading
@@ -15,10 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hub import client_config, logs
+from hub.errors import StartupError
 
 if TYPE_CHECKING:
     from hub import telemetry
     from hub.config import HubConfig
+    from hub.console.config import ConsoleConfig
+    from hub.console.server import ConsoleServer
 
 # The hub itself (stores, embedder, gRPC server) is imported by `run`, not here: every memhub command
 # builds this parser, and a client command must not pay seconds of imports for a server it does not start.
@@ -32,6 +36,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--database-url", help="external PostgreSQL URL (MEMHUB_DATABASE_URL)")
     p.add_argument("--milvus-uri", help="external Milvus URI (MEMHUB_MILVUS_URI)")
     p.add_argument("--no-indexer", action="store_true", help="leave outbox indexing to other replicas")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (MEMHUB_METRICS_PORT; default off; 0 = any free port)",
+    )
+    p.add_argument("--metrics-host", help="interface of the metrics endpoint (MEMHUB_METRICS_HOST, default 127.0.0.1)")
+    p.add_argument(
+        "--console-port",
+        type=int,
+        default=None,
+        help="also serve the web console on this HTTP port (MEMHUB_CONSOLE_PORT; 0 = any free port; off by default)",
+    )
     p.add_argument(
         "--log-level",
         default="info",
@@ -55,6 +71,8 @@ def config_from_args(args: argparse.Namespace) -> HubConfig:
         "MEMHUB_HOST": args.host,
         "MEMHUB_PORT": str(args.port) if args.port is not None else None,
         "MEMHUB_INDEXER": "0" if args.no_indexer else None,
+        "MEMHUB_METRICS_PORT": str(args.metrics_port) if args.metrics_port is not None else None,
+        "MEMHUB_METRICS_HOST": args.metrics_host,
     }
     from hub.config import HubConfig
 
@@ -70,19 +88,26 @@ def run(args: argparse.Namespace) -> int:
     print(f"memhub: starting (data directory {config.store.data_dir})", flush=True)
     telemetry.setup_tracing(tracing)
     try:
-        return _serve(config, tracing)
+        return _serve(config, tracing, args.console_port)
     finally:
         telemetry.shutdown_tracing()  # after the hub closed: its last spans are exported too
 
 
-def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig) -> int:
+def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig, args_console_port: int | None = None) -> int:
     from hub.api.server import build_server
     from hub.app import Hub
 
+    console_config = _console_config(args_console_port)
     hub = Hub.open(config)
     server, port, health = build_server(hub)
     server.start()
     hub.start_background()
+    try:
+        console = _start_console(console_config, client_config.connect_address(config.server.host, port))
+    except BaseException:  # e.g. the console's port is taken: leave nothing running behind the error
+        server.stop(grace=None)
+        hub.close()
+        raise
     pg = "external" if config.store.database_url else f"embedded, {config.store.data_dir / 'postgres'}"
     policy = hub.policies.current()
     lines = [
@@ -92,7 +117,12 @@ def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig) -> int:
         f"  embedding: {hub.embedder.model_id} ({hub.embedder.dimension}-d)",
         f"  policies:  {config.policy.dir} (version {policy.version[:12]}, {len(policy.policy_ids)} policies)",
         f"  traces:    {_describe_tracing(tracing)}",
+        f"  metrics:   {hub.metrics.url if hub.metrics else 'off (--metrics-port or MEMHUB_METRICS_PORT serves /metrics)'}",
     ]
+    if console is not None:
+        lines.append(f"  console:   {console.url} (web console; sign in with an admin token)")
+        if console.local_signin_url():
+            lines.append(f"             sign in with {console.config.token_file}: {console.local_signin_url()}")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -108,11 +138,35 @@ def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig) -> int:
         stop.wait()
         print("memhub: shutting down", flush=True)
         health.enter_graceful_shutdown()  # load balancers stop routing before we stop answering
+        if console is not None:
+            console.stop()
         server.stop(grace=5).wait()
         hub.close()
     finally:
         client_config.remove_if_ours()  # a stopped hub's address would send the next `memhub search` nowhere
     return 0
+
+
+def _console_config(flag_port: int | None) -> ConsoleConfig | None:
+    """The console's settings when `--console-port` or MEMHUB_CONSOLE_PORT asks for one (read before the hub opens,
+    so a bad setting fails at once); None: no console."""
+    from hub.console.config import ConsoleConfig
+
+    if flag_port is None and not os.environ.get("MEMHUB_CONSOLE_PORT", "").strip():
+        return None
+    if flag_port is not None and not 0 <= flag_port <= 65535:
+        raise StartupError(f"--console-port {flag_port} is out of range (0 to 65535)")
+    return ConsoleConfig.from_env(os.environ, port=flag_port)
+
+
+def _start_console(config: ConsoleConfig | None, hub_address: str) -> ConsoleServer | None:
+    if config is None:
+        return None
+    from hub.console.server import ConsoleServer
+
+    console = ConsoleServer(dataclasses.replace(config, hub_address=hub_address))
+    console.start()
+    return console
 
 
 def _first_steps(config: HubConfig, address: str, recorded: Path | None) -> list[str]:

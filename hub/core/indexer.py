@@ -24,6 +24,9 @@ linked to the writes that queued the rows; the embedding, Milvus and
 Postgres work are its children); idle polls make no spans. The work after
 catching up (a flush, perhaps a bigger dense index) is a root span
 "indexer.catch_up".
+
+Metrics: each batch that claimed rows (or failed) counts by outcome, with its
+time and the rows and memories it applied (hub/metrics/); idle polls do not.
 """
 
 from __future__ import annotations
@@ -38,14 +41,16 @@ import psycopg
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from hub import telemetry
 from hub.core.index_health import IndexHealth
 from hub.db import context
 from hub.db.memories import enqueue_index, servable_condition
 from hub.db.schema import memories, outbox
-from hub.embedding import Embedder, embed_bulk
-from hub.index import IndexedMemory, IndexUnavailable, MilvusIndex
+from hub.embedding import Embedder, EmbeddingError, embed_bulk
+from hub.index import IndexBackendError, IndexedMemory, IndexUnavailable, MilvusIndex
+from hub.metrics import record
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +91,17 @@ class _BatchSpan:
             self._token = None
         if self.span is not None:
             self.span.end()
+
+
+def _outcome(exc: Exception) -> str:
+    """The metrics outcome of a failed batch: which store (or the embedder) failed."""
+    if isinstance(exc, IndexBackendError):
+        return "index_error"
+    if isinstance(exc, EmbeddingError):
+        return "embedding_error"
+    if isinstance(exc, SQLAlchemyError | psycopg.Error):
+        return "database_error"
+    return "other_error"
 
 
 def _epoch_ms(value) -> int:  # noqa: ANN001 - datetime or None
@@ -134,6 +150,8 @@ class Indexer:
         """Claim and apply one batch; return how many outbox rows it consumed (0 when idle)."""
         claimed: list[int] = []
         batch = _BatchSpan()
+        started = time.perf_counter()
+        applied = (0, 0)
         try:
             with self._engine.begin() as conn:
                 rows = conn.execute(
@@ -165,10 +183,12 @@ class Indexer:
                 batch.set("memhub.indexer.deleted", len(gone))
                 contexts = context.surrounding_turns(conn, [str(m["id"]) for m in upsert], self._context)
                 self._apply(upsert, {mid: v for mid, (_, v) in vectors.items()}, contexts, gone)
+                applied = (len(upsert), len(gone))
                 conn.execute(delete(outbox).where(outbox.c.id.in_(claimed)))
                 # The turns around a memory that came or went hold it in their keyword context.
                 enqueue_index(conn, context.holders(conn, entered_or_left, self._context, claimed), context_only=True)
         except Exception as exc:  # any store or embedding failure: back off and retry later
+            record.indexer_batch(_outcome(exc), time.perf_counter() - started)
             batch.failed(exc)
             if isinstance(exc, IndexUnavailable) and self._index_health is not None:
                 self._index_health.mark_down(str(exc))
@@ -177,6 +197,7 @@ class Indexer:
             raise
         finally:
             batch.close()
+        record.indexer_batch("ok", time.perf_counter() - started, len(claimed), *applied)
         with self._progress:
             self._progress.notify_all()
         return len(claimed)

@@ -109,6 +109,8 @@ class NewMemory:
     """The writer chose the kind (False: it followed from the type). The write filter may only change kinds
     and importances the writer left to the hub (hub/curation/write_gate.py)."""
     importance_named: bool = True
+    expected_version: int | None = None
+    """With a subject key: the version its active memory must have (0: none may exist); None: no expectation."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,18 @@ class MemoryRecord:
     not_useful_count: int = 0
     """Of those, the marks that said it was not useful."""
     last_used_at: datetime | None = None
+    version: int = 1
+    """Goes up on every change a reader can see, recall statistics aside (hub/db/versions.py)."""
+    hidden_sources: int = 0
+    """Set for a reader: derived_from ids left out because it may not read them (hub/core/visible_links.py)."""
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """The memory a write superseded, and the version it had while it was the active one."""
+
+    id: str
+    version: int
 
 
 @dataclass(frozen=True)
@@ -171,6 +185,12 @@ class WriteOutcome:
     """The write filter's rule that dropped it (hub/curation/write_filter.py); "" when stored."""
     redacted: tuple[str, ...] = ()
     """Kinds of secrets replaced by [REDACTED:<kind>] before it was stored (hub/curation/secret_scan.py)."""
+    replaced: Replaced | None = None
+    """The older memory with the same subject key that this write superseded."""
+    extracted: tuple[WriteOutcome, ...] = ()
+    """The facts the LLM extractor drew from this memory, stored derived_from it (hub/core/extracted_facts.py)."""
+    extraction_failed: bool = False
+    """The extractor was asked about this memory and failed (its endpoint): stored without facts."""
 
 
 @dataclass(frozen=True)
@@ -284,3 +304,14 @@ class ForgetRequest:
     ids: tuple[str, ...]
     filter: MemoryFilter | None
     reason: str
+    expected_versions: tuple[tuple[str, int], ...] = ()
+    """(id, version) pairs, each id one of ``ids``: forget only if each still has that version."""
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    ids: list[str]
+    """The memories this call forgot (already forgotten ones are not repeated)."""
+    versions: tuple[int, ...]
+    """Each tombstone's version, in ``ids`` order (empty in a replay of a call made before versions existed)."""
+    replayed: bool = False

@@ -20,7 +20,7 @@ from hub.core.index_health import IndexHealth
 from hub.core.model import Kind, MemoryRecord, NewMemory
 from hub.curation.near_dup import NearDupConfig, same_content
 from hub.db import memories as memories_db
-from hub.embedding import Embedder
+from hub.embedding import Embedder, embed_passages_now
 from hub.index import IndexFilter, MilvusIndex
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,9 @@ class NearDuplicateFinder:
         return found
 
     def _find(self, items: Sequence[NewMemory], eligible: list[int], session_id: str) -> dict[int, str]:
-        vectors = dict(zip(eligible, np.asarray(self._embedder.embed([items[i].content for i in eligible])), strict=True))
+        # As passages (what the index holds), remembered for the indexer (hub/embedding/passage_cache.py).
+        texts = [items[i].content for i in eligible]
+        vectors = dict(zip(eligible, np.asarray(embed_passages_now(self._embedder, texts)), strict=True))
         # One index search per (namespace, kind) and one Postgres read for all candidates: a batch of 50
         # costs two round trips, not a hundred.
         groups: dict[tuple[str, str], list[int]] = {}

@@ -15,6 +15,7 @@ from hub import telemetry
 from hub.audit.writer import AuditEntry, AuditWriter
 from hub.core.access import Action, Candidates
 from hub.core.model import Caller
+from hub.metrics import record
 from hub.policy import Decision, PolicyStore, Principal
 
 _tracer = telemetry.tracer(__name__)
@@ -46,6 +47,7 @@ class PolicyAuthorizer:
                 if decision.errors:
                     span.set_attribute("memhub.policy_errors", len(decision.errors))
             self._record(caller, action, namespace, decision)
+        record.policy_decision(action.value, decision.allowed)
         return decision.allowed
 
     def allowed_many(self, caller: Caller, action: Action, namespaces: Sequence[str]) -> list[bool]:
@@ -60,7 +62,10 @@ class PolicyAuthorizer:
                 _describe_many(span, namespaces, decisions)
             for ns, decision in zip(namespaces, decisions, strict=True):
                 self._record(caller, action, ns, decision)
-        return [d.allowed for d in decisions]
+        allowed = [d.allowed for d in decisions]
+        record.policy_decision(action.value, True, sum(allowed))
+        record.policy_decision(action.value, False, len(allowed) - sum(allowed))
+        return allowed
 
     def readable(self, caller: Caller, action: Action, roots: Sequence[str], candidates: Candidates) -> list[str]:
         with _tracer.start_as_current_span(SPAN_NAME, attributes={"memhub.action": action.value}) as span:
@@ -108,6 +113,7 @@ class PolicyAuthorizer:
                     detail=detail,
                 )
             )
+        record.policy_decision(action.value, bool(names))
         return names
 
     def _record(self, caller: Caller, action: Action, namespace: str | None, decision: Decision) -> None:

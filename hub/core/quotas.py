@@ -24,4 +24,6 @@ def quota_reason(message: str) -> str:
         return "namespace-bytes"
     if message.startswith("storage quota"):
         return "namespace-memories"
+    if message.startswith("session quota"):
+        return message.removeprefix("session quota (").partition(")")[0] or "session"
     return "quota"

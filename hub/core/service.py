@@ -32,7 +32,7 @@ from hub import telemetry
 from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.audit.held import HeldDecisions, NotHeld
 from hub.audit.writer import AuditWriter
-from hub.core import fusion, paging, priors, relevance, response_size, screening
+from hub.core import extracted_facts, fusion, lineage, paging, priors, relevance, response_size, screening, visible_links
 from hub.core.access import Action, Authorizer, denied, require
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
@@ -40,11 +40,13 @@ from hub.core.model import (
     Caller,
     Channel,
     ForgetRequest,
+    ForgetResult,
     ListPage,
     ListQuery,
     MemoryFilter,
     MemoryRecord,
     NewMemory,
+    Replaced,
     SearchHit,
     SearchQuery,
     SearchResult,
@@ -58,10 +60,13 @@ from hub.core.recall_stats import RecallRecorder
 from hub.core.retrieval import Retrieval, RetrievalSettings
 from hub.core.retrieval_feedback import RetrievalFeedback
 from hub.curation import archive, write_gate
+from hub.curation.fact_extraction import FactExtractor
 from hub.curation.near_dup import NearDupConfig
 from hub.db import changes as changes_db
 from hub.db import context, idempotency, namespace_scope
+from hub.db import lineage as lineage_db
 from hub.db import memories as memories_db
+from hub.db import versions as versions_db
 from hub.db.engine import is_transient_conflict
 from hub.embedding import Embedder, EmbeddingError
 from hub.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
@@ -183,6 +188,8 @@ def as_first_written(record: MemoryRecord, item: NewMemory) -> MemoryRecord:
         use_count=0,
         not_useful_count=0,
         last_used_at=None,
+        version=1,  # a new memory's; a replay puts in the version the first response showed
+        hidden_sources=0,  # the API layer counts them for the reader (hub/core/visible_links.py)
     )
 
 
@@ -232,11 +239,13 @@ class MemoryService:
         gate: write_gate.GateConfig | None = None,
         events: AggregatedEvents | None = None,
         retrieval_log: RetrievalLogWriter | None = None,
+        extractor: FactExtractor | None = None,
     ) -> None:
         """``audit``: the writer the authorizer records into; given, writes and forgets commit their
         decisions in their own transactions (hub/audit/held.py). None: decisions go wherever the
         authorizer sends them (benchmarks with policies off record none). ``retrieval_log``: where
-        every search is logged (None: nowhere, and searches return no search_id)."""
+        every search is logged (None: nowhere, and searches return no search_id). ``extractor``: the LLM
+        fact extractor of the write gate (None: off, the default; hub/curation/fact_extraction.py)."""
         self._engine = engine
         self._screening = screening_config or screening.ScreeningConfig()
         # Read-only work runs in autocommit: no BEGIN/ROLLBACK round trip per statement batch.
@@ -261,6 +270,7 @@ class MemoryService:
         self._retrieval = Retrieval(index, self._index_health, self._pool, retrieval or RetrievalSettings())
         self._priors = prior_weights or priors.PriorWeights()
         self._gate = gate or write_gate.GateConfig()
+        self._extractor = extractor
         self._events = events
         self._near_dups = NearDuplicateFinder(self._reads, index, embedder, self._index_health, near_dup or NearDupConfig())
 
@@ -275,6 +285,8 @@ class MemoryService:
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._reranker is not None:
             self._reranker.close()
+        if self._extractor is not None:
+            self._extractor.close()
 
     # -- write ------------------------------------------------------------------
 
@@ -318,7 +330,24 @@ class MemoryService:
             self._check_sources_readable(caller, items)
             # Flags and quarantine come from the hub's own reading of the content, never from the request.
             items = screening.screened(items, self._screening)
-            near = {i: t for i, t in self._near_dups.find(items, session_id, blind).items() if i not in skip}
+            if request_id is not None and self._extractor is not None and self._already_done(caller, request_id):
+                return self._replay_write(caller, request_id, request_hash, items)  # without asking the model again
+            # The extractor's HTTP calls happen here, before the transaction, never inside it.
+            planned = extracted_facts.plan(
+                None if screened_by_hub else self._extractor,
+                items,
+                skip,
+                blind,
+                lambda keyed: self._may_forget(caller, keyed),
+                self._gate,
+                self._screening,
+            )
+            facts_may_supersede = self._supersedable_namespaces(caller, planned.facts)
+            # One near-duplicate pass over the memories and their facts: one embedding batch, one index search
+            # per (namespace, kind).
+            found = self._near_dups.find([*items, *planned.facts], session_id, blind)
+            near = {i: t for i, t in found.items() if i < len(items) and i not in skip}
+            near_facts = {i - len(items): t for i, t in found.items() if i >= len(items)}
 
             def transaction() -> list[WriteOutcome]:
                 with self._engine.begin() as conn:
@@ -340,6 +369,8 @@ class MemoryService:
                         skip=skip,
                     )
                     outcomes = _gated_outcomes(stored, gated)
+                    if planned.facts or planned.failed:
+                        outcomes = self._store_facts(conn, caller, session_id, outcomes, planned, near_facts, facts_may_supersede)
                     if request_id is not None:
                         response = {
                             "ids": [o.memory.id if o.memory is not None else None for o in outcomes],
@@ -347,6 +378,14 @@ class MemoryService:
                             "near": [o.near for o in outcomes],
                             "filtered": [o.filtered for o in outcomes],
                             "redacted": [list(o.redacted) for o in outcomes],
+                            # As first written: a replay to a caller that can no longer read a memory shows these.
+                            "versions": [o.memory.version if o.memory is not None else None for o in outcomes],
+                            "replaced": [[o.replaced.id, o.replaced.version] if o.replaced else None for o in outcomes],
+                            "extracted": [
+                                [{"id": f.memory.id, "dedup": f.deduplicated, "near": f.near} for f in o.extracted if f.memory]
+                                for o in outcomes
+                            ],
+                            "extraction_failed": [o.extraction_failed for o in outcomes],
                         }
                         if not idempotency.store(conn, caller.agent_id, request_id, "write", request_hash, response):
                             raise _ConcurrentRetry()  # rolls this transaction back
@@ -364,9 +403,42 @@ class MemoryService:
         if wait_indexed:
             indexed = self._indexer.wait_indexed([o.memory.id for o in outcomes if o.memory is not None], self._wait_timeout)
         trace.get_current_span().set_attributes(
-            {"memhub.deduplicated": sum(o.deduplicated for o in outcomes), "memhub.filtered": len(gated.filtered)}
+            {
+                "memhub.deduplicated": sum(o.deduplicated for o in outcomes),
+                "memhub.filtered": len(gated.filtered),
+                "memhub.extracted": sum(len(o.extracted) for o in outcomes),
+            }
         )
         return WriteResponse(tuple(outcomes), indexed=indexed)
+
+    def _store_facts(
+        self,
+        conn: Connection,
+        caller: Caller,
+        session_id: str,
+        outcomes: list[WriteOutcome],
+        planned: extracted_facts.PlannedFacts,
+        near: dict[int, str],
+        may_supersede: frozenset[str],
+    ) -> list[WriteOutcome]:
+        """Store the extracted facts, each derived_from the memory it came from (stored just before, in this
+        transaction), and attach their outcomes to that memory's."""
+        linked = []
+        for fact, origin in zip(planned.facts, planned.origin, strict=True):
+            source = outcomes[origin].memory
+            assert source is not None  # facts come only from memories the write kept
+            linked.append(dataclasses.replace(fact, derived_from=(source.id,)))
+        stored = memories_db.insert_memories(
+            conn, caller, session_id, linked, self._embedder.model_id, may_supersede=may_supersede, near=near
+        )
+        by_origin: dict[int, list[WriteOutcome]] = {}
+        for origin, outcome in zip(planned.origin, stored, strict=True):
+            assert outcome is not None  # nothing is skipped among facts
+            by_origin.setdefault(origin, []).append(outcome)
+        return [
+            dataclasses.replace(o, extracted=tuple(by_origin.get(i, ())), extraction_failed=i in planned.failed)
+            for i, o in enumerate(outcomes)
+        ]
 
     def _replay_write(self, caller: Caller, request_id: str, request_hash: str, items: Sequence[NewMemory]) -> WriteResponse:
         """The first result of this request_id again.
@@ -398,19 +470,35 @@ class MemoryService:
         near_flags = prior.response.get("near") or [False] * len(records)  # results stored before near-duplicates
         rules = prior.response.get("filtered") or [""] * len(records)
         redactions = prior.response.get("redacted") or [[]] * len(records)
-        for record, dedup, near, item, rule, redacted in zip(
-            records, prior.response["dedup"], near_flags, items, rules, redactions, strict=True
+        facts = self._replayed_facts(request_id, prior.response, len(records), unreadable)
+        failures = prior.response.get("extraction_failed") or [False] * len(records)
+        first_versions = prior.response.get("versions") or [1] * len(records)  # results stored before versions
+        replacements = prior.response.get("replaced") or [None] * len(records)
+        for record, dedup, near, item, rule, redacted, extracted, failed, first_version, replaced in zip(
+            records,
+            prior.response["dedup"],
+            near_flags,
+            items,
+            rules,
+            redactions,
+            facts,
+            failures,
+            first_versions,
+            replacements,
+            strict=True,
         ):
+            extras = {"redacted": tuple(redacted), "extracted": extracted, "extraction_failed": failed}
             if record is None:
                 outcomes.append(WriteOutcome(None, deduplicated=False, filtered=rule))
             elif record.namespace not in unreadable:
+                replacement = Replaced(*replaced) if replaced else None
                 outcomes.append(
-                    WriteOutcome(_with_effective_status(record), deduplicated=dedup, near=near, redacted=tuple(redacted))
+                    WriteOutcome(_with_effective_status(record), deduplicated=dedup, near=near, replaced=replacement, **extras)
                 )
             elif record.source_agent == caller.agent_id:
-                outcomes.append(
-                    WriteOutcome(as_first_written(record, item), deduplicated=dedup, near=near, redacted=tuple(redacted))
-                )
+                # Nothing about what it replaced: that memory is in a namespace the caller cannot read now.
+                first = dataclasses.replace(as_first_written(record, item), version=first_version or 1)
+                outcomes.append(WriteOutcome(first, deduplicated=dedup, near=near, **extras))
             else:
                 # Only a write made before blind writes existed can have been deduplicated into another
                 # agent's memory in a namespace the caller cannot read; showing that memory would leak it.
@@ -419,6 +507,36 @@ class MemoryService:
                     "send the write again with a new request_id"
                 )
         return WriteResponse(tuple(outcomes), indexed=False, replayed=True)
+
+    def _already_done(self, caller: Caller, request_id: str) -> bool:
+        with self._reads.connect() as conn:
+            return idempotency.lookup(conn, caller.agent_id, request_id) is not None
+
+    def _replayed_facts(
+        self, request_id: str, response: dict, count: int, unreadable: frozenset[str]
+    ) -> list[tuple[WriteOutcome, ...]]:
+        """The extracted facts of a replayed write, per memory, as they are now. Facts were only drawn where
+        the writer could read (hub/core/extracted_facts.py); where it no longer can, nothing of them is shown
+        and the replay is refused, like any other result that can no longer be shown."""
+        per_item = response.get("extracted") or [[]] * count
+        ids = [f["id"] for facts in per_item for f in facts]
+        if not ids:
+            return [()] * count
+        with self._engine.connect() as conn:
+            records = {r.id: r for r in memories_db.get_many(conn, ids)}
+        out = []
+        for facts in per_item:
+            shown = []
+            for f in facts:
+                record = records.get(f["id"])
+                if record is None or record.namespace in unreadable:
+                    raise FailedPrecondition(
+                        f"request_id {request_id!r}: the first result of this request can no longer be shown to you; "
+                        "send the write again with a new request_id"
+                    )
+                shown.append(WriteOutcome(_with_effective_status(record), deduplicated=f["dedup"], near=f["near"]))
+            out.append(tuple(shown))
+        return out
 
     def _count_filtered(self, caller: Caller, gated: write_gate.Gated) -> None:
         """Filtered memories are not errors, but the audit log counts them, per agent and rule, in aggregate."""
@@ -434,9 +552,11 @@ class MemoryService:
 
     def _supersedable_namespaces(self, caller: Caller, items: Sequence[NewMemory]) -> frozenset[str]:
         """Namespaces of subject-keyed items where the caller may forget: only there may a write retire an older memory."""
-        keyed = list(dict.fromkeys(item.namespace for item in items if item.subject_key is not None))
-        verdicts = self._authorizer.allowed_many(caller, Action.FORGET, keyed)
-        return frozenset(ns for ns, ok in zip(keyed, verdicts, strict=True) if ok)
+        return self._may_forget(caller, list(dict.fromkeys(item.namespace for item in items if item.subject_key is not None)))
+
+    def _may_forget(self, caller: Caller, namespaces: list[str]) -> frozenset[str]:
+        verdicts = self._authorizer.allowed_many(caller, Action.FORGET, namespaces)
+        return frozenset(ns for ns, ok in zip(namespaces, verdicts, strict=True) if ok)
 
     @staticmethod
     def _check_same_request(prior: idempotency.StoredResult, operation: str, request_id: str, request_hash: str) -> None:
@@ -657,6 +777,63 @@ class MemoryService:
             versions, truncated = memories_db.subject_history(conn, record.namespace, record.subject_key, limit)
         return record.subject_key, [_with_effective_status(v) for v in versions], truncated
 
+    def readable_links(self, caller: Caller, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """``records`` as ``caller`` may see them: derived_from naming only memories it may read."""
+        return visible_links.readable_links(self._reads, self._authorizer, caller, records)
+
+    def lineage(
+        self,
+        caller: Caller,
+        memory_id: str,
+        *,
+        roots: Sequence[str] = (),
+        max_depth: int = lineage.DEFAULT_DEPTH,
+        max_entries: int = lineage.DEFAULT_ENTRIES,
+    ) -> lineage.Lineage:
+        """Why ``memory_id`` says what it says (hub/core/lineage.py): its versions, sources and derivations.
+
+        Reading the memory is the right needed; every other memory is shown only when the caller may read it
+        now (its namespace, among ``roots`` when given; quarantined ones to admins), else as a hidden entry.
+        """
+        record = self.get(caller, memory_id)
+        admin = self._authorizer.allowed(caller, Action.ADMIN, None)
+        with self._reads.connect() as conn:
+            readable = self._readable_namespaces(caller, roots, conn)
+            visible = frozenset(readable)
+            if record.namespace not in visible:  # outside the roots asked for: it looks missing, as elsewhere
+                raise NotFound(f"memory {memory_id} not found")
+
+            def shown(memory: MemoryRecord) -> bool:
+                return memory.namespace in visible and (admin or memory.status is not Status.QUARANTINED)
+
+            found = lineage.walk(
+                conn,
+                record,
+                shown=shown,
+                readable=readable,
+                with_quarantined=admin,
+                limits=lineage.LineageLimits(max_depth, max_entries, self._response_budget),
+            )
+            # The ids a shown memory's links name are shown only when the caller may read those memories:
+            # a hidden entry must not be identifiable through the links of its neighbour.
+            named = {mid for e in found.entries if e.memory is not None for mid in lineage.linked_ids(e.memory)}
+            placed = lineage_db.placement(conn, list(named))
+            may_see = frozenset(
+                mid
+                for mid, (namespace, status) in placed.items()
+                if namespace in visible and (admin or status is not Status.QUARANTINED)
+            )
+        entries = tuple(
+            dataclasses.replace(e, memory=lineage.only_links_to(_with_effective_status(e.memory), may_see))
+            if e.memory is not None
+            else e
+            for e in found.entries
+        )
+        trace.get_current_span().set_attributes(
+            {"memhub.lineage.entries": len(entries), "memhub.lineage.hidden": sum(e.memory is None for e in entries)}
+        )
+        return dataclasses.replace(found, entries=entries)
+
     def list(self, caller: Caller, query: ListQuery) -> ListPage:
         flt = dataclasses.replace(query.filter, namespaces=tuple(minimal_roots(list(query.filter.namespaces))))
         statuses = query.statuses or (Status.ACTIVE,)
@@ -682,13 +859,17 @@ class MemoryService:
 
     def forget(
         self, caller: Caller, request: ForgetRequest, *, request_id: str | None = None, request_hash: str = ""
-    ) -> tuple[list[str], bool]:
-        """Forget by ids or by filter; returns (ids forgotten now, replayed)."""
+    ) -> ForgetResult:
+        """Forget by ids or by filter: the ids forgotten now, their tombstones' versions, whether it was a replay.
+
+        With expected versions the named memories are locked and compared first (hub/db/versions.py): one
+        that changed since the caller read it fails the whole request with VersionMismatch.
+        """
         # Every decision of this request commits with the tombstones it allowed (hub/audit/held.py).
         with self._hold_decisions() as held:
             scope = self._forgettable_namespaces(caller, request.filter.namespaces) if request.filter is not None else []
 
-            def transaction() -> list[str]:
+            def transaction() -> ForgetResult:
                 with self._engine.begin() as conn:
                     if request_id is not None and idempotency.lookup(conn, caller.agent_id, request_id) is not None:
                         raise _ConcurrentRetry()
@@ -696,26 +877,34 @@ class MemoryService:
                         ids = memories_db.select_ids_for_forget(conn, request.filter, scope, limit=100_000)
                     else:
                         ids = self._forgettable_ids(conn, caller, request.ids)
+                        versions_db.check_memories(conn, request.expected_versions)
                     forgotten = memories_db.forget(conn, ids, caller, request.reason)
+                    now = versions_db.current(conn, forgotten)
+                    result = ForgetResult(forgotten, tuple(now[mid] for mid in forgotten))
                     if request_id is not None and not idempotency.store(
-                        conn, caller.agent_id, request_id, "forget", request_hash, {"ids": forgotten}
+                        conn,
+                        caller.agent_id,
+                        request_id,
+                        "forget",
+                        request_hash,
+                        {"ids": forgotten, "versions": list(result.versions)},
                     ):
                         raise _ConcurrentRetry()
                     held.insert(conn)
                 held.committed()
-                return forgotten
+                return result
 
             try:
-                forgotten = _retrying_conflicts(transaction)
+                result = _retrying_conflicts(transaction)
             except _ConcurrentRetry:
                 with self._engine.connect() as conn:
                     prior = idempotency.lookup(conn, caller.agent_id, request_id or "")
                 assert prior is not None
                 self._check_same_request(prior, "forget", request_id or "", request_hash)
-                return list(prior.response["ids"]), True
+                return ForgetResult(list(prior.response["ids"]), tuple(prior.response.get("versions", ())), replayed=True)
         self._indexer.nudge()
-        trace.get_current_span().set_attribute("memhub.forgotten", len(forgotten))
-        return forgotten, False
+        trace.get_current_span().set_attribute("memhub.forgotten", len(result.ids))
+        return result
 
     def restore(self, caller: Caller, ids: Sequence[str]) -> list[str]:
         """Bring archived memories back into search; returns the ids restored now (already active ones are not).

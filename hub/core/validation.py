@@ -167,6 +167,17 @@ def derived_from(values: Sequence[str], field: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(memory_id(x, f"{field}[{i}]") for i, x in enumerate(values)))
 
 
+MAX_VERSION = 2**53
+"""Largest expected version a request may name (exact in a JSON number, far above any memory's version)."""
+
+
+def version(value: int, field: str, *, minimum: int) -> int:
+    """An expected version: ``minimum`` (0 for "expect none", else 1) to MAX_VERSION."""
+    if not minimum <= value <= MAX_VERSION:
+        raise InvalidArgument(field, f"is {value}; use {minimum} to {MAX_VERSION} (a version Memory.version showed)")
+    return value
+
+
 def importance(value: int, field: str) -> int:
     if value == 0:
         return DEFAULT_IMPORTANCE

@@ -13,13 +13,10 @@ SummariserError and the consolidation writes nothing.
 from __future__ import annotations
 
 import json
-import os
-from typing import Any
-
-import httpx
 
 from hub.core.model import Kind
 from hub.core.validation import MAX_CONTENT_CHARS
+from hub.curation.chat_api import ChatCompletions, ChatError
 from hub.curation.consolidation_model import Group
 from hub.curation.summariser import SummariserError
 
@@ -56,7 +53,7 @@ def user_prompt(group: Group) -> str:
 
 
 class ChatSummariser:
-    """POSTs ``{"model", "messages", "temperature": 0}`` to ``{base_url}/chat/completions``.
+    """Asks the model for the group's lesson (hub/curation/chat_api.py makes the call).
 
     The API key comes from the environment variable named by ``api_key_env`` (never from a file or a
     command line); without it no Authorization header is sent (local servers need none).
@@ -65,69 +62,30 @@ class ChatSummariser:
     def __init__(
         self, base_url: str, model: str, *, api_key_env: str = "MEMHUB_SUMMARISER_API_KEY", timeout_s: float = 60.0
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
-        if not model:
-            raise ValueError("model must be a non-empty model name")
-        if not 0 < timeout_s <= 600:
-            raise ValueError(f"timeout_s must be between 0 and 600 seconds, got {timeout_s}")
         self.id = f"llm:{model}"
-        self._model = model
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._api_key_env = api_key_env
-        headers = {"content-type": "application/json"}
-        key = os.environ.get(api_key_env, "") if api_key_env else ""
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        self._client = httpx.Client(timeout=timeout_s, headers=headers)
-        self._timeout = timeout_s
+        self._chat = ChatCompletions(
+            base_url,
+            model,
+            what="summariser",
+            api_key_env=api_key_env,
+            timeout_s=timeout_s,
+            timeout_hint="raise MEMHUB_SUMMARISER_TIMEOUT_S or use the extractive summariser",
+        )
 
     def summarise(self, group: Group, kind: Kind, max_sentences: int) -> str | None:
         system = SYSTEM_PROMPT.format(what=_WHAT[kind], sentences=max_sentences)
-        body = {
-            "model": self._model,
-            "temperature": 0,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user_prompt(group)}],
-        }
         try:
-            resp = self._client.post(self._url, json=body)
-        except httpx.TimeoutException:
-            raise SummariserError(
-                f"summariser endpoint {self._url} did not answer within {self._timeout:g} s "
-                "(raise MEMHUB_SUMMARISER_TIMEOUT_S or use the extractive summariser)"
-            ) from None
-        except httpx.HTTPError as exc:
-            raise SummariserError(f"summariser endpoint {self._url} unreachable ({type(exc).__name__})") from None
-        if resp.status_code in (401, 403):
-            raise SummariserError(
-                f"summariser endpoint {self._url} refused the request (HTTP {resp.status_code}); "
-                f"set its API key in the environment variable {self._api_key_env}"
-            )
-        if resp.status_code != 200:
-            raise SummariserError(f"summariser endpoint {self._url} answered HTTP {resp.status_code}: {resp.text[:200]!r}")
-        return self._answer(resp)
-
-    def _answer(self, resp: httpx.Response) -> str | None:
-        hint = "check that the base URL points at an OpenAI-compatible chat-completions API (usually ending in /v1)"
-        try:
-            payload: Any = resp.json()
-            text = payload["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise SummariserError(
-                f"summariser endpoint {self._url} answered something that is not a chat completion; {hint}"
-            ) from None
-        if not isinstance(text, str):
-            raise SummariserError(f"summariser endpoint {self._url} answered a message without text content; {hint}")
-        text = text.strip()
+            text = self._chat.complete(system, user_prompt(group))
+        except ChatError as exc:
+            raise SummariserError(str(exc)) from None
         if not text or text.strip(" .\"'").upper() == NOTHING:
             return None
-        if "\x00" in text:
-            raise SummariserError(f"summariser endpoint {self._url} answered text with a NUL character")
         if len(text) > MAX_CONTENT_CHARS:
             raise SummariserError(
-                f"summariser endpoint {self._url} answered {len(text)} characters, over the {MAX_CONTENT_CHARS} a memory may hold"
+                f"summariser endpoint {self._chat.url} answered {len(text)} characters, over the {MAX_CONTENT_CHARS} "
+                "a memory may hold"
             )
         return text
 
     def close(self) -> None:
-        self._client.close()
+        self._chat.close()

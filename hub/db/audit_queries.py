@@ -20,6 +20,8 @@ class AuditQuery:
     decision: str | None = None  # "allow" | "deny"
     since: datetime | None = None
     until: datetime | None = None
+    policy_id: str | None = None  # entries this policy decided
+    hub_request_id: str | None = None  # the entries of one call
 
 
 def query(conn: Connection, q: AuditQuery, limit: int, before_id: int | None) -> Sequence:
@@ -37,6 +39,10 @@ def query(conn: Connection, q: AuditQuery, limit: int, before_id: int | None) ->
         conds.append(audit_log.c.at >= q.since)
     if q.until:
         conds.append(audit_log.c.at < q.until)
+    if q.policy_id:
+        conds.append(audit_log.c.policy_ids.contains([q.policy_id]))
+    if q.hub_request_id:
+        conds.append(audit_log.c.hub_request_id == q.hub_request_id)
     if before_id is not None:
         conds.append(audit_log.c.id < before_id)
     return conn.execute(select(audit_log).where(*conds).order_by(audit_log.c.id.desc()).limit(limit)).all()

@@ -1,6 +1,6 @@
 """The change feed's table: reading changes in a gap-free order, pruning old ones, the cursor key.
 
-Rows come from triggers on memories (migration 0011), in the changing transaction itself.
+Rows come from triggers on memories (migration 0014), in the changing transaction itself.
 
 Why not simply "seq > cursor": a sequence number is taken when the row is inserted, not when its
 transaction commits. Transaction A takes seq 10, transaction B takes seq 11 and commits first; a
@@ -108,7 +108,7 @@ def oldest_transaction(conn: Connection) -> str | None:
 
 
 def cursor_key(conn: Connection) -> bytes:
-    """The 256-bit key cursors are sealed with (migration 0011 made it; every replica reads the same)."""
+    """The 256-bit key cursors are sealed with (migration 0014 made it; every replica reads the same)."""
     return bytes.fromhex(conn.execute(select(change_feed_key.c.secret).where(change_feed_key.c.id == 1)).scalar_one())
 
 

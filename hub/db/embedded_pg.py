@@ -384,6 +384,15 @@ def start(data_dir: Path) -> str:
         return url
 
 
+def release(data_dir: Path) -> None:
+    """This process is done with the embedded server of ``data_dir`` (stopped if no other process uses it):
+    for scripts that delete a temporary data directory before they exit."""
+    with _instances_lock:
+        server = _instances.pop(Path(data_dir).resolve(), None)
+    if server is not None:
+        server.release()
+
+
 def _stop(pid: int, timeout_s: float = START_TIMEOUT_S) -> None:
     """Stop a postmaster as ``pg_ctl stop -m fast`` does (SIGINT, then wait), escalating to an immediate
     shutdown (SIGQUIT) if it lingers. Signals rather than pg_ctl: pg_ctl must reach PGDATA by its path,

@@ -9,6 +9,9 @@ a CLIENT span from SQLAlchemy's cursor events ("SELECT memhub", db.system=
 postgresql, db.operation = the statement's first word). Statements outside
 any trace (background pollers, migrations) make no spans, and no span
 carries SQL text or parameter values.
+
+Metrics: every statement is timed by its first keyword when the hub serves
+metrics (hub/metrics/postgres.py).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from sqlalchemy.exc import ArgumentError, InvalidatePoolError, OperationalError
 from hub import telemetry
 from hub.db import embedded_pg
 from hub.errors import StartupError
+from hub.metrics.postgres import time_statements
 
 log = logging.getLogger(__name__)
 _tracer = telemetry.tracer(__name__)
@@ -61,6 +65,7 @@ def connect(url: str, *, pool_size: int = 20) -> Engine:
     )
     ping_idle_connections(engine)
     trace_statements(engine)
+    time_statements(engine, sql_operation)
     try:
         with engine.connect() as conn:
             version = conn.execute(text("SHOW server_version_num")).scalar_one()

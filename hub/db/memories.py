@@ -26,11 +26,13 @@ from hub.core.model import (
     MemoryRecord,
     MemoryType,
     NewMemory,
+    Replaced,
     Status,
     TimeWindow,
     Trust,
     WriteOutcome,
 )
+from hub.db import versions
 from hub.db.schema import memories, namespaces, outbox
 from hub.errors import Aborted, PermissionDenied
 from hub.recall.entities import keys_for as entity_keys_for
@@ -82,6 +84,7 @@ def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the me
         use_count=m["use_count"],
         not_useful_count=m["not_useful_count"],
         last_used_at=m["last_used_at"],
+        version=m["version"],
     )
 
 
@@ -243,13 +246,17 @@ def _active_by_hash(conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[t
 def _insert_with_subject(
     conn: Connection, item: NewMemory, values: dict, changed: list[str], may_supersede: frozenset[str] | None
 ) -> WriteOutcome:
+    expectation = f"memories[{values['write_pos']}].expected_version"
+    if item.expected_version is not None:  # checked (and the holder locked) before anything changes
+        versions.check_subject(conn, item.namespace, item.subject_key or "", item.expected_version, expectation)
     key = (item.namespace, values["content_hash"])
     existing = _active_by_hash(conn, [key]).get(key)
     confirmed = confirm(conn, existing.id) if existing is not None else None
     if confirmed is not None:
         return WriteOutcome(confirmed, deduplicated=True)
     with conn.begin_nested() as savepoint:
-        values["supersedes"] = superseded = _supersede_subject(conn, item, values["id"])
+        replaced = _supersede_subject(conn, item, values["id"])
+        values["supersedes"] = superseded = [r.id for r in replaced]
         if superseded and may_supersede is not None and item.namespace not in may_supersede:
             # Raised inside the transaction: the whole write rolls back, the old memory stays active.
             # The caller can read this namespace (blind writes carry no subject key), so naming the
@@ -265,6 +272,11 @@ def _insert_with_subject(
         if row is None:
             savepoint.rollback()  # un-supersede
     if row is None:
+        if item.expected_version is not None:
+            # A concurrent first write of the subject won ("expect none"; any other holder is locked by us).
+            mismatch = versions.current_mismatch(conn, item.namespace, item.subject_key or "", item.expected_version, expectation)
+            if mismatch is not None:
+                raise mismatch
         existing = _active_by_hash(conn, [key]).get(key)
         if existing is None:
             raise Aborted(
@@ -272,7 +284,7 @@ def _insert_with_subject(
             )
         return WriteOutcome(existing, deduplicated=True)
     changed.extend([values["id"], *superseded])
-    return WriteOutcome(to_record(row), deduplicated=False)
+    return WriteOutcome(to_record(row), deduplicated=False, replaced=replaced[0] if replaced else None)
 
 
 CONFIRMATION_WEIGHT = 0.25
@@ -314,30 +326,44 @@ def near_duplicate_targets(conn: Connection, ids: Sequence[str]) -> list[MemoryR
     return [to_record(r) for r in rows]
 
 
-def _supersede_subject(conn: Connection, item: NewMemory, new_id: str) -> list[str]:
-    """Mark the active memory with the same subject key superseded by new_id; return its id.
+def _supersede_subject(conn: Connection, item: NewMemory, new_id: str) -> list[Replaced]:
+    """Mark the active memory with the same subject key superseded by new_id; return it with the version it had.
 
     A quarantined memory supersedes nothing until it is released (release_quarantined): a poisoned
     write must not retire the memory it imitates.
     """
     if item.subject_key is None or item.quarantined:
         return []
-    rows = conn.execute(
-        update(memories)
+    # The version it had while active comes from the row as locked (the UPDATE's own RETURNING shows the new one).
+    held = (
+        select(memories.c.id, memories.c.version)
         .where(
             memories.c.namespace == item.namespace,
             memories.c.subject_key == item.subject_key,
             memories.c.status == Status.ACTIVE.value,
         )
+        .with_for_update()
+        .subquery("held")
+    )
+    rows = conn.execute(
+        update(memories)
+        .where(memories.c.id == held.c.id)
         .values(status=Status.SUPERSEDED.value, superseded_by=new_id, updated_at=func.now())
-        .returning(memories.c.id)
+        .returning(memories.c.id, held.c.version)
     ).all()
-    return [str(r[0]) for r in rows]
+    return [Replaced(str(r[0]), int(r[1])) for r in rows]
 
 
 def get(conn: Connection, memory_id: str) -> MemoryRecord | None:
     row = conn.execute(select(memories).where(memories.c.id == memory_id)).first()
     return to_record(row) if row else None
+
+
+def get_many(conn: Connection, memory_ids: Sequence[str]) -> list[MemoryRecord]:
+    """The memories among ``memory_ids`` that exist, in no particular order."""
+    if not memory_ids:
+        return []
+    return [to_record(r) for r in conn.execute(select(memories).where(memories.c.id.in_(list(memory_ids)))).all()]
 
 
 def subject_history(conn: Connection, namespace: str, subject_key: str, limit: int) -> tuple[list[MemoryRecord], bool]:

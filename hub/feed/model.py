@@ -10,7 +10,7 @@ from hub.core.model import Kind, MemoryRecord, MemoryType
 
 
 class Change(enum.StrEnum):
-    """What happened to a memory (the ``event`` column of memory_changes, written by migration 0011's triggers)."""
+    """What happened to a memory (the ``event`` column of memory_changes, written by migration 0014's triggers)."""
 
     WRITTEN = "written"
     SUPERSEDED = "superseded"

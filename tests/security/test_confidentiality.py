@@ -172,7 +172,7 @@ def test_forgetting_needs_read_as_well(fleet: Fleet, tmp_path: Path) -> None:
 
         with pytest.raises(NotFound):
             janitor_view.forget(janitor, ForgetRequest(ids=(memory_id,), filter=None, reason="cleanup"))
-        forgotten, _ = janitor_view.forget(janitor, ForgetRequest(ids=(), filter=MemoryFilter(namespaces=(ns,)), reason="x"))
+        forgotten = janitor_view.forget(janitor, ForgetRequest(ids=(), filter=MemoryFilter(namespaces=(ns,)), reason="x")).ids
         assert forgotten == []
         assert status_in_postgres(fleet, memory_id) == "active"
     finally:

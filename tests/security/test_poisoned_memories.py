@@ -328,9 +328,16 @@ def test_an_admin_release_serves_supersedes_and_is_audited(quarantining: Special
         admin.call_admin("ReleaseMemories", admin_pb2.ReleaseMemoriesRequest(ids=[old.memory.id], reason="x"))
     assert _code(exc) == grpc.StatusCode.NOT_FOUND and "not quarantined" in exc.value.details()
 
+    # While the new one waits, the old one is confirmed twice: its version moves past the quarantined one's.
+    for _ in range(2):
+        admin.write(
+            [memory_input(ns, "Refunds need a second approver.", kind="semantic", type="rule", subject_key="policy/refunds")]
+        )
     reply = admin.call_admin("ReleaseMemories", admin_pb2.ReleaseMemoriesRequest(ids=[new.memory.id], reason="reviewed by ops"))
     assert list(reply.released_ids) == [new.memory.id]
     released = admin.get(new.memory.id)
+    # Released, it goes above every version its subject had: an expectation of an old state can never match it.
+    assert released.version > admin.get(old.memory.id).version > new.memory.version
     assert released.status == pb.MEMORY_STATUS_ACTIVE and list(released.links.supersedes) == [old.memory.id]
     assert list(released.flags) == [pb.MEMORY_FLAG_INSTRUCTION_LIKE]  # released, still marked
     assert admin.get(old.memory.id).status == pb.MEMORY_STATUS_SUPERSEDED

@@ -19,6 +19,68 @@ DECISION_UNSPECIFIED: Decision
 DECISION_ALLOW: Decision
 DECISION_DENY: Decision
 
+class CheckAccessRequest(_message.Message):
+    __slots__ = ("agent_id", "groups", "action", "namespace")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    action: str
+    namespace: str
+    def __init__(self, agent_id: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., action: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
+
+class CheckAccessResponse(_message.Message):
+    __slots__ = ("allowed", "policy_ids", "policy_version", "errors")
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    POLICY_IDS_FIELD_NUMBER: _ClassVar[int]
+    POLICY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    allowed: bool
+    policy_ids: _containers.RepeatedScalarFieldContainer[str]
+    policy_version: str
+    errors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, allowed: _Optional[bool] = ..., policy_ids: _Optional[_Iterable[str]] = ..., policy_version: _Optional[str] = ..., errors: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetIndexHealthRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class IndexHealthReport(_message.Message):
+    __slots__ = ("index_ok", "index_reason", "index_down_seconds", "database_ok", "outbox_depth", "outbox_depth_capped", "outbox_retrying", "oldest_queued_at", "lag_seconds", "last_error", "last_error_attempts", "last_error_memory_id", "indexer_enabled", "embedding_model", "collection")
+    INDEX_OK_FIELD_NUMBER: _ClassVar[int]
+    INDEX_REASON_FIELD_NUMBER: _ClassVar[int]
+    INDEX_DOWN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    DATABASE_OK_FIELD_NUMBER: _ClassVar[int]
+    OUTBOX_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    OUTBOX_DEPTH_CAPPED_FIELD_NUMBER: _ClassVar[int]
+    OUTBOX_RETRYING_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_QUEUED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAG_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    INDEXER_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    index_ok: bool
+    index_reason: str
+    index_down_seconds: float
+    database_ok: bool
+    outbox_depth: int
+    outbox_depth_capped: bool
+    outbox_retrying: int
+    oldest_queued_at: _timestamp_pb2.Timestamp
+    lag_seconds: float
+    last_error: str
+    last_error_attempts: int
+    last_error_memory_id: str
+    indexer_enabled: bool
+    embedding_model: str
+    collection: str
+    def __init__(self, index_ok: _Optional[bool] = ..., index_reason: _Optional[str] = ..., index_down_seconds: _Optional[float] = ..., database_ok: _Optional[bool] = ..., outbox_depth: _Optional[int] = ..., outbox_depth_capped: _Optional[bool] = ..., outbox_retrying: _Optional[int] = ..., oldest_queued_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lag_seconds: _Optional[float] = ..., last_error: _Optional[str] = ..., last_error_attempts: _Optional[int] = ..., last_error_memory_id: _Optional[str] = ..., indexer_enabled: _Optional[bool] = ..., embedding_model: _Optional[str] = ..., collection: _Optional[str] = ...) -> None: ...
+
 class ReleaseMemoriesRequest(_message.Message):
     __slots__ = ("ids", "reason")
     IDS_FIELD_NUMBER: _ClassVar[int]
@@ -34,22 +96,26 @@ class ReleaseMemoriesResponse(_message.Message):
     def __init__(self, released_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListNamespacesRequest(_message.Message):
-    __slots__ = ("under", "page_size", "page_token")
+    __slots__ = ("under", "page_size", "page_token", "with_usage")
     UNDER_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    WITH_USAGE_FIELD_NUMBER: _ClassVar[int]
     under: str
     page_size: int
     page_token: str
-    def __init__(self, under: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    with_usage: bool
+    def __init__(self, under: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., with_usage: _Optional[bool] = ...) -> None: ...
 
 class ListNamespacesResponse(_message.Message):
-    __slots__ = ("namespaces", "next_page_token")
+    __slots__ = ("namespaces", "next_page_token", "usage")
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     namespaces: _containers.RepeatedScalarFieldContainer[str]
     next_page_token: str
-    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    usage: _containers.RepeatedCompositeFieldContainer[NamespaceUsage]
+    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., next_page_token: _Optional[str] = ..., usage: _Optional[_Iterable[_Union[NamespaceUsage, _Mapping]]] = ...) -> None: ...
 
 class GetPolicyInfoRequest(_message.Message):
     __slots__ = ()
@@ -137,7 +203,7 @@ class AuditEntry(_message.Message):
     def __init__(self, id: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., action: _Optional[str] = ..., namespace: _Optional[str] = ..., decision: _Optional[_Union[Decision, str]] = ..., policy_ids: _Optional[_Iterable[str]] = ..., policy_version: _Optional[str] = ..., rpc: _Optional[str] = ..., request_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., detail: _Optional[_Mapping[str, str]] = ..., hub_request_id: _Optional[str] = ..., trace_id_from_caller: _Optional[bool] = ...) -> None: ...
 
 class QueryAuditLogRequest(_message.Message):
-    __slots__ = ("agent_id", "action", "namespace", "decision", "since", "until", "page_size", "page_token")
+    __slots__ = ("agent_id", "action", "namespace", "decision", "since", "until", "page_size", "page_token", "policy_id", "hub_request_id")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
@@ -146,6 +212,8 @@ class QueryAuditLogRequest(_message.Message):
     UNTIL_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    POLICY_ID_FIELD_NUMBER: _ClassVar[int]
+    HUB_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     action: str
     namespace: str
@@ -154,7 +222,9 @@ class QueryAuditLogRequest(_message.Message):
     until: _timestamp_pb2.Timestamp
     page_size: int
     page_token: str
-    def __init__(self, agent_id: _Optional[str] = ..., action: _Optional[str] = ..., namespace: _Optional[str] = ..., decision: _Optional[_Union[Decision, str]] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    policy_id: str
+    hub_request_id: str
+    def __init__(self, agent_id: _Optional[str] = ..., action: _Optional[str] = ..., namespace: _Optional[str] = ..., decision: _Optional[_Union[Decision, str]] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., policy_id: _Optional[str] = ..., hub_request_id: _Optional[str] = ...) -> None: ...
 
 class QueryAuditLogResponse(_message.Message):
     __slots__ = ("entries", "next_page_token")

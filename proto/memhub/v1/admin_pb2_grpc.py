@@ -69,6 +69,16 @@ class AdminServiceStub:
                 request_serializer=memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesResponse.FromString,
                 _registered_method=True)
+        self.CheckAccess = channel.unary_unary(
+                '/memhub.v1.AdminService/CheckAccess',
+                request_serializer=memhub_dot_v1_dot_admin__pb2.CheckAccessRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_admin__pb2.CheckAccessResponse.FromString,
+                _registered_method=True)
+        self.GetIndexHealth = channel.unary_unary(
+                '/memhub.v1.AdminService/GetIndexHealth',
+                request_serializer=memhub_dot_v1_dot_admin__pb2.GetIndexHealthRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_admin__pb2.IndexHealthReport.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -132,6 +142,27 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckAccess(self, request, context):
+        """Asks the policies in force whether an agent (in the groups given) may
+        take an action on a namespace, without taking it: nothing is read or
+        written but one audit entry (action "check", namespace the one asked
+        about, detail agent, groups, action and the answer). The decision is
+        the engine's own, with the policy ids that decided it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetIndexHealth(self, request, context):
+        """The retrieval index as this replica sees it (up or down, and why) and
+        the outbox the indexers work through: how many rows wait, how old the
+        oldest is (the index's lag behind Postgres), how many are retrying, and
+        the last indexing error recorded on a waiting row.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -169,6 +200,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ReleaseMemories,
                     request_deserializer=memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesResponse.SerializeToString,
+            ),
+            'CheckAccess': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckAccess,
+                    request_deserializer=memhub_dot_v1_dot_admin__pb2.CheckAccessRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_admin__pb2.CheckAccessResponse.SerializeToString,
+            ),
+            'GetIndexHealth': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetIndexHealth,
+                    request_deserializer=memhub_dot_v1_dot_admin__pb2.GetIndexHealthRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_admin__pb2.IndexHealthReport.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -360,6 +401,60 @@ class AdminService:
             '/memhub.v1.AdminService/ReleaseMemories',
             memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesRequest.SerializeToString,
             memhub_dot_v1_dot_admin__pb2.ReleaseMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckAccess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.AdminService/CheckAccess',
+            memhub_dot_v1_dot_admin__pb2.CheckAccessRequest.SerializeToString,
+            memhub_dot_v1_dot_admin__pb2.CheckAccessResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetIndexHealth(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.AdminService/GetIndexHealth',
+            memhub_dot_v1_dot_admin__pb2.GetIndexHealthRequest.SerializeToString,
+            memhub_dot_v1_dot_admin__pb2.IndexHealthReport.FromString,
             options,
             channel_credentials,
             insecure,

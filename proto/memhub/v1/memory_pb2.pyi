@@ -61,6 +61,12 @@ class RetrievalChannel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RETRIEVAL_CHANNEL_TIME: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_EXPANSION: _ClassVar[RetrievalChannel]
 
+class LineageRelation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LINEAGE_RELATION_UNSPECIFIED: _ClassVar[LineageRelation]
+    LINEAGE_RELATION_SUPERSEDES: _ClassVar[LineageRelation]
+    LINEAGE_RELATION_DERIVED_FROM: _ClassVar[LineageRelation]
+
 class ConsolidationGrouping(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     CONSOLIDATION_GROUPING_UNSPECIFIED: _ClassVar[ConsolidationGrouping]
@@ -106,6 +112,9 @@ RETRIEVAL_CHANNEL_KEYWORD: RetrievalChannel
 RETRIEVAL_CHANNEL_ENTITY: RetrievalChannel
 RETRIEVAL_CHANNEL_TIME: RetrievalChannel
 RETRIEVAL_CHANNEL_EXPANSION: RetrievalChannel
+LINEAGE_RELATION_UNSPECIFIED: LineageRelation
+LINEAGE_RELATION_SUPERSEDES: LineageRelation
+LINEAGE_RELATION_DERIVED_FROM: LineageRelation
 CONSOLIDATION_GROUPING_UNSPECIFIED: ConsolidationGrouping
 CONSOLIDATION_GROUPING_SESSION: ConsolidationGrouping
 CONSOLIDATION_GROUPING_TAG: ConsolidationGrouping
@@ -138,16 +147,18 @@ class Source(_message.Message):
     def __init__(self, agent_id: _Optional[str] = ..., session_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., hub_request_id: _Optional[str] = ..., trace_id_from_caller: _Optional[bool] = ...) -> None: ...
 
 class MemoryLinks(_message.Message):
-    __slots__ = ("supersedes", "derived_from", "superseded_by", "truncated")
+    __slots__ = ("supersedes", "derived_from", "superseded_by", "truncated", "hidden_sources")
     SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
     DERIVED_FROM_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_SOURCES_FIELD_NUMBER: _ClassVar[int]
     supersedes: _containers.RepeatedScalarFieldContainer[str]
     derived_from: _containers.RepeatedScalarFieldContainer[str]
     superseded_by: str
     truncated: bool
-    def __init__(self, supersedes: _Optional[_Iterable[str]] = ..., derived_from: _Optional[_Iterable[str]] = ..., superseded_by: _Optional[str] = ..., truncated: _Optional[bool] = ...) -> None: ...
+    hidden_sources: int
+    def __init__(self, supersedes: _Optional[_Iterable[str]] = ..., derived_from: _Optional[_Iterable[str]] = ..., superseded_by: _Optional[str] = ..., truncated: _Optional[bool] = ..., hidden_sources: _Optional[int] = ...) -> None: ...
 
 class RecallStats(_message.Message):
     __slots__ = ("recall_count", "last_recalled_at", "use_count", "not_useful_count", "last_used_at")
@@ -174,7 +185,7 @@ class Tombstone(_message.Message):
     def __init__(self, forgotten_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., forgotten_by: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "created_at", "valid_from", "valid_to", "expires_at", "source", "content_hash", "status", "links", "subject_key", "recall", "embedding_model", "tombstone", "updated_at", "trust", "flags", "seen_count")
+    __slots__ = ("id", "namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "created_at", "valid_from", "valid_to", "expires_at", "source", "content_hash", "status", "links", "subject_key", "recall", "embedding_model", "tombstone", "updated_at", "trust", "flags", "seen_count", "version")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +212,7 @@ class Memory(_message.Message):
     TRUST_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
     SEEN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     kind: MemoryKind
@@ -227,10 +239,11 @@ class Memory(_message.Message):
     trust: TrustLevel
     flags: _containers.RepeatedScalarFieldContainer[MemoryFlag]
     seen_count: int
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., content_hash: _Optional[str] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., links: _Optional[_Union[MemoryLinks, _Mapping]] = ..., subject_key: _Optional[str] = ..., recall: _Optional[_Union[RecallStats, _Mapping]] = ..., embedding_model: _Optional[str] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., trust: _Optional[_Union[TrustLevel, str]] = ..., flags: _Optional[_Iterable[_Union[MemoryFlag, str]]] = ..., seen_count: _Optional[int] = ...) -> None: ...
+    version: int
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., content_hash: _Optional[str] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., links: _Optional[_Union[MemoryLinks, _Mapping]] = ..., subject_key: _Optional[str] = ..., recall: _Optional[_Union[RecallStats, _Mapping]] = ..., embedding_model: _Optional[str] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., trust: _Optional[_Union[TrustLevel, str]] = ..., flags: _Optional[_Iterable[_Union[MemoryFlag, str]]] = ..., seen_count: _Optional[int] = ..., version: _Optional[int] = ...) -> None: ...
 
 class MemoryInput(_message.Message):
-    __slots__ = ("namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "valid_from", "valid_to", "expires_at", "ttl", "subject_key", "derived_from")
+    __slots__ = ("namespace", "kind", "type", "content", "tags", "entities", "importance", "confidence", "occurred_at", "valid_from", "valid_to", "expires_at", "ttl", "subject_key", "derived_from", "expected_version")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -246,6 +259,7 @@ class MemoryInput(_message.Message):
     TTL_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_KEY_FIELD_NUMBER: _ClassVar[int]
     DERIVED_FROM_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     kind: MemoryKind
     type: MemoryType
@@ -261,7 +275,8 @@ class MemoryInput(_message.Message):
     ttl: _duration_pb2.Duration
     subject_key: str
     derived_from: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., subject_key: _Optional[str] = ..., derived_from: _Optional[_Iterable[str]] = ...) -> None: ...
+    expected_version: int
+    def __init__(self, namespace: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., type: _Optional[_Union[MemoryType, str]] = ..., content: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., importance: _Optional[int] = ..., confidence: _Optional[float] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., subject_key: _Optional[str] = ..., derived_from: _Optional[_Iterable[str]] = ..., expected_version: _Optional[int] = ...) -> None: ...
 
 class WriteMemoriesRequest(_message.Message):
     __slots__ = ("memories", "request_id", "session_id", "wait_indexed", "force")
@@ -278,20 +293,34 @@ class WriteMemoriesRequest(_message.Message):
     def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., wait_indexed: _Optional[bool] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class WriteResult(_message.Message):
-    __slots__ = ("memory", "deduplicated", "near", "filtered", "filter_rule", "redacted")
+    __slots__ = ("memory", "deduplicated", "near", "filtered", "filter_rule", "redacted", "extracted", "extraction_failed", "replaced")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     NEAR_FIELD_NUMBER: _ClassVar[int]
     FILTERED_FIELD_NUMBER: _ClassVar[int]
     FILTER_RULE_FIELD_NUMBER: _ClassVar[int]
     REDACTED_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTED_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTION_FAILED_FIELD_NUMBER: _ClassVar[int]
+    REPLACED_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     deduplicated: bool
     near: bool
     filtered: bool
     filter_rule: str
     redacted: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., near: _Optional[bool] = ..., filtered: _Optional[bool] = ..., filter_rule: _Optional[str] = ..., redacted: _Optional[_Iterable[str]] = ...) -> None: ...
+    extracted: _containers.RepeatedCompositeFieldContainer[WriteResult]
+    extraction_failed: bool
+    replaced: ReplacedMemory
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., near: _Optional[bool] = ..., filtered: _Optional[bool] = ..., filter_rule: _Optional[str] = ..., redacted: _Optional[_Iterable[str]] = ..., extracted: _Optional[_Iterable[_Union[WriteResult, _Mapping]]] = ..., extraction_failed: _Optional[bool] = ..., replaced: _Optional[_Union[ReplacedMemory, _Mapping]] = ...) -> None: ...
+
+class ReplacedMemory(_message.Message):
+    __slots__ = ("id", "version")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    version: int
+    def __init__(self, id: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
 
 class WriteMemoriesResponse(_message.Message):
     __slots__ = ("results", "indexed", "replayed")
@@ -464,24 +493,35 @@ class ForgetFilter(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[MemoryKind, str]]] = ..., types: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., subject_key: _Optional[str] = ...) -> None: ...
 
 class ForgetMemoriesRequest(_message.Message):
-    __slots__ = ("ids", "filter", "reason", "request_id")
+    __slots__ = ("ids", "filter", "reason", "request_id", "expected_versions")
+    class ExpectedVersionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     IDS_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSIONS_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     filter: ForgetFilter
     reason: str
     request_id: str
-    def __init__(self, ids: _Optional[_Iterable[str]] = ..., filter: _Optional[_Union[ForgetFilter, _Mapping]] = ..., reason: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    expected_versions: _containers.ScalarMap[str, int]
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., filter: _Optional[_Union[ForgetFilter, _Mapping]] = ..., reason: _Optional[str] = ..., request_id: _Optional[str] = ..., expected_versions: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class ForgetMemoriesResponse(_message.Message):
-    __slots__ = ("forgotten_ids", "replayed")
+    __slots__ = ("forgotten_ids", "replayed", "versions")
     FORGOTTEN_IDS_FIELD_NUMBER: _ClassVar[int]
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
     forgotten_ids: _containers.RepeatedScalarFieldContainer[str]
     replayed: bool
-    def __init__(self, forgotten_ids: _Optional[_Iterable[str]] = ..., replayed: _Optional[bool] = ...) -> None: ...
+    versions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, forgotten_ids: _Optional[_Iterable[str]] = ..., replayed: _Optional[bool] = ..., versions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AssembleContextRequest(_message.Message):
     __slots__ = ("search", "token_budget", "per_group", "include_flagged")
@@ -626,6 +666,48 @@ class GetMemoryHistoryResponse(_message.Message):
     versions: _containers.RepeatedCompositeFieldContainer[Memory]
     truncated: bool
     def __init__(self, subject_key: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class GetMemoryLineageRequest(_message.Message):
+    __slots__ = ("id", "max_depth", "max_memories", "namespaces")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    MAX_MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    max_depth: int
+    max_memories: int
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., max_depth: _Optional[int] = ..., max_memories: _Optional[int] = ..., namespaces: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class LineageEntry(_message.Message):
+    __slots__ = ("memory", "hidden", "depth")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    hidden: bool
+    depth: int
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., hidden: _Optional[bool] = ..., depth: _Optional[int] = ...) -> None: ...
+
+class LineageLink(_message.Message):
+    __slots__ = ("from_entry", "to_entry", "relation")
+    FROM_ENTRY_FIELD_NUMBER: _ClassVar[int]
+    TO_ENTRY_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    from_entry: int
+    to_entry: int
+    relation: LineageRelation
+    def __init__(self, from_entry: _Optional[int] = ..., to_entry: _Optional[int] = ..., relation: _Optional[_Union[LineageRelation, str]] = ...) -> None: ...
+
+class GetMemoryLineageResponse(_message.Message):
+    __slots__ = ("entries", "links", "truncated")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[LineageEntry]
+    links: _containers.RepeatedCompositeFieldContainer[LineageLink]
+    truncated: bool
+    def __init__(self, entries: _Optional[_Iterable[_Union[LineageEntry, _Mapping]]] = ..., links: _Optional[_Iterable[_Union[LineageLink, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
 
 class RestoreMemoriesRequest(_message.Message):
     __slots__ = ("ids",)

@@ -73,6 +73,11 @@ class MemoryServiceStub:
                 request_serializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryResponse.FromString,
                 _registered_method=True)
+        self.GetMemoryLineage = channel.unary_unary(
+                '/memhub.v1.MemoryService/GetMemoryLineage',
+                request_serializer=memhub_dot_v1_dot_memory__pb2.GetMemoryLineageRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_memory__pb2.GetMemoryLineageResponse.FromString,
+                _registered_method=True)
         self.RestoreMemories = channel.unary_unary(
                 '/memhub.v1.MemoryService/RestoreMemories',
                 request_serializer=memhub_dot_v1_dot_memory__pb2.RestoreMemoriesRequest.SerializeToString,
@@ -159,6 +164,18 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMemoryLineage(self, request, context):
+        """Why a memory says what it says: its versions (GetMemoryHistory's chain),
+        what it was derived from (consolidation sources, the memories its writer
+        cited in derived_from) and what was derived from it, transitively up to
+        max_depth steps, with who wrote each, when, and in which trace. Needs
+        the right to read the memory; only memories the caller may read are
+        shown (see LineageEntry.hidden for the others).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RestoreMemories(self, request, context):
         """Brings archived memories back into search (needs read and write in
         their namespaces).
@@ -240,6 +257,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.GetMemoryHistory,
                     request_deserializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryResponse.SerializeToString,
+            ),
+            'GetMemoryLineage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMemoryLineage,
+                    request_deserializer=memhub_dot_v1_dot_memory__pb2.GetMemoryLineageRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_memory__pb2.GetMemoryLineageResponse.SerializeToString,
             ),
             'RestoreMemories': grpc.unary_unary_rpc_method_handler(
                     servicer.RestoreMemories,
@@ -455,6 +477,33 @@ class MemoryService:
             '/memhub.v1.MemoryService/GetMemoryHistory',
             memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryRequest.SerializeToString,
             memhub_dot_v1_dot_memory__pb2.GetMemoryHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMemoryLineage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.MemoryService/GetMemoryLineage',
+            memhub_dot_v1_dot_memory__pb2.GetMemoryLineageRequest.SerializeToString,
+            memhub_dot_v1_dot_memory__pb2.GetMemoryLineageResponse.FromString,
             options,
             channel_credentials,
             insecure,

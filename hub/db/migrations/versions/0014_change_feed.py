@@ -1,8 +1,8 @@
 """change feed (issue 13 part 1): memory_changes written by triggers in the changing transaction, the
 pruning horizon, the key that seals cursors
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-12-02 09:00:00
 
 Triggers rather than a call at every place that changes a memory: a row per change is then written
@@ -22,8 +22,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0011"
-down_revision = "0010"
+revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
