@@ -192,9 +192,8 @@ def test_an_event_names_only_the_citations_the_subscriber_may_read(feedhub: Feed
     public = admin.write([memory_input(f"shared/{run}/sources", "The budget was approved", type="fact")]).results[0].memory
     with feedhub.client("rho", "readers") as reader, Watcher(reader, [f"shared/{run}"]) as feed:
         feed.started()
-        cited = admin.write(
-            [memory_input(f"shared/{run}", "We pick the cheaper vendor", type="fact", derived_from=[secret.id, public.id])]
-        ).results[0].memory
+        conclusion = memory_input(f"shared/{run}", "We pick the cheaper vendor", type="fact", derived_from=[secret.id, public.id])
+        cited = admin.write([conclusion]).results[0].memory
         # (The stream may also repeat the write of the source just before it opened.)
         event = next(e for e in feed.until({cited.id}) if e.memory.id == cited.id)
         assert event.memory == reader.get(cited.id)  # exactly what GetMemory shows this reader
