@@ -80,7 +80,8 @@ def running_hub(data_dir: Path | None = None, extra_env: dict[str, str] | None =
                 break
         if address is None:
             raise SystemExit(f"the hub did not start (exit code {proc.wait()}); see its log above")
-        secret = load_secret(data / LOCAL_SECRET_NAME)
+        # Several hubs sharing one database share one secret (MEMHUB_JWT_SECRET_FILE); otherwise the hub's own.
+        secret = load_secret(Path(env.get("MEMHUB_JWT_SECRET_FILE") or data / LOCAL_SECRET_NAME))
         token = issue_token(secret, agent_id="bench", groups=["bench"], ttl=timedelta(days=1)).token
         yield RunningHub(address, token, data, proc.pid)
     finally:

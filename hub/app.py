@@ -20,7 +20,7 @@ from hub.audit.writer import AuditWriter
 from hub.auth import KeyRing, RevocationList, TokenVerifier
 from hub.auth.config import LOCAL_SECRET_NAME
 from hub.config import HubConfig
-from hub.core.access import Authorizer
+from hub.core.access import AllowAll, Authorizer
 from hub.core.admin import AdminService
 from hub.core.consolidation import Consolidator
 from hub.core.consolidation_schedule import ScheduledConsolidation
@@ -45,6 +45,8 @@ from hub.db import engine as db_engine
 from hub.db.context import Window
 from hub.embedding import Embedder, EmbeddingError, PassageVectorCache, build_embedder
 from hub.errors import StartupError
+from hub.feed.rights import AllRights, PolicyRights
+from hub.feed.service import ChangeFeed
 from hub.index.milvus_index import IndexModelMismatch, IndexUnavailable, MilvusIndex
 from hub.metrics.hub_metrics import HubMetrics
 from hub.metrics.state import HubFacts
@@ -186,6 +188,8 @@ class Hub:
     """The periodic consolidation of MEMHUB_CONSOLIDATE_SCHEDULE (off when it is empty)."""
     retrieval_log: RetrievalLogWriter | None = None
     """Writes every search into the retrieval log (None when MEMHUB_RETRIEVAL_LOG=0)."""
+    feed: ChangeFeed | None = None
+    """SubscribeChanges: subscriptions, the LISTEN wake-ups, pruning (hub/feed/); set by open()."""
     metrics: HubMetrics | None = None
     """The /metrics endpoint and its store sampler (None unless MEMHUB_METRICS_PORT is set; hub/metrics/)."""
     session_state: SessionStateService | None = None
@@ -291,6 +295,13 @@ class Hub:
             retrieval_log=retrieval_log,
         )
         hub.consolidator = consolidator
+        hub.feed = ChangeFeed(
+            engine,
+            authorizer,
+            AllRights() if isinstance(authorizer, AllowAll) else PolicyRights(policies),
+            config.change_feed,
+            listen_url=_psycopg_url(url),
+        )
         hub.consolidation_schedule = ScheduledConsolidation(consolidator, config.consolidation)
         hub.metrics = _open_metrics(hub)
         hub.session_state = SessionStateService(engine, authorizer, config.session_state)
@@ -314,10 +325,14 @@ class Hub:
         self.archiver.start()
         if self.consolidation_schedule is not None:
             self.consolidation_schedule.start()
+        if self.feed is not None:
+            self.feed.start()
         if self.session_pruner is not None:
             self.session_pruner.start()
 
     def close(self) -> None:
+        if self.feed is not None:
+            self.feed.stop()
         if self.metrics is not None:
             self.metrics.stop()
         self.archiver.stop()

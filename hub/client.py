@@ -28,7 +28,7 @@ from typing import Any
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from memhub.v1 import admin_pb2_grpc, session_pb2, session_pb2_grpc
+from memhub.v1 import admin_pb2_grpc, changes_pb2, changes_pb2_grpc, session_pb2, session_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 from opentelemetry import context as otel_context
@@ -38,6 +38,7 @@ from opentelemetry.instrumentation.grpc.grpcext import StreamClientInterceptor, 
 
 from hub import grpc_keepalive
 from hub.client_config import DEFAULT_ADDRESS
+from hub.feed.cursor import RESUME_CURSOR_KEY
 
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/",)
 
@@ -68,6 +69,21 @@ def flag_value(name: str) -> int:
 
 def channel_value(name: str) -> int:
     return _enum_value(pb.RetrievalChannel, "RETRIEVAL_CHANNEL", name, "channel")
+
+
+def change_value(name: str) -> int:
+    return _enum_value(changes_pb2.ChangeKind, "CHANGE_KIND", name, "change")
+
+
+def change_name(value: int) -> str:
+    """``CHANGE_KIND_WRITTEN`` -> ``written``."""
+    return changes_pb2.ChangeKind.Name(value).removeprefix("CHANGE_KIND_").lower()
+
+
+def resume_cursor(error: grpc.RpcError) -> str:
+    """The cursor an ended SubscribeChanges stream says to resume from ("" when it named none)."""
+    trailing = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
+    return next((str(v) for k, v in trailing or () if k == RESUME_CURSOR_KEY), "")
 
 
 def memory_input(
@@ -243,9 +259,13 @@ class MemhubClient:
 
     def __init__(self, address: str = DEFAULT_ADDRESS, *, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.address = address
-        self._channel = traced_channel(grpc.insecure_channel(address, options=channel_options()))
+        raw = grpc.insecure_channel(address, options=channel_options())
+        self._channel = traced_channel(raw)
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
         self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
+        # Feed streams bypass the tracing interceptor: its wrapper of a response stream cannot be cancelled,
+        # and one span for a stream that lives for hours says nothing.
+        self._feed = changes_pb2_grpc.ChangeFeedServiceStub(raw)
         self.sessions = session_pb2_grpc.SessionStateServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
@@ -307,6 +327,32 @@ class MemhubClient:
                 memories=list(memories), request_id=request_id, session_id=session_id, wait_indexed=wait_indexed, force=force
             ),
         )
+
+    def subscribe_changes(
+        self,
+        namespaces: Sequence[str] = (),
+        *,
+        cursor: str = "",
+        kinds: Sequence[str] = (),
+        types: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        changes: Sequence[str] = (),
+        timeout_s: float | None = None,
+    ) -> Any:
+        """Open a SubscribeChanges stream: iterate the returned call for ChangeFeedMessages, ``cancel()`` it to stop.
+
+        No deadline unless ``timeout_s``: a feed stream is meant to stay open. Resume after a break with the
+        cursor of the last message received (``resume_cursor(error)`` reads the one an ended stream names).
+        """
+        request = changes_pb2.SubscribeChangesRequest(
+            namespaces=list(namespaces),
+            kinds=[kind_value(k) for k in kinds],
+            types=[type_value(t) for t in types],
+            tags=list(tags),
+            changes=[change_value(c) for c in changes],
+            cursor=cursor,
+        )
+        return self._feed.SubscribeChanges(request, timeout=timeout_s, metadata=self.metadata)
 
     def search(self, query: str, namespaces: Sequence[str], **options: Any) -> pb.SearchMemoriesResponse:
         """Options as `search_request`'s keyword arguments."""

@@ -25,6 +25,7 @@ from hub.curation.write_gate import GateConfig
 from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
 from hub.errors import InvalidArgument, StartupError
+from hub.feed.config import ChangeFeedConfig
 from hub.metrics.config import MetricsConfig
 from hub.rerank.config import RerankConfig
 from hub.retrieval_log.config import RetrievalLogConfig
@@ -278,6 +279,8 @@ class HubConfig:
     """The summariser and the consolidation schedule (hub/curation/consolidation_config.py)."""
     retrieval_log: RetrievalLogConfig = field(default_factory=RetrievalLogConfig)
     """What is logged of every search (query hash by default), for how long, and the queue's bound."""
+    change_feed: ChangeFeedConfig = field(default_factory=ChangeFeedConfig)
+    """Retention, keepalive and the bounds of SubscribeChanges streams (MEMHUB_CHANGE_FEED_*, hub/feed/config.py)."""
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     """The Prometheus endpoint (MEMHUB_METRICS_PORT, off by default) and its samples of the stores (hub/metrics/)."""
     session_state: SessionStateConfig = field(default_factory=SessionStateConfig)
@@ -361,6 +364,7 @@ class HubConfig:
             archive=ArchiveConfig.from_env(env),
             consolidation=ConsolidationConfig.from_env(env),
             retrieval_log=RetrievalLogConfig.from_env(env),
+            change_feed=ChangeFeedConfig.from_env(env),
             metrics=MetricsConfig.from_env(env),
             session_state=SessionStateConfig.from_env(env),
         )

@@ -46,6 +46,10 @@ class StartupError(HubError):
     """The hub cannot start: the message says what is wrong and how to fix it."""
 
 
+class OutOfRange(HubError):
+    """The request points past what the hub keeps (a change-feed cursor older than its retention)."""
+
+
 class Aborted(HubError):
     """A concurrent request conflicted with this one; retrying it is safe."""
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
-from memhub.v1 import admin_pb2_grpc, session_pb2_grpc
+from memhub.v1 import admin_pb2_grpc, changes_pb2_grpc, session_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 
@@ -59,9 +59,11 @@ class BridgeHubClient(MemhubClient):
             # client spans and W3C trace context in the metadata), so the hub's spans still join the trace,
             # with the same options (message size, the keepalive the hub accepts).
             self._channel.close()
-            self._channel = traced_channel(grpc.secure_channel(address, tls.credentials(), options=channel_options()))
+            raw = grpc.secure_channel(address, tls.credentials(), options=channel_options())
+            self._channel = traced_channel(raw)
             self._stub = pb_grpc.MemoryServiceStub(self._channel)
             self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
+            self._feed = changes_pb2_grpc.ChangeFeedServiceStub(raw)  # untraced, as in MemhubClient
             self.sessions = session_pb2_grpc.SessionStateServiceStub(self._channel)
             self._health = health_pb2_grpc.HealthStub(self._channel)
 

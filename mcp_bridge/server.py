@@ -17,12 +17,16 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
 
+from mcp_types import SubscribeRequestParams, SubscriptionsListenRequestParams, UnsubscribeRequestParams
+
 from mcp_bridge.arguments import MemhubServer
 from mcp_bridge.config import BridgeSettings
 from mcp_bridge.hub_calls import HubCaller
 from mcp_bridge.hub_client import BridgeHubClient
 from mcp_bridge.lifecycle_ops import LifecycleOperations
 from mcp_bridge.operations import MemoryOperations
+from mcp_bridge.resource_updates import ResourceUpdates
+from mcp_bridge.resources import ResourceReader, register_resources
 from mcp_bridge.session_ops import SessionOperations
 from mcp_bridge.tools import register_tools
 
@@ -36,9 +40,10 @@ will matter later (write_memory); turn piled-up episodes into lessons (summarize
 memory changed (memory_history); forget what is wrong or unwanted (forget_memory). The state of a task \
 in progress that agents work on together (the plan, claimed steps, intermediate results) goes in its \
 session state (session_state_list, session_state_get, session_state_put, session_state_delete): shared, \
-short-lived, not searched; lasting facts still go to write_memory. What this agent may read, write and \
-forget is decided by the hub's policies: a refusal names what was denied, so choose another namespace or \
-go on without it."""
+short-lived, not searched; lasting facts still go to write_memory. Namespaces are also resources \
+(memhub://ns/<namespace>): subscribe to one to hear when a teammate changes a memory there. What this \
+agent may read, write and forget is decided by the hub's policies: a refusal names what was denied, so \
+choose another namespace or go on without it."""
 
 
 def _version() -> str:
@@ -56,8 +61,13 @@ class Bridge:
     server: MemhubServer
     hub: BridgeHubClient
     tools: list[str]
+    updates: ResourceUpdates
+    """Resource-updated notifications, from the change-feed stream the bridge holds once a client subscribes."""
+    resources: list[str]
+    """The resource URIs resources/list shows (templates cover every namespace and memory)."""
 
     def close(self) -> None:
+        self.updates.close()
         self.hub.close()
 
     def __enter__(self) -> Bridge:
@@ -73,9 +83,23 @@ def build_bridge(settings: BridgeSettings) -> Bridge:
     call = HubCaller(settings.hub_address, settings.retry)
     ops = MemoryOperations(hub, call, settings.narrowing, settings.default_namespace)
     lifecycle = LifecycleOperations(hub, call, settings.narrowing, settings.default_namespace, settings.agent_id or "")
-    server = MemhubServer(name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS)
+    updates = ResourceUpdates(hub, settings.narrowing)
+    server = MemhubServer(
+        name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS, subscriptions=updates
+    )
     sessions = SessionOperations(hub, call, settings.narrowing, settings.default_namespace)
     tools = register_tools(server, ops, lifecycle, settings.narrowing.tools, sessions)
+    roots = settings.narrowing.namespaces or tuple(
+        ns for ns in (settings.default_namespace, f"agents/{settings.agent_id}" if settings.agent_id else None) if ns
+    )
+    resources = register_resources(server, ResourceReader(hub, call, settings.narrowing), roots)
+    # Clients on protocol versions before 2026-07-28 subscribe with resources/subscribe (the SDK's MCPServer
+    # serves only subscriptions/listen; its low-level server takes the older method's handlers). Listen streams
+    # are acknowledged once the hub's change-feed stream is open (ResourceUpdates.on_listen).
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - no public accessor
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, updates.on_subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, updates.on_unsubscribe)
+    lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, updates.on_listen)
     log.info(
         "bridge ready",
         extra={
@@ -85,6 +109,7 @@ def build_bridge(settings: BridgeSettings) -> Bridge:
             "tools": tools,
             "namespaces": list(settings.narrowing.namespaces) or "all the agent may use",
             "default_namespace": settings.default_namespace,
+            "resources": resources,
         },
     )
-    return Bridge(settings, server, hub, tools)
+    return Bridge(settings, server, hub, tools, updates, resources)

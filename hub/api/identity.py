@@ -128,7 +128,12 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                     async for response in behavior(request_or_iterator, context):
                         yield response
                 finally:
-                    _current.reset(token)
+                    try:
+                        _current.reset(token)
+                    except ValueError:
+                        # A stream the client cancelled is closed by asyncio's generator finaliser, in another
+                        # context than the one it ran in; that context, and the variable's value in it, is gone.
+                        pass
 
             return stream
 

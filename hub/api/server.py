@@ -33,7 +33,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from memhub.v1 import admin_pb2, admin_pb2_grpc, session_pb2, session_pb2_grpc
+from memhub.v1 import admin_pb2, admin_pb2_grpc, changes_pb2, changes_pb2_grpc, session_pb2, session_pb2_grpc
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
@@ -42,6 +42,7 @@ from hub import grpc_keepalive, telemetry
 from hub.api import reflection
 from hub.api.admin_servicer import AdminServicer
 from hub.api.call_limits import CallLimiter
+from hub.api.feed_servicer import ChangeFeedServicer
 from hub.api.identity import AuthInterceptor
 from hub.api.limits import LimitsInterceptor
 from hub.api.rpc_metrics import RpcMetricsInterceptor
@@ -55,6 +56,7 @@ log = logging.getLogger(__name__)
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["MemoryService"].full_name
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
+FEED_SERVICE_NAME = changes_pb2.DESCRIPTOR.services_by_name["ChangeFeedService"].full_name
 SESSION_SERVICE_NAME = session_pb2.DESCRIPTOR.services_by_name["SessionStateService"].full_name
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/",)
 
@@ -129,6 +131,10 @@ class HubServer:
         Returns once stopped (an already-set Event, so ``stop(g).wait()`` reads as before).
         """
         if not self._stopped.is_set():
+            if self._hub.feed is not None:
+                # Change-feed streams never end by themselves: tell them to end now (UNAVAILABLE with their
+                # cursor, to resume on another replica) instead of holding the stop for the whole grace.
+                self._hub.feed.begin_shutdown()
             try:
                 self._on_loop(self._server.stop(grace), timeout=(grace or 0) + 30)
             finally:
@@ -176,12 +182,16 @@ class HubServer:
         )
         pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service, self._pool, hub.consolidator), server)
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool, self.limiter, hub.events), server)
+        if hub.feed is not None:
+            changes_pb2_grpc.add_ChangeFeedServiceServicer_to_server(ChangeFeedServicer(hub.feed, hub.verifier), server)
         if hub.session_state is not None:
             session_servicer = SessionStateServicer(hub.session_state, self._pool)
             session_pb2_grpc.add_SessionStateServiceServicer_to_server(session_servicer, server)
         health_servicer = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-        reflection.enable((SERVICE_NAME, ADMIN_SERVICE_NAME, SESSION_SERVICE_NAME, health.SERVICE_NAME), server)
+        reflection.enable(
+            (SERVICE_NAME, ADMIN_SERVICE_NAME, FEED_SERVICE_NAME, SESSION_SERVICE_NAME, health.SERVICE_NAME), server
+        )
         address = f"{config.host}:{config.port}"
         try:
             port = server.add_insecure_port(address)

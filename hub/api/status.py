@@ -36,6 +36,7 @@ _CODES: dict[type[errors.HubError], grpc.StatusCode] = {
     errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
     errors.Aborted: grpc.StatusCode.ABORTED,
+    errors.OutOfRange: grpc.StatusCode.OUT_OF_RANGE,
     errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 

@@ -27,6 +27,7 @@ from hub.cli import (
     serve,
     session_cmds,
     token_cmds,
+    watch_cmd,
     why_cmd,
 )
 from hub.cli.arguments import StrictArgumentParser, parse
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     restore_cmd.add_parser(sub)
     consolidate_cmd.add_parser(sub)
     retrieval_log_cmd.add_parser(sub)
+    watch_cmd.add_parser(sub)
     session_cmds.add_parsers(sub)
     import_jsonl.add_parser(sub)
     reindex.add_parser(sub)

@@ -186,7 +186,7 @@ class Consolidator:
                 else:
                     outcomes.append(m.GroupOutcome(g.key, _ids(g), d))  # shown, not written: its episodes were taken
             for chunk in _chunks(pending):
-                response = self._service.write(caller, [d for _, d in chunk], screened_by_hub=True)
+                response = self._service.write(caller, [d for _, d in chunk], screened_by_hub=True, consolidated=True)
                 for (g, _), result in zip(chunk, response.results, strict=True):
                     outcomes.append(
                         m.GroupOutcome(

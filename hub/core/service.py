@@ -62,6 +62,7 @@ from hub.core.retrieval_feedback import RetrievalFeedback
 from hub.curation import archive, write_gate
 from hub.curation.fact_extraction import FactExtractor
 from hub.curation.near_dup import NearDupConfig
+from hub.db import changes as changes_db
 from hub.db import context, idempotency, namespace_scope
 from hub.db import lineage as lineage_db
 from hub.db import memories as memories_db
@@ -300,10 +301,12 @@ class MemoryService:
         wait_indexed: bool = False,
         force: bool = False,
         screened_by_hub: bool = False,
+        consolidated: bool = False,
     ) -> WriteResponse:
         """Store ``items`` (one transaction) after the write gate (hub/curation/write_gate.py): secrets redacted or
         refused, small talk filtered unless ``force`` (which needs write_unfiltered on every namespace).
-        ``screened_by_hub``: the hub itself wrote the text (consolidation): the filter does not apply, secrets do."""
+        ``screened_by_hub``: the hub itself wrote the text (consolidation): the filter does not apply, secrets do.
+        ``consolidated``: the change feed reports the new memories as consolidated rather than written."""
         trace.get_current_span().set_attributes(
             {"memhub.memories": len(items), "memhub.namespaces": len({item.namespace for item in items})}
         )
@@ -348,6 +351,8 @@ class MemoryService:
 
             def transaction() -> list[WriteOutcome]:
                 with self._engine.begin() as conn:
+                    if consolidated:
+                        changes_db.mark_consolidation(conn)
                     if request_id is not None:
                         prior = idempotency.lookup(conn, caller.agent_id, request_id)
                         if prior is not None:

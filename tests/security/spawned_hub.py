@@ -75,16 +75,17 @@ def spawn_hub(
     env: dict[str, str] | None = None,
     umask: int = -1,
     timeout_s: float = 240,
+    port: int = 0,
 ) -> SpawnedHub:
     """Start `memhub serve` on ``data_dir`` (embedded Postgres unless ``database_url``) under the open test policy
     and wait until it listens; fail with its log when it exits or does not listen in time.
 
-    ``umask``: the process's umask (-1: this one's)."""
+    ``umask``: the process's umask (-1: this one's). ``port``: where to listen (0: a free one)."""
     policy_dir = root / "policies"
     if not policy_dir.exists():
         write_policy_dir(policy_dir, OPEN_POLICY)
     log = root / f"hub-{time.monotonic_ns()}.log"
-    args = [*MEMHUB, "serve", "--port", "0", "--data-dir", str(data_dir), "--log-level", "info"]
+    args = [*MEMHUB, "serve", "--port", str(port), "--data-dir", str(data_dir), "--log-level", "info"]
     if database_url is not None:
         args += ["--database-url", database_url]
     with log.open("w") as stderr:
