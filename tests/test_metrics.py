@@ -23,6 +23,7 @@ from pathlib import Path
 import grpc
 import pytest
 from conftest import Stack, create_scratch_database, drop_database, eventually, hub_config, rpc_error, serving
+from feed_support import Watcher
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from sqlalchemy import text
@@ -316,6 +317,14 @@ def test_the_change_feed_gauge_counts_open_streams(metered: MetricsStack) -> Non
 
 
 # -- the endpoint -----------------------------------------------------------------------------------------
+
+
+def test_a_real_subscription_is_an_open_stream_on_the_gauge(metered: MetricsStack, ns: str) -> None:
+    base = value(metered.scrape(), "memhub_change_feed_streams")
+    with Watcher(metered.client, [ns]) as watcher:
+        watcher.started()
+        assert value(metered.scrape(), "memhub_change_feed_streams") == base + 1
+    eventually(lambda: value(metered.scrape(), "memhub_change_feed_streams") == base, "the closed stream left the gauge")
 
 
 def test_only_get_metrics_answers(metered: MetricsStack) -> None:

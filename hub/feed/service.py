@@ -28,6 +28,7 @@ from hub.feed.notifier import ChangeNotifier
 from hub.feed.rights import Rights
 from hub.feed.subscription import Subscription, out_of_range
 from hub.feed.tail import FeedTail
+from hub.metrics import change_feed as feed_metrics
 from hub.periodic import Periodic
 
 log = logging.getLogger(__name__)
@@ -121,11 +122,13 @@ class ChangeFeed:
     def stream_opened(self) -> None:
         with self._open_lock:
             self._open += 1
+        feed_metrics.stream_opened()
         self._tail_wake.set()  # the first stream starts the tail reading
 
     def stream_closed(self) -> None:
         with self._open_lock:
             self._open -= 1
+        feed_metrics.stream_closed()
 
     # -- the shared tail ----------------------------------------------------------------------
 
