@@ -91,11 +91,19 @@ def new_driver(width: int = 1280, height: int = 900):  # noqa: ANN201 - selenium
 
 
 def submit_and_wait(driver, button, url_part: str, timeout_s: float = 30.0) -> None:  # noqa: ANN001
-    """Click a form's submit button and wait until the browser has loaded a URL containing ``url_part``."""
+    """Click a form's submit button and wait until the browser has loaded a new page at a URL containing ``url_part``.
+
+    The old page must go first: a form that posts from /check to /check already "has" the URL before the
+    answer arrives, and reading the page then found elements of the old one, gone a moment later."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
+    old_page = driver.find_element(By.TAG_NAME, "html")
     button.click()
-    WebDriverWait(driver, timeout_s).until(lambda d: url_part in d.current_url and d.execute_script is not None)
+    wait = WebDriverWait(driver, timeout_s)
+    wait.until(expected_conditions.staleness_of(old_page))
+    wait.until(lambda d: url_part in d.current_url and d.execute_script("return document.readyState") == "complete")
 
 
 def quit_driver(driver) -> None:  # noqa: ANN001

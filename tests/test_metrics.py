@@ -181,6 +181,8 @@ def test_no_agent_id_or_namespace_becomes_a_label(metered: MetricsStack, ns: str
             assert {s.labels["service"] for s in family.samples} <= {
                 "memhub.v1.MemoryService",
                 "memhub.v1.AdminService",
+                "memhub.v1.ChangeFeedService",
+                "memhub.v1.SessionStateService",
                 "grpc.health.v1.Health",
                 "grpc.reflection.v1.ServerReflection",
                 "grpc.reflection.v1alpha.ServerReflection",
