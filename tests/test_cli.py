@@ -233,3 +233,22 @@ def test_an_empty_memhub_token_is_named(stack: Stack) -> None:
     # `export MEMHUB_TOKEN=$(memhub token issue ...)` whose command failed leaves it set and empty.
     done = memhub("search", "anything", stack=stack, token=" ")
     assert done.returncode == 2 and "MEMHUB_TOKEN is set but empty" in done.stderr
+
+
+def test_a_reader_that_stops_early_ends_the_listing_quietly(stack: Stack, ns: str) -> None:
+    """`memhub list | head -1`: the pipe closes under the CLI; it stops with 141 (SIGPIPE's code), no traceback."""
+    stack.client.write([memory_input(ns, f"Runbook step {i} restarts worker pool {i}.", type="fact") for i in range(60)])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
+    env["MEMHUB_TOKEN"] = stack.token("tester")
+    proc = subprocess.Popen(
+        [*MEMHUB, "list", "--ns", ns, "--hub", stack.address],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()  # as head does after its line
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr

@@ -65,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(build_parser(), argv)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # The reader went away (`memhub list | head`): stop quietly, as Unix tools do, instead of a traceback;
+        # stdout is pointed at /dev/null so the interpreter's final flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except HubError as exc:  # start-up problems: the message says what to fix
         print(f"memhub {args.command}: {exc}", file=sys.stderr)
         return 1
