@@ -325,5 +325,5 @@ class SessionStore:
 
 def _conflict(key: str, expected: int, current: int) -> Aborted:
     state = f"is at current version {current}" if current else "is not set (current version 0)"
-    wanted = "not to be set" if expected == 0 else f"version {expected}"
+    wanted = "it to be unset (expected version 0)" if expected == 0 else f"version {expected}"
     return Aborted(f"version conflict: key {key!r} {state}, but the request expected {wanted}; read it again and retry")
