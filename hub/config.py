@@ -8,10 +8,9 @@ directory, the bundled embedding model, loopback only.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from hub.auth import AuthConfig
 from hub.core.namespaces import validate_namespace
@@ -24,14 +23,13 @@ from hub.curation.near_dup import NearDupConfig
 from hub.curation.write_gate import GateConfig
 from hub.data_dir import default_data_dir
 from hub.embedding import EmbeddingConfig
+from hub.env_settings import env_float, env_int
 from hub.errors import InvalidArgument, StartupError
 from hub.feed.config import ChangeFeedConfig
 from hub.metrics.config import MetricsConfig
 from hub.rerank.config import RerankConfig
 from hub.retrieval_log.config import RetrievalLogConfig
 from hub.session_state.config import SessionStateConfig
-
-N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True)
@@ -295,27 +293,27 @@ class HubConfig:
             database_url=env.get("MEMHUB_DATABASE_URL") or None,
             milvus_uri=env.get("MEMHUB_MILVUS_URI") or None,
             milvus_collection=env.get("MEMHUB_MILVUS_COLLECTION", "memhub_memories"),
-            lite_approximate_rows=_int(env, "MEMHUB_LITE_APPROXIMATE_ROWS", 0, 0, 10**9) or None,
+            lite_approximate_rows=env_int(env, "MEMHUB_LITE_APPROXIMATE_ROWS", 0, 0, 10**9) or None,
         )
-        max_message = _int(env, "MEMHUB_MAX_MESSAGE_BYTES", ServerConfig.max_message_bytes, 64 * 1024, 64 * 2**20)
+        max_message = env_int(env, "MEMHUB_MAX_MESSAGE_BYTES", ServerConfig.max_message_bytes, 64 * 1024, 64 * 2**20)
         server = ServerConfig(
             host=env.get("MEMHUB_HOST", "127.0.0.1"),
-            port=_int(env, "MEMHUB_PORT", 50051, 0, 65535),
+            port=env_int(env, "MEMHUB_PORT", 50051, 0, 65535),
             max_message_bytes=max_message,
-            max_response_bytes=_int(
+            max_response_bytes=env_int(
                 env, "MEMHUB_MAX_RESPONSE_BYTES", min(ServerConfig.max_response_bytes, max_message), 64 * 1024, max_message
             ),
         )
         indexer = IndexerConfig(
             enabled=env.get("MEMHUB_INDEXER", "1") not in ("0", "false", "no"),
-            keyword_context_before=_int(env, "MEMHUB_KEYWORD_CONTEXT_BEFORE", 2, 0, 5),
-            keyword_context_after=_int(env, "MEMHUB_KEYWORD_CONTEXT_AFTER", 2, 0, 5),
+            keyword_context_before=env_int(env, "MEMHUB_KEYWORD_CONTEXT_BEFORE", 2, 0, 5),
+            keyword_context_after=env_int(env, "MEMHUB_KEYWORD_CONTEXT_AFTER", 2, 0, 5),
         )
         embedding = EmbeddingConfig(
             provider=env.get("MEMHUB_EMBEDDING_PROVIDER", "local"),
             base_url=env.get("MEMHUB_EMBEDDING_BASE_URL") or None,
             model=env.get("MEMHUB_EMBEDDING_MODEL") or None,
-            dimension=_int(env, "MEMHUB_EMBEDDING_DIMENSION", 384, 1, 65536),
+            dimension=env_int(env, "MEMHUB_EMBEDDING_DIMENSION", 384, 1, 65536),
             quantize=env.get("MEMHUB_EMBEDDING_QUANTIZE", "dynamic"),
         )
         try:
@@ -328,15 +326,15 @@ class HubConfig:
             dir=Path(env["MEMHUB_POLICY_DIR"]).expanduser() if env.get("MEMHUB_POLICY_DIR") else default_policy_dir(),
             files=tuple(f.strip() for f in files.split(",") if f.strip()) if files else None,
         )
-        retention = _int(env, "MEMHUB_AUDIT_RETENTION_DAYS", 90, 0, 36_500)
+        retention = env_int(env, "MEMHUB_AUDIT_RETENTION_DAYS", 90, 0, 36_500)
         search = SearchConfig(
-            neighbour_smoothing=_float(env, "MEMHUB_NEIGHBOUR_SMOOTHING", 0.1, 0.0, 1.0),
+            neighbour_smoothing=env_float(env, "MEMHUB_NEIGHBOUR_SMOOTHING", 0.1, 0.0, 1.0),
             channel_weights=_weights(env),
             expansion=env.get("MEMHUB_EXPANSION", "0") in ("1", "true", "yes"),
         )
         rerank = RerankConfig(
             mode=env.get("MEMHUB_RERANK", "local"),
-            depth=_int(env, "MEMHUB_RERANK_DEPTH", 30, 1, 300),
+            depth=env_int(env, "MEMHUB_RERANK_DEPTH", 30, 1, 300),
             url=env.get("MEMHUB_RERANK_URL") or None,
             api=env.get("MEMHUB_RERANK_API", "tei"),
             model=env.get("MEMHUB_RERANK_MODEL", ""),
@@ -407,42 +405,21 @@ def _named_limits(env: Mapping[str, str], name: str) -> tuple[tuple[str, CallLim
 def _limits(env: Mapping[str, str]) -> LimitsConfig:
     d = LimitsConfig()
     agent = CallLimit(
-        concurrent=_int(env, "MEMHUB_AGENT_MAX_CONCURRENT", d.agent.concurrent, 0, 10_000),
-        rate=_float(env, "MEMHUB_AGENT_RATE", d.agent.rate, 0.0, 1e6),
-        burst=_int(env, "MEMHUB_AGENT_BURST", d.agent.burst, 0, 10**7),
+        concurrent=env_int(env, "MEMHUB_AGENT_MAX_CONCURRENT", d.agent.concurrent, 0, 10_000),
+        rate=env_float(env, "MEMHUB_AGENT_RATE", d.agent.rate, 0.0, 1e6),
+        burst=env_int(env, "MEMHUB_AGENT_BURST", d.agent.burst, 0, 10**7),
     )
     return LimitsConfig(
         agent=agent,
         agents=_named_limits(env, "MEMHUB_AGENT_LIMITS"),
         groups=_named_limits(env, "MEMHUB_GROUP_LIMITS"),
-        queue=_int(env, "MEMHUB_LIMIT_QUEUE", d.queue, 0, 100_000),
-        queue_timeout_s=_float(env, "MEMHUB_LIMIT_QUEUE_TIMEOUT_S", d.queue_timeout_s, 0.0, 3600.0),
-        streams_per_agent=_int(env, "MEMHUB_STREAMS_PER_AGENT", d.streams_per_agent, 0, 10_000),
-        public_streams_per_source=_int(env, "MEMHUB_PUBLIC_STREAMS_PER_SOURCE", d.public_streams_per_source, 0, 10_000),
-        stream_idle_timeout_s=_float(env, "MEMHUB_STREAM_IDLE_TIMEOUT_S", d.stream_idle_timeout_s, 0.0, 86_400.0),
-        max_concurrent_calls=_int(env, "MEMHUB_MAX_CONCURRENT_CALLS", d.max_concurrent_calls, 16, 1_000_000),
-        namespaces_per_agent=_int(env, "MEMHUB_NAMESPACES_PER_AGENT", d.namespaces_per_agent, 0, 10**9),
-        namespace_max_memories=_int(env, "MEMHUB_NAMESPACE_MAX_MEMORIES", d.namespace_max_memories, 0, 10**12),
-        namespace_max_bytes=_int(env, "MEMHUB_NAMESPACE_MAX_BYTES", d.namespace_max_bytes, 0, 10**15),
+        queue=env_int(env, "MEMHUB_LIMIT_QUEUE", d.queue, 0, 100_000),
+        queue_timeout_s=env_float(env, "MEMHUB_LIMIT_QUEUE_TIMEOUT_S", d.queue_timeout_s, 0.0, 3600.0),
+        streams_per_agent=env_int(env, "MEMHUB_STREAMS_PER_AGENT", d.streams_per_agent, 0, 10_000),
+        public_streams_per_source=env_int(env, "MEMHUB_PUBLIC_STREAMS_PER_SOURCE", d.public_streams_per_source, 0, 10_000),
+        stream_idle_timeout_s=env_float(env, "MEMHUB_STREAM_IDLE_TIMEOUT_S", d.stream_idle_timeout_s, 0.0, 86_400.0),
+        max_concurrent_calls=env_int(env, "MEMHUB_MAX_CONCURRENT_CALLS", d.max_concurrent_calls, 16, 1_000_000),
+        namespaces_per_agent=env_int(env, "MEMHUB_NAMESPACES_PER_AGENT", d.namespaces_per_agent, 0, 10**9),
+        namespace_max_memories=env_int(env, "MEMHUB_NAMESPACE_MAX_MEMORIES", d.namespace_max_memories, 0, 10**12),
+        namespace_max_bytes=env_int(env, "MEMHUB_NAMESPACE_MAX_BYTES", d.namespace_max_bytes, 0, 10**15),
     )
-
-
-def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    return _number(env, name, default, low, high, int, "a whole number")
-
-
-def _float(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
-    return _number(env, name, default, low, high, float, "a number")
-
-
-def _number(env: Mapping[str, str], name: str, default: N, low: N, high: N, parse: Callable[[str], N], kind: str) -> N:
-    raw = env.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = parse(raw)
-    except ValueError:
-        raise StartupError(f"{name}={raw!r} is not {kind}") from None
-    if not low <= value <= high:  # also refuses NaN
-        raise StartupError(f"{name}={value} is out of range ({low} to {high})")
-    return value

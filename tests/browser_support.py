@@ -96,14 +96,31 @@ def submit_and_wait(driver, button, url_part: str, timeout_s: float = 30.0) -> N
     The old page must go first: a form that posts from /check to /check already "has" the URL before the
     answer arrives, and reading the page then found elements of the old one, gone a moment later."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     old_page = driver.find_element(By.TAG_NAME, "html")
     button.click()
     wait = WebDriverWait(driver, timeout_s)
-    wait.until(expected_conditions.staleness_of(old_page))
+    wait.until(lambda d: _gone(old_page))
     wait.until(lambda d: url_part in d.current_url and d.execute_script("return document.readyState") == "complete")
+
+
+def _gone(element) -> bool:  # noqa: ANN001 - a Selenium WebElement
+    """True once ``element``'s document has been replaced.
+
+    Selenium's staleness_of knows only StaleElementReferenceException; Chromium, asked in the middle of a
+    navigation, answers "Node with given id does not belong to the document" as a plain WebDriverException."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as err:
+        if "does not belong to the document" in str(err):
+            return True
+        raise
+    return False
 
 
 def quit_driver(driver) -> None:  # noqa: ANN001

@@ -129,6 +129,13 @@ def eventually(check: Callable[[], bool], what: str, timeout_s: float = 60.0) ->
         time.sleep(0.05)
 
 
+def client_of(hub: Hub, address: str, agent: str, groups: Sequence[str] = (), timeout_s: float = 30.0) -> MemhubClient:
+    """A client of the hub at ``address`` as ``agent``, with an hour's token signed by the hub's own secret."""
+    secret = load_secret(hub.config.auth.hs256_secret_file)
+    token = issue_token(secret, agent_id=agent, groups=list(groups), ttl=timedelta(hours=1)).token
+    return MemhubClient(address, token=token, timeout_s=timeout_s)
+
+
 @dataclass
 class Stack:
     """A running hub: its parts for white-box checks, its address and a client for black-box ones."""

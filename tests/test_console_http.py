@@ -22,6 +22,7 @@ from memhub.v1 import admin_pb2 as apb
 
 from hub.auth import issue_token
 from hub.client import memory_input
+from hub.console.config import ConsoleConfig
 from hub.console.security import CONTENT_SECURITY_POLICY
 from hub.console.sessions import SessionStore
 
@@ -218,6 +219,10 @@ def test_oversized_or_malformed_requests_are_refused(console: RunningConsole) ->
         assert http.get("/memory/not-a-uuid").status_code == 400
     with httpx.Client(base_url=console.url) as raw:  # DNS rebinding: another host name is refused
         assert raw.get("/signin", headers={"host": "evil.example"}).status_code == 400
+        assert raw.get("/signin", headers={"host": "[::2]:8080"}).status_code == 400
+        # The loopback names as browsers send them, IPv6 literal in brackets, with or without a port.
+        for host in ("127.0.0.1", "localhost:8080", "[::1]", "[::1]:8080"):
+            assert raw.get("/signin", headers={"host": host}).status_code == 200, host
 
 
 def test_pages_show_what_the_operators_own_token_may_see(console: RunningConsole) -> None:
@@ -356,3 +361,10 @@ def test_a_memory_page_shows_its_supersede_history_links_and_tombstone(console: 
         tomb = http.get(f"/memory/{gone_id}").text
         assert "Tombstone" in tomb and "hints are not kept" in tomb and "(erased)" in tomb
         assert "password hint is blue" not in tomb
+
+
+def test_accepted_host_names_cover_ipv6_literals_in_the_form_browsers_send() -> None:
+    config = ConsoleConfig.from_env({"MEMHUB_CONSOLE_HOST": "::", "MEMHUB_CONSOLE_ALLOWED_HOSTS": "fe80::1, Proxy.Example"})
+    hosts = config.accepted_hosts()
+    assert {"[::1]", "[fe80::1]", "proxy.example", "127.0.0.1", "localhost"} <= set(hosts)
+    assert "::" not in hosts and "[::]" not in hosts and not any(":" in h and not h.startswith("[") for h in hosts)

@@ -18,12 +18,11 @@ from pathlib import Path
 import grpc
 import pytest
 from chat_server import Raw, Scripted, chat_server
-from conftest import REPO, rpc_error, serving, write_policy_dir
+from conftest import REPO, client_of, rpc_error, serving, write_policy_dir
 from conftest import hub_config as base_config
 from memhub.v1 import admin_pb2
 
 from hub.app import Hub
-from hub.auth import issue_token, load_secret
 from hub.client import MemhubClient, memory_input
 from hub.core.consolidation_schedule import ScheduledConsolidation
 from hub.curation.consolidation_config import ConsolidationConfig, ScheduledNamespace, SummariserConfig
@@ -57,9 +56,7 @@ class CuratedHub:
     script: Scripted
 
     def client(self, agent: str, groups: tuple[str, ...] = ()) -> MemhubClient:
-        secret = load_secret(self.hub.config.auth.hs256_secret_file)
-        token = issue_token(secret, agent_id=agent, groups=list(groups), ttl=timedelta(hours=1)).token
-        return MemhubClient(self.address, token=token, timeout_s=60)
+        return client_of(self.hub, self.address, agent, groups, timeout_s=60)
 
 
 @pytest.fixture(scope="module")

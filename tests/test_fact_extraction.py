@@ -14,17 +14,15 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from chat_server import Raw, Scripted, chat_server
-from conftest import create_scratch_database, drop_database, serving, write_policy_dir
+from conftest import client_of, create_scratch_database, drop_database, serving, write_policy_dir
 from conftest import hub_config as base_config
 from memhub.v1 import memory_pb2 as pb
 
 from hub.app import Hub
-from hub.auth import issue_token, load_secret
 from hub.client import MemhubClient, memory_input
 from hub.curation.fact_extraction import ExtractionConfig
 from hub.errors import StartupError
@@ -59,9 +57,7 @@ class ExtractingHub:
     script: Scripted
 
     def client(self, agent: str, groups: tuple[str, ...] = ()) -> MemhubClient:
-        secret = load_secret(self.hub.config.auth.hs256_secret_file)
-        token = issue_token(secret, agent_id=agent, groups=list(groups), ttl=timedelta(hours=1)).token
-        return MemhubClient(self.address, token=token, timeout_s=60)
+        return client_of(self.hub, self.address, agent, groups, timeout_s=60)
 
     def sent_turns(self, since: int) -> list[str]:
         """The turns the hub sent to the model since request number ``since``."""

@@ -20,16 +20,14 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import grpc
 import pytest
-from conftest import REPO, create_scratch_database, drop_database, eventually, hub_config, serving, write_policy_dir
+from conftest import REPO, client_of, create_scratch_database, drop_database, eventually, hub_config, serving, write_policy_dir
 from memhub.v1 import admin_pb2
 
 from hub.app import Hub
-from hub.auth import issue_token, load_secret
 from hub.client import MemhubClient, memory_input
 from hub.config import StoreConfig
 
@@ -90,9 +88,7 @@ class Outage:
     index_server: IndexServer
 
     def client(self, agent: str, groups: tuple[str, ...] = ()) -> MemhubClient:
-        secret = load_secret(self.hub.config.auth.hs256_secret_file)
-        token = issue_token(secret, agent_id=agent, groups=list(groups), ttl=timedelta(hours=1)).token
-        return MemhubClient(self.address, token=token)
+        return client_of(self.hub, self.address, agent, groups)
 
 
 @pytest.fixture(scope="module")

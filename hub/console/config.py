@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from hub.errors import StartupError
+from hub.env_settings import env_flag, env_float, env_int
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -48,7 +48,9 @@ class ConsoleConfig:
     """Deadline of each gRPC call the console makes (MEMHUB_CONSOLE_CALL_TIMEOUT_S, 1 to 300)."""
 
     def accepted_hosts(self) -> list[str]:
-        return sorted({*LOOPBACK_HOSTS, self.host, *self.allowed_hosts} - {"0.0.0.0", "::"})
+        """Host header names accepted; an IPv6 literal is matched in the bracketed form browsers send ([::1])."""
+        names = {*LOOPBACK_HOSTS, self.host, *self.allowed_hosts} - {"0.0.0.0", "::", "[::]"}
+        return sorted(f"[{n}]" if ":" in n and not n.startswith("[") else n.lower() for n in names)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: object) -> ConsoleConfig:
@@ -57,37 +59,13 @@ class ConsoleConfig:
         token_file = env.get("MEMHUB_CONSOLE_TOKEN_FILE") or None
         values: dict[str, object] = {
             "host": env.get("MEMHUB_CONSOLE_HOST") or d.host,
-            "port": _number(env, "MEMHUB_CONSOLE_PORT", d.port, 0, 65535, int),
+            "port": env_int(env, "MEMHUB_CONSOLE_PORT", d.port, 0, 65535),
             "token_file": Path(token_file) if token_file else None,
-            "idle_timeout_s": _number(env, "MEMHUB_CONSOLE_IDLE_TIMEOUT_S", d.idle_timeout_s, 60.0, 86400.0, float),
-            "max_sessions": _number(env, "MEMHUB_CONSOLE_MAX_SESSIONS", d.max_sessions, 1, 10_000, int),
-            "secure_cookies": _flag(env, "MEMHUB_CONSOLE_SECURE_COOKIES", d.secure_cookies),
+            "idle_timeout_s": env_float(env, "MEMHUB_CONSOLE_IDLE_TIMEOUT_S", d.idle_timeout_s, 60.0, 86400.0),
+            "max_sessions": env_int(env, "MEMHUB_CONSOLE_MAX_SESSIONS", d.max_sessions, 1, 10_000),
+            "secure_cookies": env_flag(env, "MEMHUB_CONSOLE_SECURE_COOKIES", d.secure_cookies),
             "allowed_hosts": tuple(h.strip() for h in env.get("MEMHUB_CONSOLE_ALLOWED_HOSTS", "").split(",") if h.strip()),
-            "call_timeout_s": _number(env, "MEMHUB_CONSOLE_CALL_TIMEOUT_S", d.call_timeout_s, 1.0, 300.0, float),
+            "call_timeout_s": env_float(env, "MEMHUB_CONSOLE_CALL_TIMEOUT_S", d.call_timeout_s, 1.0, 300.0),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
-
-
-def _number(env: Mapping[str, str], name: str, default, low, high, parse):  # noqa: ANN001, ANN202 - int or float
-    raw = env.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = parse(raw)
-    except ValueError:
-        raise StartupError(f"{name}={raw!r} is not {'a whole number' if parse is int else 'a number'}") from None
-    if not low <= value <= high:  # also refuses NaN
-        raise StartupError(f"{name}={value} is out of range ({low} to {high})")
-    return value
-
-
-def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if raw == "":
-        return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise StartupError(f"{name}={raw!r} is not a flag; use 1 or 0")

@@ -38,6 +38,7 @@ from typing import Any
 from hub.core import validation as v
 from hub.core.model import Kind, MemoryType
 from hub.curation.chat_api import ChatCompletions, ChatError
+from hub.env_settings import env_float, env_int
 from hub.errors import InvalidArgument, StartupError
 
 log = logging.getLogger(__name__)
@@ -103,9 +104,9 @@ class ExtractionConfig:
             base_url=env.get("MEMHUB_EXTRACTOR_BASE_URL") or None,
             model=env.get("MEMHUB_EXTRACTOR_MODEL") or None,
             api_key_env=env.get("MEMHUB_EXTRACTOR_API_KEY_ENV") or cls.api_key_env,
-            timeout_s=_number(env, "MEMHUB_EXTRACTOR_TIMEOUT_S", cls.timeout_s, 1, 120, float),
-            max_facts=int(_number(env, "MEMHUB_EXTRACTOR_MAX_FACTS", cls.max_facts, 1, 10, int)),
-            concurrency=int(_number(env, "MEMHUB_EXTRACTOR_CONCURRENCY", cls.concurrency, 1, 16, int)),
+            timeout_s=env_float(env, "MEMHUB_EXTRACTOR_TIMEOUT_S", cls.timeout_s, 1, 120),
+            max_facts=env_int(env, "MEMHUB_EXTRACTOR_MAX_FACTS", cls.max_facts, 1, 10),
+            concurrency=env_int(env, "MEMHUB_EXTRACTOR_CONCURRENCY", cls.concurrency, 1, 16),
         )
         if config.enabled:
             if not config.base_url or not config.base_url.startswith(("http://", "https://")):
@@ -113,19 +114,6 @@ class ExtractionConfig:
             if not config.model:
                 raise StartupError("MEMHUB_EXTRACTOR=llm needs MEMHUB_EXTRACTOR_MODEL")
         return config
-
-
-def _number(env: Mapping[str, str], name: str, default: float, low: float, high: float, cast: type) -> float:
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = cast(raw)
-    except ValueError:
-        raise StartupError(f"{name}={raw!r} is not a{'n integer' if cast is int else ' number'}") from None
-    if not low <= value <= high:
-        raise StartupError(f"{name}={raw!r} is out of range ({low:g} to {high:g})")
-    return value
 
 
 @dataclass(frozen=True)

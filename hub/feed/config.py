@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hub.env_settings import env_float, env_int
 from hub.errors import StartupError
 
 
@@ -53,29 +54,16 @@ class ChangeFeedConfig:
     def from_env(env: Mapping[str, str]) -> ChangeFeedConfig:
         """A malformed value raises StartupError naming the variable."""
         d = ChangeFeedConfig()
-        retention_h = _number(env, "MEMHUB_CHANGE_FEED_RETENTION_HOURS", 168.0, 0.0, 87_600.0)
+        retention_h = env_float(env, "MEMHUB_CHANGE_FEED_RETENTION_HOURS", 168.0, 0.0, 87_600.0)
         if 0 < retention_h < 1 / 60:
             raise StartupError(f"MEMHUB_CHANGE_FEED_RETENTION_HOURS={retention_h:g} is under a minute; use 0.0167 or more, or 0")
         return ChangeFeedConfig(
             retention_s=retention_h * 3600 or None,
-            prune_interval_s=_number(env, "MEMHUB_CHANGE_FEED_PRUNE_INTERVAL_S", d.prune_interval_s, 1.0, 86_400.0),
-            keepalive_s=_number(env, "MEMHUB_CHANGE_FEED_KEEPALIVE_S", d.keepalive_s, 1.0, 3600.0),
-            idle_timeout_s=_number(env, "MEMHUB_CHANGE_FEED_IDLE_TIMEOUT_S", d.idle_timeout_s, 0.0, 7 * 86_400.0),
-            slow_consumer_s=_number(env, "MEMHUB_CHANGE_FEED_SLOW_CONSUMER_S", d.slow_consumer_s, 1.0, 3600.0),
-            batch=int(_number(env, "MEMHUB_CHANGE_FEED_BATCH", d.batch, 1, 500, whole=True)),
-            poll_interval_s=_number(env, "MEMHUB_CHANGE_FEED_POLL_S", d.poll_interval_s, 0.05, 60.0),
-            read_threads=int(_number(env, "MEMHUB_CHANGE_FEED_THREADS", d.read_threads, 1, 64, whole=True)),
+            prune_interval_s=env_float(env, "MEMHUB_CHANGE_FEED_PRUNE_INTERVAL_S", d.prune_interval_s, 1.0, 86_400.0),
+            keepalive_s=env_float(env, "MEMHUB_CHANGE_FEED_KEEPALIVE_S", d.keepalive_s, 1.0, 3600.0),
+            idle_timeout_s=env_float(env, "MEMHUB_CHANGE_FEED_IDLE_TIMEOUT_S", d.idle_timeout_s, 0.0, 7 * 86_400.0),
+            slow_consumer_s=env_float(env, "MEMHUB_CHANGE_FEED_SLOW_CONSUMER_S", d.slow_consumer_s, 1.0, 3600.0),
+            batch=env_int(env, "MEMHUB_CHANGE_FEED_BATCH", d.batch, 1, 500),
+            poll_interval_s=env_float(env, "MEMHUB_CHANGE_FEED_POLL_S", d.poll_interval_s, 0.05, 60.0),
+            read_threads=env_int(env, "MEMHUB_CHANGE_FEED_THREADS", d.read_threads, 1, 64),
         )
-
-
-def _number(env: Mapping[str, str], name: str, default: float, low: float, high: float, *, whole: bool = False) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw) if whole else float(raw)
-    except ValueError:
-        raise StartupError(f"{name}={raw!r} is not {'a whole number' if whole else 'a number'}") from None
-    if not low <= value <= high:  # also refuses NaN
-        raise StartupError(f"{name}={raw} is out of range ({low:g} to {high:g})")
-    return value

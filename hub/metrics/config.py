@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hub.env_settings import env_float
 from hub.errors import StartupError
 
 _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
@@ -49,8 +50,8 @@ class MetricsConfig:
         return MetricsConfig(
             port=_port(env.get("MEMHUB_METRICS_PORT", "")),
             host=_host(env.get("MEMHUB_METRICS_HOST", "") or d.host),
-            sample_interval_s=_seconds(env, "MEMHUB_METRICS_SAMPLE_S", d.sample_interval_s, 1.0, 3600.0),
-            status_interval_s=_seconds(env, "MEMHUB_METRICS_STATUS_SAMPLE_S", d.status_interval_s, 5.0, 86_400.0),
+            sample_interval_s=env_float(env, "MEMHUB_METRICS_SAMPLE_S", d.sample_interval_s, 1.0, 3600.0, "seconds"),
+            status_interval_s=env_float(env, "MEMHUB_METRICS_STATUS_SAMPLE_S", d.status_interval_s, 5.0, 86_400.0, "seconds"),
         )
 
 
@@ -73,16 +74,3 @@ def _host(raw: str) -> str:
     if not _HOSTNAME.fullmatch(host):
         raise StartupError(f"MEMHUB_METRICS_HOST={raw!r} is not an IP address or host name (e.g. 127.0.0.1 or 0.0.0.0)")
     return host
-
-
-def _seconds(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise StartupError(f"{name}={raw!r} is not a number of seconds") from None
-    if not low <= value <= high:  # also refuses NaN
-        raise StartupError(f"{name}={value:g} is out of range ({low:g} to {high:g} seconds)")
-    return value

@@ -6,6 +6,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hub.env_settings import env_float, env_int
 from hub.errors import StartupError
 
 
@@ -52,23 +53,10 @@ class RetrievalLogConfig:
             query = QueryLogging(raw_query)
         except ValueError:
             raise StartupError(f"MEMHUB_RETRIEVAL_LOG_QUERY={raw_query!r}: use hash, text or off") from None
-        retention = _number(env, "MEMHUB_RETRIEVAL_LOG_RETENTION_DAYS", 30.0, 0.0, 36_500.0)
+        retention = env_float(env, "MEMHUB_RETRIEVAL_LOG_RETENTION_DAYS", 30.0, 0.0, 36_500.0)
         return RetrievalLogConfig(
             enabled=enabled in ("1", "true", "yes", "on"),
             query=query,
             retention_days=retention or None,
-            max_queue=int(_number(env, "MEMHUB_RETRIEVAL_LOG_QUEUE", 10_000, 1, 1_000_000)),
+            max_queue=env_int(env, "MEMHUB_RETRIEVAL_LOG_QUEUE", 10_000, 1, 1_000_000),
         )
-
-
-def _number(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
-    raw = env.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise StartupError(f"{name}={raw!r} is not a number") from None
-    if not low <= value <= high:  # also refuses NaN
-        raise StartupError(f"{name}={value} is out of range ({low:g} to {high:g})")
-    return value

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hub.errors import StartupError
+from hub.env_settings import env_int
 
 MAX_JSON_DEPTH = 32
 """Arrays and objects nested inside one another in a value; deeper JSON is refused (a parser's recursion
@@ -56,34 +56,21 @@ class SessionStateConfig:
     def from_env(env: Mapping[str, str]) -> SessionStateConfig:
         """A malformed or out-of-range value raises StartupError naming the variable."""
         d = SessionStateConfig()
-        max_ttl = _int(env, "MEMHUB_SESSION_MAX_TTL_S", d.max_ttl_s, 1, 30 * 86_400)
-        default_ttl = _int(env, "MEMHUB_SESSION_DEFAULT_TTL_S", min(d.default_ttl_s, max_ttl), 1, max_ttl)
-        max_value = _int(env, "MEMHUB_SESSION_MAX_VALUE_BYTES", d.max_value_bytes, 1024, 2**20)
+        max_ttl = env_int(env, "MEMHUB_SESSION_MAX_TTL_S", d.max_ttl_s, 1, 30 * 86_400)
+        default_ttl = env_int(env, "MEMHUB_SESSION_DEFAULT_TTL_S", min(d.default_ttl_s, max_ttl), 1, max_ttl)
+        max_value = env_int(env, "MEMHUB_SESSION_MAX_VALUE_BYTES", d.max_value_bytes, 1024, 2**20)
         # The smallest useful session holds one value of the largest size under the longest key.
         smallest_session = max_value + 128
-        max_session = _int(
+        max_session = env_int(
             env, "MEMHUB_SESSION_MAX_BYTES", max(d.max_session_bytes, smallest_session), smallest_session, LIST_RESPONSE_BUDGET
         )
         return SessionStateConfig(
             default_ttl_s=default_ttl,
             max_ttl_s=max_ttl,
             max_value_bytes=max_value,
-            max_keys=_int(env, "MEMHUB_SESSION_MAX_KEYS", d.max_keys, 1, 10_000),
+            max_keys=env_int(env, "MEMHUB_SESSION_MAX_KEYS", d.max_keys, 1, 10_000),
             max_session_bytes=max_session,
-            sessions_per_namespace=_int(env, "MEMHUB_SESSIONS_PER_NAMESPACE", d.sessions_per_namespace, 1, 1_000_000),
-            sessions_per_agent=_int(env, "MEMHUB_SESSIONS_PER_AGENT", d.sessions_per_agent, 1, 1_000_000),
-            prune_interval_s=float(_int(env, "MEMHUB_SESSION_PRUNE_INTERVAL_S", int(d.prune_interval_s), 1, 3_600)),
+            sessions_per_namespace=env_int(env, "MEMHUB_SESSIONS_PER_NAMESPACE", d.sessions_per_namespace, 1, 1_000_000),
+            sessions_per_agent=env_int(env, "MEMHUB_SESSIONS_PER_AGENT", d.sessions_per_agent, 1, 1_000_000),
+            prune_interval_s=float(env_int(env, "MEMHUB_SESSION_PRUNE_INTERVAL_S", int(d.prune_interval_s), 1, 3_600)),
         )
-
-
-def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = env.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise StartupError(f"{name}={raw!r} is not a whole number") from None
-    if not low <= value <= high:
-        raise StartupError(f"{name}={value} is out of range ({low} to {high})")
-    return value
