@@ -270,7 +270,7 @@ def test_configuration_is_checked_at_start() -> None:
         ({"MEMHUB_EXTRACTOR": "llm", "MEMHUB_EXTRACTOR_BASE_URL": "ftp://x"}, "MEMHUB_EXTRACTOR_BASE_URL"),
         ({"MEMHUB_EXTRACTOR": "llm", "MEMHUB_EXTRACTOR_BASE_URL": "http://x/v1"}, "MEMHUB_EXTRACTOR_MODEL"),
         ({"MEMHUB_EXTRACTOR_MAX_FACTS": "11"}, "out of range"),
-        ({"MEMHUB_EXTRACTOR_MAX_FACTS": "2.5"}, "not an integer"),
+        ({"MEMHUB_EXTRACTOR_MAX_FACTS": "2.5"}, "not a whole number"),
         ({"MEMHUB_EXTRACTOR_TIMEOUT_S": "soon"}, "not a number"),
         ({"MEMHUB_EXTRACTOR_CONCURRENCY": "0"}, "out of range"),
     ]
