@@ -164,18 +164,27 @@ def hub_config(data_dir: Path, database_url: str | None, collection: str, policy
     )
 
 
+@contextlib.contextmanager
+def backend_database(request: pytest.FixtureRequest, backend: str) -> Iterator[str]:
+    """The database URL of a backend the tests run on: "embedded-pg" is the session's embedded Postgres,
+    "external-pg" a scratch database on the external server, dropped afterwards."""
+    if backend == "embedded-pg":
+        yield request.getfixturevalue("embedded_pg_url")
+        return
+    admin_url = request.getfixturevalue("external_pg_admin_url")
+    url = create_scratch_database(admin_url)
+    try:
+        yield url
+    finally:
+        drop_database(admin_url, url)
+
+
 @pytest.fixture(scope="session", params=["embedded-pg", "external-pg"])
 def stack(request: pytest.FixtureRequest, data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     backend = request.param
-    admin_url = None
-    if backend == "embedded-pg":
-        database_url = request.getfixturevalue("embedded_pg_url")
-    else:
-        admin_url = request.getfixturevalue("external_pg_admin_url")
-        database_url = create_scratch_database(admin_url)
-    # Milvus Lite: one data file per stack (one process may open a file once).
-    config = hub_config(tmp_path_factory.mktemp(f"milvus-{backend}"), database_url, "memhub_test")
-    try:
+    with backend_database(request, backend) as database_url:
+        # Milvus Lite: one data file per stack (one process may open a file once).
+        config = hub_config(tmp_path_factory.mktemp(f"milvus-{backend}"), database_url, "memhub_test")
         with serving(config) as (hub, address):
             stack = Stack(backend, hub, address, None)  # type: ignore[arg-type]
             stack.client = client = stack.client_as("tester")
@@ -183,9 +192,6 @@ def stack(request: pytest.FixtureRequest, data_root: Path, tmp_path_factory: pyt
                 yield stack
             finally:
                 client.close()
-    finally:
-        if admin_url is not None:
-            drop_database(admin_url, database_url)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from chat_server import Raw, Scripted, chat_server
-from conftest import client_of, create_scratch_database, drop_database, serving, write_policy_dir
+from conftest import backend_database, client_of, serving, write_policy_dir
 from conftest import hub_config as base_config
 from memhub.v1 import memory_pb2 as pb
 
@@ -66,23 +66,13 @@ class ExtractingHub:
 
 @pytest.fixture(scope="module", params=["embedded-pg", "external-pg"])
 def extracting(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExtractingHub]:
-    admin_url = None
-    if request.param == "embedded-pg":
-        url = request.getfixturevalue("embedded_pg_url")
-    else:
-        admin_url = request.getfixturevalue("external_pg_admin_url")
-        url = create_scratch_database(admin_url)
     script = Scripted(default=(200, facts(), 0.0))
     root: Path = tmp_path_factory.mktemp(f"extraction-{request.param}")
-    config = base_config(root, url, "extraction", write_policy_dir(root / "policies", *POLICIES))
-    try:
-        with chat_server(script) as base_url:
-            extraction = ExtractionConfig(enabled=True, base_url=base_url, model="scripted", timeout_s=2.0, max_facts=3)
-            with serving(dataclasses.replace(config, extraction=extraction)) as (hub, address):
-                yield ExtractingHub(hub, address, script)
-    finally:
-        if admin_url is not None:
-            drop_database(admin_url, url)
+    with backend_database(request, request.param) as url, chat_server(script) as base_url:
+        config = base_config(root, url, "extraction", write_policy_dir(root / "policies", *POLICIES))
+        extraction = ExtractionConfig(enabled=True, base_url=base_url, model="scripted", timeout_s=2.0, max_facts=3)
+        with serving(dataclasses.replace(config, extraction=extraction)) as (hub, address):
+            yield ExtractingHub(hub, address, script)
 
 
 @pytest.fixture

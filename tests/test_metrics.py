@@ -22,7 +22,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import Stack, create_scratch_database, drop_database, eventually, hub_config, rpc_error, serving
+from conftest import Stack, backend_database, eventually, hub_config, rpc_error, serving
 from feed_support import Watcher
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
@@ -76,15 +76,9 @@ def total(samples: Samples, name: str, **labels: str) -> float:
 @pytest.fixture(scope="module", params=["embedded-pg", "external-pg"])
 def metered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetricsStack]:
     backend = request.param
-    admin_url = None
-    if backend == "embedded-pg":
-        database_url = request.getfixturevalue("embedded_pg_url")
-    else:
-        admin_url = request.getfixturevalue("external_pg_admin_url")
-        database_url = create_scratch_database(admin_url)
-    folder = tmp_path_factory.mktemp(f"metrics-{backend}")
-    config = dataclasses.replace(hub_config(folder, database_url, "metrics_test"), metrics=METRICS, limits=LIMITS)
-    try:
+    with backend_database(request, backend) as database_url:
+        folder = tmp_path_factory.mktemp(f"metrics-{backend}")
+        config = dataclasses.replace(hub_config(folder, database_url, "metrics_test"), metrics=METRICS, limits=LIMITS)
         with serving(config) as (hub, address):
             assert hub.metrics is not None
             stack = MetricsStack(backend, hub, address, None, hub.metrics.url)  # type: ignore[arg-type]
@@ -93,9 +87,6 @@ def metered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
                 yield stack
             finally:
                 stack.client.close()
-    finally:
-        if admin_url is not None:
-            drop_database(admin_url, database_url)
 
 
 def rpc_count(samples: Samples, service_method: tuple[str, str], code: str) -> float:

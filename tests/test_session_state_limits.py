@@ -20,7 +20,15 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import GROUPS, REPO, create_scratch_database, drop_database, eventually, hub_config, rpc_error, serving
+from conftest import (
+    GROUPS,
+    REPO,
+    backend_database,
+    eventually,
+    hub_config,
+    rpc_error,
+    serving,
+)
 from memhub.v1 import admin_pb2
 
 from hub.auth import issue_token, load_secret
@@ -50,24 +58,15 @@ def policy_hub(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     root = tmp_path_factory.mktemp(f"session-limits-{request.param}")
     policy_dir = root / "policies"
     shutil.copytree(REPO / "policies", policy_dir)
-    admin_url = None
-    if request.param == "embedded-pg":
-        url = request.getfixturevalue("embedded_pg_url")
-    else:
-        admin_url = request.getfixturevalue("external_pg_admin_url")
-        url = create_scratch_database(admin_url)
-    config = hub_config(root, url, "session_limits")
-    config = dataclasses.replace(
-        config,
-        policy=PolicyConfig(dir=policy_dir, files=("default.cedar", "examples/fleet.cedar"), poll_interval_s=0.2),
-        session_state=LIMITS,
-    )
-    try:
+    with backend_database(request, request.param) as url:
+        config = hub_config(root, url, "session_limits")
+        config = dataclasses.replace(
+            config,
+            policy=PolicyConfig(dir=policy_dir, files=("default.cedar", "examples/fleet.cedar"), poll_interval_s=0.2),
+            session_state=LIMITS,
+        )
         with serving(config) as (hub, address):
             yield PolicyHub(request.param, address, load_secret(Path(hub.config.auth.hs256_secret_file)))
-    finally:
-        if admin_url is not None:
-            drop_database(admin_url, url)
 
 
 def agent() -> str:
