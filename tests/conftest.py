@@ -158,7 +158,8 @@ def hub_config(data_dir: Path, database_url: str | None, collection: str, policy
     return HubConfig(
         store=StoreConfig(data_dir=data_dir, database_url=database_url, milvus_collection=collection),
         server=ServerConfig(port=0),
-        indexer=IndexerConfig(poll_interval_s=0.2),
+        # wait_indexed answers "not yet" after this long; a shared, loaded machine must not turn that into a failure.
+        indexer=IndexerConfig(poll_interval_s=0.2, wait_indexed_timeout_s=120.0),
         auth=AuthConfig(hs256_secret_file=data_dir / "jwt-secret", local_secret=True),
         policy=PolicyConfig(dir=policy_dir or write_policy_dir(data_dir / "policies", OPEN_POLICY), poll_interval_s=0.2),
     )
