@@ -26,6 +26,7 @@ from pathlib import Path
 import grpc
 import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
 from hub.api.server import build_server
 from hub.app import Hub
@@ -73,16 +74,15 @@ def external_pg_admin_url() -> str:
 
 
 def create_scratch_database(admin_url: str) -> str:
-    """A fresh database on the external server, for one test session."""
+    """A fresh database on the server of ``admin_url`` (the external one, or the embedded one's socket URL)."""
     name = f"memhub_test_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    base, _, _ = admin_url.rpartition("/")
-    return f"{base}/{name}"
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
 
 
 def drop_database(admin_url: str, url: str) -> None:
-    name = url.rsplit("/", 1)[1].split("?")[0]
+    name = make_url(url).database
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -95,6 +95,12 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def embedded_pg_url(data_root: Path) -> str:
     return db_engine.start_embedded(data_root)
+
+
+@pytest.fixture(scope="session")
+def embedded_pg_admin_url(embedded_pg_url: str) -> str:
+    """The embedded server's maintenance database, to create and drop scratch databases on it."""
+    return make_url(embedded_pg_url).set(database="postgres").render_as_string(hide_password=False)
 
 
 def write_policy_dir(folder: Path, *policies: str) -> Path:
@@ -158,8 +164,9 @@ def hub_config(data_dir: Path, database_url: str | None, collection: str, policy
     return HubConfig(
         store=StoreConfig(data_dir=data_dir, database_url=database_url, milvus_collection=collection),
         server=ServerConfig(port=0),
-        # wait_indexed answers "not yet" after this long; a shared, loaded machine must not turn that into a failure.
-        indexer=IndexerConfig(poll_interval_s=0.2, wait_indexed_timeout_s=120.0),
+        # wait_indexed answers "not yet" after this long (10 s by default), which a loaded shared machine once
+        # exceeded; 25 s stays under the test clients' 30 s deadline, so a slow index is still told apart.
+        indexer=IndexerConfig(poll_interval_s=0.2, wait_indexed_timeout_s=25.0),
         auth=AuthConfig(hs256_secret_file=data_dir / "jwt-secret", local_secret=True),
         policy=PolicyConfig(dir=policy_dir or write_policy_dir(data_dir / "policies", OPEN_POLICY), poll_interval_s=0.2),
     )
@@ -167,12 +174,10 @@ def hub_config(data_dir: Path, database_url: str | None, collection: str, policy
 
 @contextlib.contextmanager
 def backend_database(request: pytest.FixtureRequest, backend: str) -> Iterator[str]:
-    """The database URL of a backend the tests run on: "embedded-pg" is the session's embedded Postgres,
-    "external-pg" a scratch database on the external server, dropped afterwards."""
-    if backend == "embedded-pg":
-        yield request.getfixturevalue("embedded_pg_url")
-        return
-    admin_url = request.getfixturevalue("external_pg_admin_url")
+    """A scratch database, dropped afterwards, on the backend a test runs on: "embedded-pg" (the session's
+    embedded server) or "external-pg". Never a shared one: a hub that opens a new Milvus collection on a
+    database other tests filled would re-embed all of their memories in the background first."""
+    admin_url = request.getfixturevalue("embedded_pg_admin_url" if backend == "embedded-pg" else "external_pg_admin_url")
     url = create_scratch_database(admin_url)
     try:
         yield url

@@ -18,7 +18,7 @@ from pathlib import Path
 import grpc
 import pytest
 from chat_server import Raw, Scripted, chat_server
-from conftest import REPO, client_of, rpc_error, serving, write_policy_dir
+from conftest import REPO, backend_database, client_of, rpc_error, serving, write_policy_dir
 from conftest import hub_config as base_config
 from memhub.v1 import admin_pb2
 
@@ -60,11 +60,11 @@ class CuratedHub:
 
 
 @pytest.fixture(scope="module")
-def curated(tmp_path_factory: pytest.TempPathFactory, embedded_pg_url: str) -> Iterator[CuratedHub]:
+def curated(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[CuratedHub]:
     script = Scripted()
     root: Path = tmp_path_factory.mktemp("consolidation-hub")
-    config = base_config(root, embedded_pg_url, "consolidation_hub", write_policy_dir(root / "policies", *POLICIES))
-    with chat_server(script) as base_url:
+    with backend_database(request, "embedded-pg") as url, chat_server(script) as base_url:
+        config = base_config(root, url, "consolidation_hub", write_policy_dir(root / "policies", *POLICIES))
         summariser = SummariserConfig(provider="llm", base_url=base_url, model="scripted-model", timeout_s=2.0)
         config = dataclasses.replace(config, consolidation=ConsolidationConfig(summariser=summariser))
         with serving(config) as (hub, address):

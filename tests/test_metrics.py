@@ -403,10 +403,9 @@ def test_a_taken_port_fails_the_start_naming_the_setting(metered: MetricsStack) 
 
 
 def test_a_hub_without_metrics_has_no_endpoint_and_counts_no_calls(
-    metered: MetricsStack, tmp_path: Path, embedded_pg_url: str, ns: str
+    metered: MetricsStack, tmp_path: Path, request: pytest.FixtureRequest, ns: str
 ) -> None:
-    config = hub_config(tmp_path, embedded_pg_url, "metrics_off")
-    with serving(config) as (hub, address):
+    with backend_database(request, "embedded-pg") as url, serving(hub_config(tmp_path, url, "metrics_off")) as (hub, address):
         assert hub.metrics is None
         before = metered.scrape()
         token = Stack("embedded-pg", hub, address, None).token("tester", ttl=timedelta(minutes=5))  # type: ignore[arg-type]

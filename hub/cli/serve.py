@@ -135,7 +135,11 @@ def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig, args_console_p
         lines += _first_steps(config, address, recorded)
     print("\n".join(lines), flush=True)
     try:
-        stop.wait()
+        # Wait in short steps, not forever: a process-wide signal may be delivered to any thread (gRPC's,
+        # Milvus's, the embedder's), and Python runs its handler only when the main thread next executes
+        # bytecode; a main thread blocked in an untimed wait would never see SIGTERM at all.
+        while not stop.wait(0.5):
+            pass
         print("memhub: shutting down", flush=True)
         health.enter_graceful_shutdown()  # load balancers stop routing before we stop answering
         if console is not None:
