@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, stop)
     try:
         if settings.transport == "stdio":
-            anyio.run(bridge.server.run_stdio_async)
+            anyio.run(_run_stdio, bridge.server)
         else:
             from mcp_bridge.http_app import bind, build_http_app, serve_http, url_of
 
@@ -236,3 +236,21 @@ def run(args: argparse.Namespace) -> int:
         bridge.close()
         shutdown_tracing()
     return 0
+
+
+async def _run_stdio(server: object) -> None:
+    """The stdio server, with the event loop woken every half second.
+
+    A SIGTERM may be delivered to any thread (the SDK's stdin reader, gRPC's), and Python runs its handler only
+    when the main thread next executes bytecode; an event loop idle in epoll with nothing scheduled never would,
+    and the bridge ignored the signal until killed."""
+    import anyio
+
+    async def tick() -> None:
+        while True:
+            await anyio.sleep(0.5)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(tick)
+        await server.run_stdio_async()  # type: ignore[attr-defined]
+        group.cancel_scope.cancel()

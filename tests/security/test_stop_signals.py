@@ -1,4 +1,4 @@
-"""`memhub serve` stops on SIGTERM whichever of its threads the kernel hands the signal to.
+"""`memhub serve` and the stdio bridge stop on SIGTERM whichever of their threads the kernel hands it to.
 
 A signal sent to a process goes to any one of its threads that does not block it. Python runs its handler
 only in the main thread, and only when that thread next executes bytecode; a main thread blocked in an untimed
@@ -14,10 +14,12 @@ import os
 import platform
 import signal
 import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
-from conftest import create_scratch_database, drop_database
+from conftest import REPO, Fleet, create_scratch_database, drop_database
 
 from security.spawned_hub import spawn_hub
 
@@ -57,3 +59,48 @@ def test_sigterm_delivered_to_a_worker_thread_stops_the_hub(tmp_path: Path, exte
             hub.kill()
     finally:
         drop_database(external_pg_admin_url, url)
+
+
+@pytest.mark.parametrize("which", ["first", "last"])
+def test_sigterm_delivered_to_a_worker_thread_stops_the_stdio_bridge(fleet: Fleet, which: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMHUB_", "OTEL_"))}
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "hub.cli.main", "bridge", "--hub", fleet.address],
+        stdin=subprocess.PIPE,  # held open: the bridge serves until stopped
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env | {"MEMHUB_TOKEN": fleet.token("alice")},
+    )
+    ready = threading.Event()
+    log: list[str] = []
+
+    def read_log() -> None:
+        assert bridge.stderr is not None
+        for line in bridge.stderr:
+            log.append(line)
+            if "bridge ready" in line:
+                ready.set()
+
+    threading.Thread(target=read_log, daemon=True).start()
+    try:
+        assert ready.wait(120), "".join(log)
+        # The stdio server starts its stdin reader right after "ready"; wait until the thread count settles.
+        threads = _other_threads(bridge.pid)
+        for _ in range(50):
+            threading.Event().wait(0.1)
+            now = _other_threads(bridge.pid)
+            if now == threads:
+                break
+            threads = now
+        _tgkill(bridge.pid, threads[0] if which == "first" else threads[-1], signal.SIGTERM)
+        try:
+            code = bridge.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the bridge ignored a SIGTERM delivered to thread {which}; log:\n{''.join(log)[-3000:]}")
+        assert code == 0, "".join(log)[-3000:]
+    finally:
+        if bridge.poll() is None:
+            bridge.kill()
+        bridge.wait(timeout=30)
