@@ -10,7 +10,7 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, stop)
     try:
         if settings.transport == "stdio":
-            anyio.run(_run_stdio, bridge.server)
+            anyio.run(_run_stdio, bridge.server, stop)
         else:
             from mcp_bridge.http_app import bind, build_http_app, serve_http, url_of
 
@@ -238,19 +238,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _run_stdio(server: object) -> None:
-    """The stdio server, with the event loop woken every half second.
+async def _run_stdio(server: object, stop: Callable[[int, object], None]) -> None:
+    """The stdio server, with SIGTERM and SIGINT taken through the event loop.
 
-    A SIGTERM may be delivered to any thread (the SDK's stdin reader, gRPC's), and Python runs its handler only
-    when the main thread next executes bytecode; an event loop idle in epoll with nothing scheduled never would,
-    and the bridge ignored the signal until killed."""
+    A signal may be delivered to any thread (the SDK's stdin reader, gRPC's); Python runs a handler set with
+    signal.signal only when the main thread next executes bytecode, and an event loop idle in epoll never
+    would. anyio's receiver installs the loop's own handler, whose wake-up pipe the signal writes to from
+    whichever thread took it, so the loop wakes at once and calls ``stop``."""
     import anyio
 
-    async def tick() -> None:
-        while True:
-            await anyio.sleep(0.5)
+    async def on_signal() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                stop(signum, None)
 
     async with anyio.create_task_group() as group:
-        group.start_soon(tick)
+        group.start_soon(on_signal)
         await server.run_stdio_async()  # type: ignore[attr-defined]
         group.cancel_scope.cancel()
