@@ -224,6 +224,14 @@ class LimitsConfig:
     """A stream whose client sends nothing for this long is closed with DEADLINE_EXCEEDED
     (MEMHUB_STREAM_IDLE_TIMEOUT_S)."""
 
+    fair_share_slots: int = 0
+    """While several agents are active, each may have at most this many divided by their number of calls in progress
+    (at least 1, at most its own limit); 0 means the CPUs the hub may use (MEMHUB_FAIR_SHARE_SLOTS; hub/api/fair_share.py).
+    A lone agent keeps its whole limit."""
+
+    fair_share_window_s: float = 10.0
+    """An agent counts as active this long after its last call ended (MEMHUB_FAIR_SHARE_WINDOW_S)."""
+
     max_concurrent_calls: int = 4096
     """Calls the whole process holds open at once, the last guard of its memory (gRPC's maximum_concurrent_rpcs;
     MEMHUB_MAX_CONCURRENT_CALLS). Per-agent limits bind long before this."""
@@ -418,6 +426,8 @@ def _limits(env: Mapping[str, str]) -> LimitsConfig:
         streams_per_agent=env_int(env, "MEMHUB_STREAMS_PER_AGENT", d.streams_per_agent, 0, 10_000),
         public_streams_per_source=env_int(env, "MEMHUB_PUBLIC_STREAMS_PER_SOURCE", d.public_streams_per_source, 0, 10_000),
         stream_idle_timeout_s=env_float(env, "MEMHUB_STREAM_IDLE_TIMEOUT_S", d.stream_idle_timeout_s, 0.0, 86_400.0),
+        fair_share_slots=env_int(env, "MEMHUB_FAIR_SHARE_SLOTS", d.fair_share_slots, 0, 100_000),
+        fair_share_window_s=env_float(env, "MEMHUB_FAIR_SHARE_WINDOW_S", d.fair_share_window_s, 0.0, 3600.0),
         max_concurrent_calls=env_int(env, "MEMHUB_MAX_CONCURRENT_CALLS", d.max_concurrent_calls, 16, 1_000_000),
         namespaces_per_agent=env_int(env, "MEMHUB_NAMESPACES_PER_AGENT", d.namespaces_per_agent, 0, 10**9),
         namespace_max_memories=env_int(env, "MEMHUB_NAMESPACE_MAX_MEMORIES", d.namespace_max_memories, 0, 10**12),

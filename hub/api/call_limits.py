@@ -10,6 +10,10 @@ agent's account and the accounts of those of its groups that have a limit.
 A refused call spends nothing: rate buckets are all checked before any is
 charged, and slots already taken are given back. Slots are taken in a fixed
 order (agent, then groups by name) so two calls never wait for each other.
+
+While several agents are active, an agent's slots are fewer than its limit:
+its fair share of the replica (hub/api/fair_share.py). A call already running
+is never stopped; waiting calls are let in as slots free or shares grow.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from hub.api.fair_share import Activity, cpu_count
 from hub.config import CallLimit, LimitsConfig
 from hub.core.model import Caller
 
@@ -67,16 +72,24 @@ class _Bucket:
 
 
 class _Slots:
-    """``size`` calls at a time; the rest wait in a first-come line."""
+    """``size`` calls at a time (fewer while ``cap`` says so); the rest wait in a first-come line."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(
+        self, size: int, cap: Callable[[], int | None] = lambda: None, on_wait: Callable[[], None] = lambda: None
+    ) -> None:
         self.size = size
         self.active = 0
         self.line: deque[asyncio.Future] = deque()
+        self._cap = cap
+        self._on_wait = on_wait
+
+    def _room(self) -> bool:
+        cap = self._cap()
+        return self.active < (self.size if cap is None else min(self.size, cap))
 
     async def acquire(self, queue: int, timeout: float) -> None:
         """Take a slot, waiting at most ``timeout`` s behind at most ``queue`` others; raises _LineFull, _TimedOut."""
-        if self.active < self.size and not self.line:
+        if not self.line and self._room():
             self.active += 1
             return
         if len(self.line) >= queue:
@@ -86,6 +99,7 @@ class _Slots:
         loop = asyncio.get_running_loop()
         ticket = loop.create_future()
         self.line.append(ticket)
+        self._on_wait()
         timer = loop.call_later(timeout, lambda: ticket.done() or ticket.set_exception(_TimedOut()))
         try:
             await ticket
@@ -100,13 +114,17 @@ class _Slots:
             timer.cancel()
 
     def release(self) -> None:
-        """Hand the slot to the first waiter still waiting, or free it."""
-        while self.line:
+        """Free the slot, and let waiters in while there is room."""
+        self.active -= 1
+        self.fill()
+
+    def fill(self) -> None:
+        """Hand free slots to the first waiters still waiting (also when the cap has grown)."""
+        while self.line and self._room():
             ticket = self.line.popleft()
             if not ticket.done():
+                self.active += 1
                 ticket.set_result(None)
-                return
-        self.active -= 1
 
 
 @dataclass
@@ -155,6 +173,8 @@ class CallLimiter:
         self._accounts: dict[tuple[str, str], _Account] = {}
         self._public_streams: dict[str, int] = {}
         self._lock = threading.Lock()  # only for snapshot() from another thread; the loop itself never contends
+        self._activity = Activity(config.fair_share_slots or cpu_count(), config.fair_share_window_s)
+        self._rebalance_timer: asyncio.TimerHandle | None = None
 
     @property
     def config(self) -> LimitsConfig:
@@ -170,7 +190,12 @@ class CallLimiter:
             if len(self._accounts) >= _PRUNE_ABOVE:
                 self._prune(now)
             bucket = _Bucket(limit.rate, limit.bucket, now) if limit.rate > 0 else None
-            account = _Account(limit, bucket, _Slots(limit.concurrent) if limit.concurrent > 0 else None)
+            slots = None
+            if limit.concurrent > 0 and kind == "agent":
+                slots = _Slots(limit.concurrent, self._fair_share, self._schedule_rebalance)
+            elif limit.concurrent > 0:
+                slots = _Slots(limit.concurrent)  # a group's members share it: their fairness is their agents'
+            account = _Account(limit, bucket, slots)
             with self._lock:
                 self._accounts[key] = account
         return account
@@ -179,6 +204,41 @@ class CallLimiter:
         with self._lock:
             for key in [k for k, a in self._accounts.items() if a.idle(now)]:
                 del self._accounts[key]
+
+    # -- fair shares (hub/api/fair_share.py) ------------------------------------------
+
+    def _fair_share(self) -> int | None:
+        return self._activity.share(self._clock())
+
+    def _rebalance(self) -> None:
+        """An agent went idle, or a recent one stopped counting: shares may have grown, so let waiters in."""
+        for agent in self._activity.busy_agents():
+            account = self._accounts.get(("agent", agent))
+            if account is not None and account.slots is not None and account.slots.line:
+                account.slots.fill()
+        self._schedule_rebalance()
+
+    def _schedule_rebalance(self) -> None:
+        """While calls wait and recent agents hold shares, look again when the oldest of those stops counting."""
+        if self._rebalance_timer is not None:
+            return
+        expiry = self._activity.next_expiry()
+        if expiry is None or not any(
+            (a := self._accounts.get(("agent", agent))) is not None and a.slots is not None and a.slots.line
+            for agent in self._activity.busy_agents()
+        ):
+            return
+        self._rebalance_timer = asyncio.get_running_loop().call_later(
+            max(0.0, expiry - self._clock()) + 0.001, self._on_rebalance_timer
+        )
+
+    def _on_rebalance_timer(self) -> None:
+        self._rebalance_timer = None
+        self._rebalance()
+
+    def _call_ended(self, agent: str) -> None:
+        if self._activity.end(agent, self._clock()):
+            self._rebalance()
 
     def _accounts_of(self, caller: Caller) -> list[tuple[str, _Account]]:
         """(what to call it in a message, account): the agent's, then its limited groups' by name."""
@@ -209,6 +269,8 @@ class CallLimiter:
         for _, account in accounts:
             if account.bucket is not None:
                 account.bucket.tokens -= 1
+        agent = caller.agent_id
+        self._activity.begin(agent)
         taken: list[_Slots] = []
         deadline = now + self._config.queue_timeout_s
         try:
@@ -235,11 +297,13 @@ class CallLimiter:
         except BaseException:
             for slots in reversed(taken):
                 slots.release()
+            self._call_ended(agent)
             raise
 
         def release() -> None:
             for slots in reversed(taken):
                 slots.release()
+            self._call_ended(agent)
 
         return Ticket(release)
 

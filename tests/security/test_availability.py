@@ -315,3 +315,87 @@ def test_admins_see_the_limits_the_refusals_and_who_uses_the_replica(limited: Sp
         with pytest.raises(grpc.RpcError) as exc:
             outsider.call_admin("GetLimits", admin_pb2.GetLimitsRequest())
     assert exc.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+# -- issue 22: an agent's calls are held to its fair share while others are active -----------------
+
+FAIR_LIMITS = dataclasses.replace(
+    LimitsConfig(),
+    agent=CallLimit(concurrent=3, rate=0, burst=0),
+    queue=4,
+    queue_timeout_s=120.0,
+    fair_share_slots=2,  # two agents active: one call each
+    fair_share_window_s=0,  # an agent counts while it has a call running or waiting, so nothing here depends on time
+)
+
+
+@pytest.fixture(scope="module")
+def fair_hub(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url: str) -> Iterator[SpecialStack]:
+    folder = tmp_path_factory.mktemp("fair")
+    with special_hub(folder, external_pg_admin_url, limits=FAIR_LIMITS) as stack:
+        yield stack
+
+
+class RowLocks:
+    """Memories whose rows the test holds locked, so forgets of them hold their call slots until released."""
+
+    def __init__(self, stack: SpecialStack, ids: list[str]) -> None:
+        self.ids = ids
+        self._conn = psycopg.connect(stack.hub.database_url.replace("postgresql+psycopg://", "postgresql://"))
+        self._conn.execute("SELECT 1 FROM memories WHERE id = ANY(%s) FOR UPDATE", (self.ids,))
+
+    def release(self) -> None:
+        self._conn.rollback()
+
+    def close(self) -> None:
+        self._conn.rollback()
+        self._conn.close()
+
+
+def test_a_flooding_agent_is_held_to_its_fair_share_while_another_is_active(fair_hub: SpecialStack, ns: str) -> None:
+    # Written before any lock is taken: a write may look at (and wait for) the namespace's other rows.
+    topics = ["tide tables", "violin strings", "tax forms", "cactus care", "jazz chords", "bus timetables"]
+    ids = [r.memory.id for r in fair_hub.client.write([memory_input(ns, f"notes on {t}") for t in topics]).results]
+    first, later, victims = RowLocks(fair_hub, ids[:3]), RowLocks(fair_hub, ids[3:5]), RowLocks(fair_hub, ids[5:])
+    heavy, victim = fair_hub.client_as("heavy"), fair_hub.client_as("victim")
+    pool = ThreadPoolExecutor(6)
+    try:
+        held = [pool.submit(heavy.forget, ids=[i], reason="held") for i in first.ids]
+        # Alone, an agent gets its whole limit (3), more than its fair share of two slots.
+        eventually(lambda: _running(fair_hub, "heavy") == 3, "heavy alone runs 3 calls")
+        queued = [pool.submit(heavy.forget, ids=[i], reason="held") for i in later.ids]
+        eventually(lambda: _waiting(fair_hub, "heavy") == 2, "heavy's 4th and 5th calls wait for its own slots")
+        victim_call = pool.submit(victim.forget, ids=victims.ids, reason="held")
+        eventually(lambda: _running(fair_hub, "victim") == 1, "the victim's call runs beside heavy's three")
+        first.release()
+        for call in held:
+            assert call.result(timeout=60).forgotten_ids
+        # Two agents active: heavy's share is 2 // 2 = 1, so only one of its two waiting calls got a slot.
+        eventually(lambda: _running(fair_hub, "heavy") == 1, "one of heavy's waiting calls runs")
+        assert _waiting(fair_hub, "heavy") == 1
+        victims.release()
+        assert victim_call.result(timeout=60).forgotten_ids
+        # The victim went idle: heavy is alone again and its last call gets a slot without any other call ending.
+        eventually(lambda: _running(fair_hub, "heavy") == 2, "heavy gets its whole limit back")
+        assert _waiting(fair_hub, "heavy") == 0
+        later.release()
+        for call in queued:
+            assert call.result(timeout=60).forgotten_ids
+    finally:
+        for locks in (first, later, victims):
+            locks.close()
+        pool.shutdown(wait=True)
+        heavy.close()
+        victim.close()
+
+
+def test_fair_share_settings_are_read_and_checked(tmp_path: Path) -> None:
+    from hub.config import HubConfig
+    from hub.errors import StartupError
+
+    base = {"MEMHUB_DATA_DIR": str(tmp_path)}
+    limits = HubConfig.from_env(base | {"MEMHUB_FAIR_SHARE_SLOTS": "8", "MEMHUB_FAIR_SHARE_WINDOW_S": "2.5"}).limits
+    assert (limits.fair_share_slots, limits.fair_share_window_s) == (8, 2.5)
+    assert (LimitsConfig().fair_share_slots, LimitsConfig().fair_share_window_s) == (0, 10.0)  # 0: the hub's CPUs
+    with pytest.raises(StartupError, match=r"MEMHUB_FAIR_SHARE_WINDOW_S=-1 is out of range \(0 to 3600"):
+        HubConfig.from_env(base | {"MEMHUB_FAIR_SHARE_WINDOW_S": "-1"})
