@@ -10,13 +10,12 @@ content as a JSON string literal, so no memory can fake another line).
 
 from __future__ import annotations
 
-import json
 from typing import Literal
 
 from memhub.v1 import memory_pb2 as pb
 from pydantic import BaseModel, Field
 
-from hub.memory_text import READING_NOTE, block
+from hub.memory_text import READING_NOTE, Quoted, block
 from mcp_bridge.results import (
     Kind,
     MemoryRecord,
@@ -200,8 +199,9 @@ def summarize_text(out: SummarizeOutput) -> str:
             ("by", g.written_by),
             ("ns", g.namespace),
             ("kind", f"{g.kind}/{g.type}"),
-            # Session ids and entity names may hold spaces: quoted, so they cannot pose as another attribute.
-            ("group", json.dumps(g.key, ensure_ascii=False)),
+            # Session ids and entity names may hold spaces: always quoted (and escaped), so they cannot pose as
+            # another attribute or close the header.
+            ("group", Quoted(g.key)),
             ("sources", str(g.source_count)),
             ("state", _group_state(g, out.dry_run)),
         ]

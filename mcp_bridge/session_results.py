@@ -2,8 +2,9 @@
 
 A value is JSON another agent put there: in the text each entry is one line,
 its header from the hub's record (key, version, writer) and the value as
-one-line JSON (hub/session_state/json_text.py), so no value can start a line
-that passes for another entry or another writer.
+one-line JSON (hub/session_state/json_text.py) with every control, format and
+line-separator character escaped (hub/memory_text.py), so no value can start a
+line that passes for another entry or another writer, or reorder the text.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from memhub.v1 import session_pb2 as pb
 from pydantic import BaseModel, Field
 
+from hub.memory_text import json_safe
+from hub.memory_text import one_line as header_text
 from hub.session_state.json_text import one_line
 
 
@@ -76,8 +79,8 @@ def entry(e: pb.SessionStateEntry) -> SessionEntry:
 
 
 def _line(e: SessionEntry, value_json: str) -> str:
-    head = f"- {e.key} (version {e.version}, by {e.updated_by}, expires {e.expires_at})"
-    return f"{head}: {one_line(value_json)}" if value_json else head
+    head = f"- {header_text(e.key)} (version {e.version}, by {header_text(e.updated_by)}, expires {e.expires_at})"
+    return f"{head}: {json_safe(one_line(value_json))}" if value_json else head
 
 
 def put_text(out: PutOutput) -> str:

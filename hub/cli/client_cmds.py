@@ -16,7 +16,7 @@ from memhub.v1 import memory_pb2 as pb
 from hub import client_config
 from hub.cli.arguments import refuse_token_option
 from hub.client import DEFAULT_ADDRESS, MemhubClient, kind_value, memory_input, type_value
-from hub.memory_text import block
+from hub.memory_text import block, json_safe
 
 
 def add_connection_args(p: argparse.ArgumentParser) -> None:
@@ -233,7 +233,9 @@ def client_from(args: argparse.Namespace) -> MemhubClient:
 
 
 def print_json(message) -> None:  # noqa: ANN001
-    print(json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False, indent=2))
+    # Equal JSON with no raw separator, bidi or C1 control that a terminal would act on (hub/memory_text.py).
+    text = json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False, indent=2)
+    print(json_safe(text, keep_whitespace=True))
 
 
 def _short(enum_type, value: int, prefix: str) -> str:  # noqa: ANN001

@@ -10,6 +10,7 @@ from memhub.v1 import memory_pb2 as pb
 
 from hub.cli.client_cmds import add_connection_args, hub_address, parse_duration, print_json, read_token
 from hub.client import MemhubClient
+from hub.memory_text import one_line, visible_text
 
 
 def _since(text: str) -> datetime:
@@ -97,8 +98,8 @@ def print_result(reply: pb.ConsolidateMemoriesResponse) -> None:
             state = f"already stored as {group.memory.id}"
         else:
             state = "not written (its episodes were consolidated meanwhile)"
-        print(f"{group.key}: {len(group.source_ids)} episodes -> {state}")
-        for line in group.memory.content.split("\n"):
+        print(f"{one_line(group.key)}: {len(group.source_ids)} episodes -> {state}")
+        for line in visible_text(group.memory.content).split("\n"):  # separators and bidi escaped
             print(f"    {line}")
     verb = "would write" if reply.dry_run else "wrote"
     written = len(reply.groups) if reply.dry_run else reply.memories_written

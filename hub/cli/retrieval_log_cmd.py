@@ -7,12 +7,12 @@ Imports only gRPC and the protos (client commands stay light: tests/test_cli_par
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import datetime, timezone
 
 from memhub.v1 import memory_pb2 as pb
 
 from hub.cli.client_cmds import add_connection_args, client_from, parse_duration, print_json
+from hub.memory_text import json_string, one_line
 
 MAX_LIMIT = 1000
 _PAGE = 50  # the hub's largest page (ListRetrievalLogRequest.page_size)
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 def _entry_line(e: pb.RetrievalLogEntry) -> str:
     at = e.at.ToDatetime(tzinfo=timezone.utc).isoformat(timespec="seconds")
     if e.query_text:
-        query = json.dumps(e.query_text, ensure_ascii=False)  # one line, quotes and newlines escaped
+        query = json_string(e.query_text)  # one line: quotes, separators, bidi and other controls escaped
     elif e.query_hash:
         query = f"query-hash {e.query_hash[:16]}"
     else:
@@ -75,7 +75,7 @@ def _entry_line(e: pb.RetrievalLogEntry) -> str:
     hidden = f", {e.hidden_hits} not readable now" if e.hidden_hits else ""
     used = sum(h.used for h in e.hits)
     return (
-        f"{at}  {e.agent_id}  {e.rpc or 'search'}  {query}  "
+        f"{at}  {one_line(e.agent_id)}  {one_line(e.rpc or 'search')}  {query}  "
         f"[{e.namespace_count} namespace{'s' if e.namespace_count != 1 else ''}; "
         f"{len(e.hits) + e.hidden_hits} returned{hidden}; {used} used]  search {e.search_id}"
     )
@@ -87,5 +87,6 @@ def _hit_line(h: pb.RetrievedMemory) -> str:
         mark = "useful" if h.useful else "not useful"
     status = pb.MemoryStatus.Name(h.status).removeprefix("MEMORY_STATUS_").lower()
     state = "" if status == "active" else f" ({status})"
-    preview = json.dumps(h.preview, ensure_ascii=False) if h.preview else ""
-    return f"  {h.rank:>3}. {h.relevance:.2f} {mark:<10} {h.memory_id} {h.namespace}{state} {preview}".rstrip()
+    preview = json_string(h.preview) if h.preview else ""
+    where = f"{one_line(h.memory_id)} {one_line(h.namespace)}"
+    return f"  {h.rank:>3}. {h.relevance:.2f} {mark:<10} {where}{state} {preview}".rstrip()

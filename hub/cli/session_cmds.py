@@ -1,8 +1,9 @@
 """`memhub session put|get|list|delete`: the shared session state (working memory) of a task in progress.
 
-Values are JSON. `get` prints the stored JSON text as it is (so `| jq` works), with every control
-character another agent's value may hold written as a \\uXXXX escape: the same JSON, and nothing a
-terminal would act on. Imports only gRPC and the protos (client commands stay light).
+Values are JSON. `get` prints the stored JSON text as it is (so `| jq` works), with every control,
+format or line-separator character (Unicode Cc, Cf, Zl, Zp: hub/memory_text.py) another agent's value
+may hold written as a \\uXXXX escape: the same JSON, and nothing a terminal would act on or a reader
+would see as a new line or reordered text. Imports only gRPC and the protos (client commands stay light).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from memhub.v1 import session_pb2 as pb
 
 from hub.cli.client_cmds import add_connection_args, client_from, parse_duration
 from hub.client import MemhubClient
-from hub.session_state.json_text import safe_json_text
+from hub.memory_text import json_safe, one_line
 
 _PREVIEW_CHARS = 80
 
@@ -97,12 +98,12 @@ def _entry_dict(entry: pb.SessionStateEntry) -> dict:
 
 
 def _print(data: object) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2))
+    print(json_safe(json.dumps(data, ensure_ascii=False, indent=2), keep_whitespace=True))
 
 
 def _describe(entry: pb.SessionStateEntry) -> str:
     expires = entry.expires_at.ToDatetime().strftime("%Y-%m-%dT%H:%M:%SZ")
-    return f"version {entry.version}, by {entry.updated_by}, {entry.value_bytes:,} bytes, expires {expires}"
+    return f"version {entry.version}, by {one_line(entry.updated_by)}, {entry.value_bytes:,} bytes, expires {expires}"
 
 
 def cmd_put(args: argparse.Namespace) -> int:
@@ -133,7 +134,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         _print(_entry_dict(entry))
         return 0
     print(f"{args.key}: {_describe(entry)}", file=sys.stderr)
-    print(safe_json_text(entry.value_json))
+    print(json_safe(entry.value_json, keep_whitespace=True))
     return 0
 
 
@@ -163,9 +164,9 @@ def cmd_list(args: argparse.Namespace) -> int:
                 continue
             for e in page.entries:
                 shown += 1
-                line = f"{e.key}  ({_describe(e)})"
+                line = f"{one_line(e.key)}  ({_describe(e)})"
                 if not args.keys_only:
-                    preview = safe_json_text(e.value_json).replace("\n", " ")
+                    preview = json_safe(e.value_json, keep_whitespace=True).replace("\n", " ")
                     line += "  " + (preview if len(preview) <= _PREVIEW_CHARS else preview[: _PREVIEW_CHARS - 3] + "...")
                 print(line)
             if page.next_page_token and not args.all:

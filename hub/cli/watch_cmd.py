@@ -23,6 +23,7 @@ from memhub.v1 import changes_pb2
 from hub.cli.client_cmds import _add_filter_args, add_connection_args, client_from, format_memory
 from hub.client import change_name
 from hub.client_feed import FeedFollower
+from hub.memory_text import json_safe
 
 CHANGES = "written | superseded | forgotten | expired | archived | consolidated | restored | released"
 
@@ -46,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _json_line(message: changes_pb2.ChangeFeedMessage) -> str:
-    return json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False)
+    return json_safe(json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False))
 
 
 def _retrying(error: grpc.RpcError, wait_s: float) -> None:

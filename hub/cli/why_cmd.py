@@ -13,6 +13,7 @@ import argparse
 from memhub.v1 import memory_pb2 as pb
 
 from hub.cli.client_cmds import add_connection_args, client_from, format_memory, print_json
+from hub.memory_text import one_line
 
 _RELATIONS = (
     # (relation, this entry is the link's from_entry, label)
@@ -57,8 +58,8 @@ def describe(reply: pb.GetMemoryLineageResponse, asked: str) -> list[str]:
             continue
         m = entry.memory
         about = "the memory asked about" if i == 0 else f"depth {entry.depth}"
-        trace = f", trace {m.source.trace_id}" if m.source.trace_id else ""
-        lines.append(f"#{i + 1} ({about}; version {m.version}, written by {m.source.agent_id}{trace})")
+        trace = f", trace {one_line(m.source.trace_id)}" if m.source.trace_id else ""
+        lines.append(f"#{i + 1} ({about}; version {m.version}, written by {one_line(m.source.agent_id)}{trace})")
         lines.append(format_memory(m))
         for relation, outgoing, label in _RELATIONS:
             others = [

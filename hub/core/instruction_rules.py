@@ -136,10 +136,16 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# Every character str.splitlines() breaks at, and with it many readers: the rules anchored at a line start
+# (role markers, "SYSTEM:") must see "ok\u2028SYSTEM: ..." as the second line it shows as.
+_LINE_BREAKS = str.maketrans(dict.fromkeys("\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029", "\n"))
+
+
 def _normalised(text: str) -> str:
     # NFKC folds full-width letters and look-alike compatibility forms ("ＳＹＳＴＥＭ") onto the plain ones;
-    # zero-width characters inserted to split a keyword ("ig\u200bnore") are removed.
-    folded = unicodedata.normalize("NFKC", text)
+    # line and paragraph separators become "\n"; format characters (zero-width, bidi controls) inserted to split
+    # a keyword ("ig\u200bnore") or to hide a line start are removed.
+    folded = unicodedata.normalize("NFKC", text).translate(_LINE_BREAKS)
     return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
 
 

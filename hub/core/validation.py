@@ -290,11 +290,23 @@ def request_id(value: str, field: str) -> str | None:
     return value
 
 
+SESSION_ID_RULE = (
+    f"1 to {MAX_SESSION_CHARS} characters of ASCII letters, digits and . _ : / @ + -, starting with a letter or digit "
+    "(e.g. chat-4312 or conv-26/session_1), or empty for none"
+)
+"""The memory session id rule in words. A session id is printed in every memory's header (CLI, bridge), so it
+holds no spaces, quotes, <, > or look-alike letters; the session-state ids (hub/session_state/validation.py)
+are the same alphabet without / @ +."""
+_SESSION_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:/@+-]{{0,{MAX_SESSION_CHARS - 1}}}")
+
+
 def session_id(value: str, field: str) -> str:
-    """Optional; at most MAX_SESSION_CHARS characters, none of them a control character (it is shown on one line)."""
+    """Optional: SESSION_ID_RULE. Rows stored before the rule keep their ids; renderings escape them anyway."""
     no_control_characters(value, field)
     if len(value) > MAX_SESSION_CHARS:
         raise InvalidArgument(field, f"is {len(value)} characters; the limit is {MAX_SESSION_CHARS}")
+    if value and _SESSION_ID.fullmatch(value) is None:
+        raise InvalidArgument(field, f"{value[:64]!r} is not a session id: {SESSION_ID_RULE}")
     return value
 
 
