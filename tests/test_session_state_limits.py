@@ -2,9 +2,10 @@
 
 One hub per backend runs the shipped policies (default.cedar + examples/fleet.cedar)
 with small session limits, so the quotas are reached in a few puts: 4 keys
-and 6,000 bytes per session, 4,096-byte values, 3 live sessions per
-namespace, 5 per agent. Agents get fresh ids per test where a per-agent
-count matters.
+and 6,000 bytes per session, 2,048-byte values, 4 live sessions per
+namespace, 5 per agent, and half of each shared quota at most for one agent
+(issue 22). Agents get fresh ids per test where a per-agent count matters;
+team namespaces (teams/support/<fresh>) are where several agents share.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ from hub.config import PolicyConfig
 from hub.session_state.config import SessionStateConfig
 
 LIMITS = SessionStateConfig(
-    max_value_bytes=4096, max_keys=4, max_session_bytes=6000, sessions_per_namespace=3, sessions_per_agent=5
+    max_value_bytes=2048, max_keys=4, max_session_bytes=6000, sessions_per_namespace=4, sessions_per_agent=5, agent_share=0.5
 )
+"""One agent's share: 2 keys and 3,000 bytes of a session, 2 sessions of a namespace."""
 
 
 @dataclasses.dataclass
@@ -90,48 +92,103 @@ def test_keys_per_session(policy_hub: PolicyHub) -> None:
     me = agent()
     ns, session = f"agents/{me}/work", sid()
     with policy_hub.client(me) as c:
-        for i in range(LIMITS.max_keys):
+        for i in range(LIMITS.agent_max_keys):
             c.session_put(ns, session, f"k{i}", i)
         code, message = refused(lambda: c.session_put(ns, session, "one-more", 1))
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
-        assert message.startswith("session quota (session-keys): ") and "MEMHUB_SESSION_MAX_KEYS=4" in message
+        assert message.startswith(f"session quota (agent-session-keys): agent {me!r} wrote 2 other live keys")
+        assert "MEMHUB_SESSION_AGENT_SHARE=0.5 of MEMHUB_SESSION_MAX_KEYS=4" in message
         c.session_put(ns, session, "k0", "replacing a key adds none")
         c.session_delete(ns, session, "k1")
         c.session_put(ns, session, "one-more", 1)
-        assert [e.key for e in c.session_list(ns, session).entries] == ["k0", "k2", "k3", "one-more"]
+        assert [e.key for e in c.session_list(ns, session).entries] == ["k0", "one-more"]
+
+
+def team() -> str:
+    return f"teams/support/{uuid.uuid4().hex[:8]}"
+
+
+def member(policy_hub: PolicyHub, name: str) -> MemhubClient:
+    """A support team member (fresh names: the per-agent session count spans every test)."""
+    return policy_hub.client(name, groups=("support",))
+
+
+def admin_writer(policy_hub: PolicyHub) -> MemhubClient:
+    """A support member who is also a hub admin: the one caller told who holds a full quota."""
+    return policy_hub.client(f"lead-{uuid.uuid4().hex[:6]}", groups=("support", "admins"))
+
+
+def test_one_agent_cannot_fill_a_shared_session(policy_hub: PolicyHub) -> None:
+    ns, session = team(), sid()
+    a, b, d = (f"{who}-{uuid.uuid4().hex[:6]}" for who in ("alice", "bob", "dave"))
+    with member(policy_hub, a) as alice, member(policy_hub, b) as bob, member(policy_hub, d) as dave:
+        alice.session_put(ns, session, "a1", 1)
+        alice.session_put(ns, session, "a2", 2)
+        assert refused(lambda: alice.session_put(ns, session, "a3", 3))[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
+        bob.session_put(ns, session, "b1", 1)  # alice's share is full, the session is not
+        bob.session_put(ns, session, "b2", 2)
+        # Now the whole session is full: dave is told the quota and its limit, and nothing about who holds it.
+        code, message = refused(lambda: dave.session_put(ns, session, "d1", 1))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert message.startswith("session quota (session-keys): ") and "MEMHUB_SESSION_MAX_KEYS=4" in message
+        assert a not in message and b not in message and "wrote the most" not in message
+        with admin_writer(policy_hub) as lead:
+            _, told = refused(lambda: lead.session_put(ns, session, "l1", 1))
+        assert f"; agent {a!r} wrote the most of them (2 keys, " in told
 
 
 def test_bytes_per_session_count_keys_and_values(policy_hub: PolicyHub) -> None:
     me = agent()
     ns, session = f"agents/{me}/work", sid()
     with policy_hub.client(me) as c:
-        c.session_put(ns, session, "a", value_json=json.dumps("x" * 2998))  # 3,000 + 1 bytes
-        c.session_put(ns, session, "b", value_json=json.dumps("y" * 2900))  # 2,902 + 1: 5,904 in all
-        code, message = refused(lambda: c.session_put(ns, session, "c", value_json=json.dumps("z" * 94)))
-        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and message.startswith("session quota (session-bytes): ")
-        assert "6,001 bytes" in message and "MEMHUB_SESSION_MAX_BYTES=6,000" in message
-        c.session_put(ns, session, "c", value_json=json.dumps("z" * 93))  # exactly 6,000
+        c.session_put(ns, session, "a", value_json=json.dumps("x" * 1498))  # 1,500 + 1 bytes
+        code, message = refused(lambda: c.session_put(ns, session, "b", value_json=json.dumps("y" * 1498)))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and message.startswith("session quota (agent-session-bytes): ")
+        assert (
+            "would hold 3,002 bytes" in message and "MEMHUB_SESSION_AGENT_SHARE=0.5 of MEMHUB_SESSION_MAX_BYTES=6,000" in message
+        )
+        c.session_put(ns, session, "b", value_json=json.dumps("y" * 1496))  # exactly 3,000
         # Shrinking a value makes room: the limit counts what will be stored.
         c.session_put(ns, session, "a", "small")
-        c.session_put(ns, session, "d", value_json=json.dumps("w" * 2000))
-        code, message = refused(lambda: c.session_put(ns, session, "e", value_json=json.dumps("v" * 4095)))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT and message.startswith("value_json: is 4,097 bytes")
+        c.session_put(ns, session, "b", value_json=json.dumps("w" * 2000))
+        code, message = refused(lambda: c.session_put(ns, session, "e", value_json=json.dumps("v" * 2047)))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and message.startswith("value_json: is 2,049 bytes")
+
+
+def test_the_whole_of_a_shared_sessions_bytes(policy_hub: PolicyHub) -> None:
+    ns, session = team(), sid()
+    a, b, d = (f"{who}-{uuid.uuid4().hex[:6]}" for who in ("alice", "bob", "dave"))
+    with member(policy_hub, a) as alice, member(policy_hub, b) as bob, member(policy_hub, d) as dave:
+        alice.session_put(ns, session, "a", value_json=json.dumps("x" * 1998))  # 2,001 bytes
+        bob.session_put(ns, session, "b", value_json=json.dumps("y" * 1997))  # 2,000
+        dave.session_put(ns, session, "c", value_json=json.dumps("z" * 1900))  # 1,903: 5,904 in all
+        with member(policy_hub, agent()) as cleo:
+            code, message = refused(lambda: cleo.session_put(ns, session, "d", value_json=json.dumps("w" * 94)))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and message.startswith("session quota (session-bytes): ")
+        assert "6,001 bytes" in message and "MEMHUB_SESSION_MAX_BYTES=6,000" in message
+        assert not any(name in message for name in (a, b, d, "wrote the most"))
+        with admin_writer(policy_hub) as lead:
+            _, told = refused(lambda: lead.session_put(ns, session, "d", value_json=json.dumps("w" * 94)))
+        assert f"; agent {a!r} wrote the most of them (1 keys, 2,001 bytes)" in told
 
 
 def test_sessions_per_namespace_and_per_agent(policy_hub: PolicyHub) -> None:
     me = agent()
     ns = f"agents/{me}/work"
     with policy_hub.client(me) as c:
-        sessions = [sid() for _ in range(LIMITS.sessions_per_namespace)]
+        sessions = [sid() for _ in range(LIMITS.agent_sessions_per_namespace)]
         for s in sessions:
             c.session_put(ns, s, "k", 1)
         code, message = refused(lambda: c.session_put(ns, sid(), "k", 1))
-        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and message.startswith("session quota (sessions-per-namespace): ")
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert message.startswith(f"session quota (agent-sessions-per-namespace): agent {me!r} created 2 of the live")
+        assert "MEMHUB_SESSION_AGENT_SHARE=0.5 of MEMHUB_SESSIONS_PER_NAMESPACE=4" in message
         c.session_put(ns, sessions[0], "more", 2)  # an existing session takes more keys
         assert c.session_delete(ns, sessions[0], whole_session=True).deleted == 2
         c.session_put(ns, sid(), "k", 1)  # a deleted session frees its place
 
         # Five live sessions in all for one agent, whatever the namespaces.
+        c.session_put(f"agents/{me}/other", sid(), "k", 1)
         c.session_put(f"agents/{me}/other", sid(), "k", 1)
         c.session_put(f"agents/{me}/third", sid(), "k", 1)
         code, message = refused(lambda: c.session_put(f"agents/{me}/fourth", sid(), "k", 1))
@@ -139,11 +196,33 @@ def test_sessions_per_namespace_and_per_agent(policy_hub: PolicyHub) -> None:
         assert "MEMHUB_SESSIONS_PER_AGENT=5" in message
 
 
+def test_one_agent_cannot_fill_a_shared_namespace_with_sessions(policy_hub: PolicyHub) -> None:
+    """Issue 22: one member of a namespace created all its sessions and every other writer was refused for days."""
+    ns = team()
+    a, b, d = (f"{who}-{uuid.uuid4().hex[:6]}" for who in ("alice", "bob", "dave"))
+    with member(policy_hub, a) as alice, member(policy_hub, b) as bob, member(policy_hub, d) as dave:
+        for _ in range(LIMITS.agent_sessions_per_namespace):
+            alice.session_put(ns, sid(), "k", 1)
+        code, message = refused(lambda: alice.session_put(ns, sid(), "k", 1))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert message.startswith(f"session quota (agent-sessions-per-namespace): agent {a!r} created 2 ")
+        for _ in range(LIMITS.agent_sessions_per_namespace):
+            bob.session_put(ns, sid(), "k", 1)  # alice's share is full; bob still creates sessions
+        code, message = refused(lambda: dave.session_put(ns, sid(), "k", 1))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert message.startswith(f"session quota (sessions-per-namespace): namespace {ns!r} has 4 live sessions, ")
+        assert "MEMHUB_SESSIONS_PER_NAMESPACE=4" in message
+        assert not any(name in message for name in (a, b, "created the most"))
+        with admin_writer(policy_hub) as lead:
+            _, told = refused(lambda: lead.session_put(ns, sid(), "k", 1))
+        assert f"; agent {a!r} created the most of them (2)" in told
+
+
 def test_expired_sessions_free_their_place(policy_hub: PolicyHub) -> None:
     me = agent()
     ns = f"agents/{me}/work"
     with policy_hub.client(me) as c:
-        for _ in range(LIMITS.sessions_per_namespace):
+        for _ in range(LIMITS.agent_sessions_per_namespace):
             c.session_put(ns, sid(), "k", 1, ttl=timedelta(seconds=1))
 
         def room() -> bool:
@@ -185,18 +264,27 @@ def test_quotas_hold_under_concurrent_puts(policy_hub: PolicyHub) -> None:
     me = agent()
     ns = f"agents/{me}/work"
     clients = [policy_hub.client(me) for _ in range(16)]
+    members = [policy_hub.client(f"member-{uuid.uuid4().hex[:6]}", groups=("support",)) for _ in range(16)]
     try:
-        # Sixteen new sessions in one namespace at once: exactly the quota's three are created.
+        # Sixteen new sessions in one namespace at once, by one agent: exactly its share of two is created.
         made, codes = _concurrently(16, lambda i: clients[i].session_put(ns, f"race-{i}", "k", i))
-        assert made == LIMITS.sessions_per_namespace and codes == ["RESOURCE_EXHAUSTED"] * 13
-        # Sixteen new keys in one session at once: exactly four fit.
+        assert made == LIMITS.agent_sessions_per_namespace and codes == ["RESOURCE_EXHAUSTED"] * 14
+        # Sixteen new keys in one session at once: exactly the agent's two fit.
         session = sid()
         other_ns = f"agents/{me}/keys"
         made, codes = _concurrently(16, lambda i: clients[i].session_put(other_ns, session, f"key-{i}", i))
+        assert made == LIMITS.agent_max_keys and codes == ["RESOURCE_EXHAUSTED"] * 14
+        assert len(clients[0].session_list(other_ns, session).entries) == LIMITS.agent_max_keys
+        # Sixteen agents creating a session each in a shared namespace: exactly the whole quota's four.
+        shared = team()
+        made, codes = _concurrently(16, lambda i: members[i].session_put(shared, f"race-{i}", "k", i))
+        assert made == LIMITS.sessions_per_namespace and codes == ["RESOURCE_EXHAUSTED"] * 12
+        # Sixteen agents writing a key each in one new shared session: exactly the whole quota's four.
+        shared, session = team(), sid()
+        made, codes = _concurrently(16, lambda i: members[i].session_put(shared, session, f"key-{i}", i))
         assert made == LIMITS.max_keys and codes == ["RESOURCE_EXHAUSTED"] * 12
-        assert len(clients[0].session_list(other_ns, session).entries) == LIMITS.max_keys
     finally:
-        for c in clients:
+        for c in clients + members:
             c.close()
 
 
@@ -204,13 +292,13 @@ def test_quota_refusals_are_audited_in_aggregate(policy_hub: PolicyHub) -> None:
     me = agent()
     ns, session = f"agents/{me}/work", sid()
     with policy_hub.client(me) as c, policy_hub.client("root") as root:
-        for i in range(LIMITS.max_keys):
+        for i in range(LIMITS.agent_max_keys):
             c.session_put(ns, session, f"k{i}", i)
         refused(lambda: c.session_put(ns, session, "over", 1))
 
         def audited() -> bool:
             rows = root.call_admin("QueryAuditLog", admin_pb2.QueryAuditLogRequest(agent_id=me, action="quota")).entries
-            return any(r.detail.get("reason") == "session-keys" for r in rows)
+            return any(r.detail.get("reason") == "agent-session-keys" for r in rows)
 
         eventually(audited, "the refusal is in the audit log with its reason")
 
@@ -298,3 +386,29 @@ def test_every_decision_is_audited_with_the_rpc(policy_hub: PolicyHub) -> None:
             (stranger, rpc + "ListSessionState", "read", deny),
         }
         eventually(lambda: expected <= rows(), "the decisions are audited")
+
+
+# -- settings -------------------------------------------------------------------------------------------------
+
+
+def test_the_agent_share_is_read_checked_and_always_below_the_whole() -> None:
+    from hub.errors import StartupError
+
+    c = SessionStateConfig.from_env({})
+    assert c.agent_share == 0.5
+    assert (c.agent_sessions_per_namespace, c.agent_max_keys, c.agent_max_session_bytes) == (500, 128, 2**19)
+    c = SessionStateConfig.from_env({"MEMHUB_SESSION_AGENT_SHARE": "0.1", "MEMHUB_SESSIONS_PER_NAMESPACE": "2"})
+    assert c.agent_sessions_per_namespace == 1  # rounded down, at least one, and still less than the whole
+    for raw in ("1", "0", "0.95", "nan"):
+        with pytest.raises(StartupError, match=r"MEMHUB_SESSION_AGENT_SHARE=.* (is out of range \(0.01 to 0.9\)|is not)"):
+            SessionStateConfig.from_env({"MEMHUB_SESSION_AGENT_SHARE": raw})
+    # A whole quota of one cannot be shared.
+    with pytest.raises(StartupError, match=r"MEMHUB_SESSIONS_PER_NAMESPACE=1 is out of range \(2 to"):
+        SessionStateConfig.from_env({"MEMHUB_SESSIONS_PER_NAMESPACE": "1"})
+    # One agent's share of a session must still hold the largest value.
+    with pytest.raises(StartupError, match=r"MEMHUB_SESSION_MAX_BYTES=100000 is out of range \(131,328|131328 to"):
+        SessionStateConfig.from_env({"MEMHUB_SESSION_MAX_BYTES": "100000"})
+    with pytest.raises(StartupError, match="MEMHUB_SESSION_MAX_VALUE_BYTES=1048576 and MEMHUB_SESSION_AGENT_SHARE=0.2 need"):
+        SessionStateConfig.from_env({"MEMHUB_SESSION_MAX_VALUE_BYTES": str(2**20), "MEMHUB_SESSION_AGENT_SHARE": "0.2"})
+    with pytest.raises(ValueError, match="agent_share must be above 0 and below 1"):
+        SessionStateConfig(agent_share=1.0)

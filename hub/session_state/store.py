@@ -24,6 +24,7 @@ expiry.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -49,11 +50,14 @@ _READ_KEY = text(
     "WHERE namespace = :ns AND session_id = :sid AND key = :key AND expires_at > now()"
 )
 
-# The key and the session's other live keys (count, bytes, latest expiry), in one round trip.
+# The key and the session's other live keys (count, bytes, latest expiry; and the part the writing agent wrote
+# last), in one round trip.
 _READ_KEY_AND_OTHERS = text(
     "SELECT k.key, k.value, k.value_bytes, k.version, k.updated_at, k.updated_by, k.expires_at, k.request_id, "
-    "o.keys AS other_keys, o.bytes AS other_bytes, o.expires AS other_expires "
-    "FROM (SELECT count(*) AS keys, coalesce(sum(value_bytes + octet_length(key)), 0) AS bytes, max(expires_at) AS expires "
+    "o.keys AS other_keys, o.bytes AS other_bytes, o.expires AS other_expires, o.my_keys, o.my_bytes "
+    "FROM (SELECT count(*) AS keys, coalesce(sum(value_bytes + octet_length(key)), 0) AS bytes, max(expires_at) AS expires, "
+    "             count(*) FILTER (WHERE updated_by = :agent) AS my_keys, "
+    "             coalesce(sum(value_bytes + octet_length(key)) FILTER (WHERE updated_by = :agent), 0) AS my_bytes "
     "      FROM session_state WHERE namespace = :ns AND session_id = :sid AND key <> :key AND expires_at > now()) o "
     "LEFT JOIN session_state k ON k.namespace = :ns AND k.session_id = :sid AND k.key = :key AND k.expires_at > now()"
 )
@@ -64,8 +68,20 @@ _CREATION_LOCKS = text(
 )
 
 _LIVE_SESSIONS = text(
-    "SELECT (SELECT count(*) FROM session_state_sessions WHERE namespace = :ns AND expires_at > now()), "
-    "(SELECT count(*) FROM session_state_sessions WHERE created_by = :agent AND expires_at > now())"
+    "SELECT n.total, n.mine, (SELECT count(*) FROM session_state_sessions WHERE created_by = :agent AND expires_at > now()) "
+    "FROM (SELECT count(*) AS total, count(*) FILTER (WHERE created_by = :agent) AS mine "
+    "      FROM session_state_sessions WHERE namespace = :ns AND expires_at > now()) n"
+)
+
+# Who holds the most of a full quota: told to admins only (``put``'s may_see_holders).
+_TOP_SESSION_CREATOR = text(
+    "SELECT created_by, count(*) FROM session_state_sessions WHERE namespace = :ns AND expires_at > now() "
+    "GROUP BY created_by ORDER BY count(*) DESC, created_by LIMIT 1"
+)
+_TOP_KEY_WRITER = text(
+    "SELECT updated_by, count(*), sum(value_bytes + octet_length(key)) FROM session_state "
+    "WHERE namespace = :ns AND session_id = :sid AND expires_at > now() "
+    "GROUP BY updated_by ORDER BY {order} DESC, updated_by LIMIT 1"
 )
 
 # Keys of an expired session are all expired (its expiry is their latest): clear them before it is reused.
@@ -180,25 +196,26 @@ class SessionStore:
 
     # -- changes --------------------------------------------------------------------------------------------
 
-    def put(self, agent_id: str, req: PutRequest) -> PutResult:
+    def put(self, agent_id: str, req: PutRequest, may_see_holders: Callable[[], bool] = lambda: False) -> PutResult:
         """Set the key (compare-and-set when ``req.expected_version`` is set), within the quotas.
 
         Raises Aborted (version mismatch), FailedPrecondition (request_id reused for another value),
-        ResourceExhausted (a quota).
+        ResourceExhausted (a quota). A refusal for a full shared quota names the agent holding most of it only
+        when ``may_see_holders()`` (asked only then: an admin's right); otherwise it says nothing of other agents.
         """
         ids = {"ns": req.namespace, "sid": req.session_id, "key": req.key}
         with self._engine.begin() as conn:
             live = self._lock(conn, ids)
             if not live:
-                self._create_session(conn, agent_id, ids, exists=live is not None)
-            row = conn.execute(_READ_KEY_AND_OTHERS, ids).one()
+                self._create_session(conn, agent_id, ids, exists=live is not None, may_see_holders=may_see_holders)
+            row = conn.execute(_READ_KEY_AND_OTHERS, ids | {"agent": agent_id}).one()
             current = row if row.key is not None else None
             if current is not None and self._is_retry(req, current):
                 return PutResult(_entry(req.namespace, req.session_id, current), replayed=True)
             version = current.version if current is not None else 0
             if req.expected_version is not None and req.expected_version != version:
                 raise _conflict(req.key, req.expected_version, version)
-            self._check_session_limits(req, row.other_keys, row.other_bytes)
+            self._check_session_limits(conn, agent_id, req, row, may_see_holders)
             written = conn.execute(
                 _WRITE_KEY,
                 ids
@@ -259,7 +276,9 @@ class SessionStore:
         """Lock the session's row for this transaction: None when there is none, else whether it is live."""
         return conn.execute(_LOCK_SESSION, ids).scalar()
 
-    def _create_session(self, conn: Connection, agent_id: str, ids: dict[str, str], *, exists: bool) -> None:
+    def _create_session(
+        self, conn: Connection, agent_id: str, ids: dict[str, str], *, exists: bool, may_see_holders: Callable[[], bool]
+    ) -> None:
         """Create the session (or revive the expired one this transaction has locked) within the session quotas."""
         conn.execute(_CREATION_LOCKS, {"ns": ids["ns"], "agent": agent_id})
         if not exists:
@@ -267,13 +286,24 @@ class SessionStore:
             # live, or (expired since) locked now by this transaction like any expired session.
             if self._lock(conn, ids):
                 return
-        in_namespace, by_agent = conn.execute(_LIVE_SESSIONS, {"ns": ids["ns"], "agent": agent_id}).one()
+        in_namespace, mine_here, by_agent = conn.execute(_LIVE_SESSIONS, {"ns": ids["ns"], "agent": agent_id}).one()
         c = self._config
+        if mine_here >= c.agent_sessions_per_namespace:
+            raise ResourceExhausted(
+                f"session quota (agent-sessions-per-namespace): agent {agent_id!r} created {mine_here:,} of the live "
+                f"sessions of namespace {ids['ns']!r}, the most one agent may hold there ({_share_of(c)} of "
+                f"MEMHUB_SESSIONS_PER_NAMESPACE={c.sessions_per_namespace:,}: the rest is left to other agents); "
+                "delete finished sessions (DeleteSessionState whole_session) or wait for them to expire"
+            )
         if in_namespace >= c.sessions_per_namespace:
+            holder = ""
+            if may_see_holders():
+                top = conn.execute(_TOP_SESSION_CREATOR, {"ns": ids["ns"]}).first()
+                holder = f"; agent {top[0]!r} created the most of them ({top[1]:,})" if top else ""
             raise ResourceExhausted(
                 f"session quota (sessions-per-namespace): namespace {ids['ns']!r} has {in_namespace:,} live sessions, "
-                f"the most it may hold (MEMHUB_SESSIONS_PER_NAMESPACE={c.sessions_per_namespace:,}); delete finished "
-                "sessions (DeleteSessionState whole_session) or wait for them to expire"
+                f"the most it may hold (MEMHUB_SESSIONS_PER_NAMESPACE={c.sessions_per_namespace:,}){holder}; delete "
+                "finished sessions (DeleteSessionState whole_session) or wait for them to expire"
             )
         if by_agent >= c.sessions_per_agent:
             raise ResourceExhausted(
@@ -297,21 +327,52 @@ class SessionStore:
             )
         return True
 
-    def _check_session_limits(self, req: PutRequest, others: int, others_bytes: int) -> None:
+    def _check_session_limits(
+        self, conn: Connection, agent_id: str, req: PutRequest, row: Any, may_see_holders: Callable[[], bool]
+    ) -> None:
+        """The session's quotas as they will be at commit: the agent's share first, then the whole."""
         c = self._config
         where = _where(req.namespace, req.session_id)
-        if others + 1 > c.max_keys:
+        entry_bytes = req.value_bytes + len(req.key.encode())
+        if row.my_keys + 1 > c.agent_max_keys:
             raise ResourceExhausted(
-                f"session quota (session-keys): {where} holds {others:,} other live keys, the most one session may "
-                f"hold (MEMHUB_SESSION_MAX_KEYS={c.max_keys:,}); delete keys it no longer needs or let them expire"
+                f"session quota (agent-session-keys): agent {agent_id!r} wrote {row.my_keys:,} other live keys of "
+                f"{where}, the most one agent may hold in a session ({_share_of(c)} of MEMHUB_SESSION_MAX_KEYS="
+                f"{c.max_keys:,}: the rest is left to other agents); delete keys it no longer needs or let them expire"
             )
-        size = others_bytes + req.value_bytes + len(req.key)
+        mine = row.my_bytes + entry_bytes
+        if mine > c.agent_max_session_bytes:
+            raise ResourceExhausted(
+                f"session quota (agent-session-bytes): with this value agent {agent_id!r} would hold {mine:,} bytes of "
+                f"keys and values of {where}, more than one agent may hold in a session ({_share_of(c)} of "
+                f"MEMHUB_SESSION_MAX_BYTES={c.max_session_bytes:,}: the rest is left to other agents); store less, or "
+                "delete keys it no longer needs"
+            )
+        if row.other_keys + 1 > c.max_keys:
+            raise ResourceExhausted(
+                f"session quota (session-keys): {where} holds {row.other_keys:,} other live keys, the most one session "
+                f"may hold (MEMHUB_SESSION_MAX_KEYS={c.max_keys:,}){self._top_writer(conn, req, 'count(*)', may_see_holders)}; "
+                "delete keys it no longer needs or let them expire"
+            )
+        size = row.other_bytes + entry_bytes
         if size > c.max_session_bytes:
             raise ResourceExhausted(
                 f"session quota (session-bytes): with this value {where} would hold {size:,} bytes of keys and values, "
-                f"more than one session may hold (MEMHUB_SESSION_MAX_BYTES={c.max_session_bytes:,}); store less, or "
+                f"more than one session may hold (MEMHUB_SESSION_MAX_BYTES={c.max_session_bytes:,})"
+                f"{self._top_writer(conn, req, 'sum(value_bytes + octet_length(key))', may_see_holders)}; store less, or "
                 "delete keys it no longer needs"
             )
+
+    def _top_writer(self, conn: Connection, req: PutRequest, order: str, may_see_holders: Callable[[], bool]) -> str:
+        """'; agent X wrote the most of them (...)' for a caller allowed to know, else ''."""
+        if not may_see_holders():
+            return ""
+        statement = text(_TOP_KEY_WRITER.text.format(order=order))
+        row = conn.execute(statement, {"ns": req.namespace, "sid": req.session_id}).first()
+        if row is None:
+            return ""
+        top, keys, size = row
+        return f"; agent {top!r} wrote the most of them ({keys:,} keys, {size:,} bytes)"
 
     def _refresh_session_expiry(self, conn: Connection, ids: dict[str, str]) -> None:
         """After a delete: the session lives until its latest live key expires; with none left it is gone."""
@@ -321,6 +382,10 @@ class SessionStore:
             conn.execute(_DELETE_SESSION, ids)
         else:
             conn.execute(_SET_SESSION_EXPIRY, ids | {"expires": latest})
+
+
+def _share_of(c: SessionStateConfig) -> str:
+    return f"MEMHUB_SESSION_AGENT_SHARE={c.agent_share:g}"
 
 
 def _conflict(key: str, expected: int, current: int) -> Aborted:
