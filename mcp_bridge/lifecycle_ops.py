@@ -4,7 +4,8 @@ As in operations.py, nothing here widens what the agent may do: the
 narrowing is checked first, then the hub checks the agent's token and
 policies. Where a request names memories by id (mark_used, memory_history)
 the id does not say where the memory lives, so a bridge narrowed to some
-namespaces reads them first, as its agent, and refuses any outside the fence.
+namespaces reads them first, as its agent, and refuses any outside the fence
+with the hub's own answer for a missing id (operations.fenced_get).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+import grpc
 from mcp.server.mcpserver.exceptions import ToolError
 from memhub.v1 import memory_pb2 as pb
 
-from mcp_bridge.hub_calls import HubCaller
+from mcp_bridge.hub_calls import HubCaller, hub_error
 from mcp_bridge.hub_client import BridgeHubClient
 from mcp_bridge.lifecycle_results import (
     ContextOutput,
@@ -29,7 +31,7 @@ from mcp_bridge.lifecycle_results import (
     summarize_output,
 )
 from mcp_bridge.narrowing import Narrowing
-from mcp_bridge.operations import checked, utc
+from mcp_bridge.operations import checked, fenced_get, missing_memory_details, utc
 
 # One consolidation attempt may take this long (hub/cli/consolidate_cmd.py waits as long): it embeds every
 # selected episode and its sentences, and an LLM summariser takes seconds per group. Retries after a failure
@@ -85,9 +87,7 @@ class LifecycleOperations:
 
     async def mark_used(self, memory_ids: Sequence[str], *, search_id: str | None, useful: bool | None) -> MarkUsedOutput:
         ids = list(dict.fromkeys(memory_ids))  # the schema asks for at least one
-        if self.narrowing.narrows_namespaces:
-            memories = await self.call(lambda: [self.hub.get(i) for i in ids])
-            self._within_narrowing(memories, "nothing was marked")
+        await fenced_get(self.hub, self.call, self.narrowing, ids)
         reply = await self.call(lambda: self.hub.mark_used(ids, search_id=search_id or "", useful=useful))
         return MarkUsedOutput(
             memory_ids=ids,
@@ -138,9 +138,11 @@ class LifecycleOperations:
     # -- memory_history -----------------------------------------------------------------------------------
 
     async def history(self, memory_id: str, *, limit: int) -> HistoryOutput:
+        # Read first, so a memory outside the fence answers as GetMemory answers a missing id (no oracle).
+        await fenced_get(self.hub, self.call, self.narrowing, [memory_id])
         reply = await self.call(lambda: self.hub.history(memory_id, limit=limit))
         # Every version shares the subject's namespace; checking each costs nothing and assumes nothing.
-        self._within_narrowing(reply.versions, "its history is not shown")
+        self._within_narrowing(memory_id, reply.versions)
         return history_output(memory_id, reply)
 
     # -- explain_memory -----------------------------------------------------------------------------------
@@ -151,16 +153,14 @@ class LifecycleOperations:
         reply = await self.call(
             lambda: self.hub.lineage(memory_id, max_depth=max_depth, max_memories=max_memories, namespaces=scope)
         )
-        self._within_narrowing([e.memory for e in reply.entries if not e.hidden], "it is not explained")
+        self._within_narrowing(memory_id, [e.memory for e in reply.entries if not e.hidden])
         return lineage_output(memory_id, reply)
 
-    def _within_narrowing(self, memories: Sequence[pb.Memory], consequence: str) -> None:
-        for memory in memories:
-            if not self.narrowing.allows(memory.namespace):
-                raise ToolError(
-                    f"memory {memory.id} is in {memory.namespace!r}, outside what this bridge may touch "
-                    f"({', '.join(self.narrowing.namespaces)}); {consequence}"
-                )
+    def _within_narrowing(self, memory_id: str, memories: Sequence[pb.Memory]) -> None:
+        """A second fence on what the hub sent back: anything outside the narrowing makes the whole answer the
+        hub's "not found" for `memory_id`, never a message naming where the memory lives."""
+        if any(not self.narrowing.allows(memory.namespace) for memory in memories):
+            raise hub_error(grpc.StatusCode.NOT_FOUND, missing_memory_details(memory_id))
 
 
 def _window(

@@ -12,11 +12,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TypeVar
 
+import grpc
 from mcp.server.mcpserver.exceptions import ToolError
+from memhub.v1 import memory_pb2 as pb
 
 from hub.client import memory_input
 from hub.errors import InvalidArgument
-from mcp_bridge.hub_calls import HubCaller
+from mcp_bridge.hub_calls import HubCaller, hub_error
 from mcp_bridge.hub_client import BridgeHubClient
 from mcp_bridge.narrowing import Narrowing, OutsideNarrowing
 from mcp_bridge.results import (
@@ -68,15 +70,9 @@ class MemoryOperations:
         if expected_version is not None and not subject_key:
             raise ToolError("expected_version: needs subject_key (it is the version of the memory holding that subject)")
         cited = list(dict.fromkeys(cites))
-        if cited and self.narrowing.narrows_namespaces:
+        if cited:
             # A cited id does not say where the memory lives: read them (as this agent) and keep to the fence.
-            memories = await self.call(lambda: [self.hub.get(i) for i in cited])
-            for memory in memories:
-                if not self.narrowing.allows(memory.namespace):
-                    raise ToolError(
-                        f"cites: memory {memory.id} is in {memory.namespace!r}, outside what this bridge may touch "
-                        f"({', '.join(self.narrowing.namespaces)}); nothing was written"
-                    )
+            await fenced_get(self.hub, self.call, self.narrowing, cited)
         item = memory_input(
             target,
             content,
@@ -154,14 +150,8 @@ class MemoryOperations:
     # -- forget -----------------------------------------------------------------
 
     async def forget(self, memory_id: str, *, reason: str, expected_version: int | None = None) -> ForgetOutput:
-        if self.narrowing.narrows_namespaces:
-            # The id alone does not say where the memory lives; ask (as this agent) before acting on it.
-            memory = await self.call(lambda: self.hub.get(memory_id))
-            if not self.narrowing.allows(memory.namespace):
-                raise ToolError(
-                    f"memory {memory_id} is in {memory.namespace!r}, outside what this bridge may touch "
-                    f"({', '.join(self.narrowing.namespaces)}); it was not forgotten"
-                )
+        # The id alone does not say where the memory lives; ask (as this agent) before acting on it.
+        await fenced_get(self.hub, self.call, self.narrowing, [memory_id])
         request_id = uuid.uuid4().hex
         expected = {memory_id: expected_version} if expected_version is not None else None
         reply = await self.call(
@@ -194,6 +184,46 @@ class MemoryOperations:
         if query:
             order = "subject_newest_first_then_best_match" if subject_key else "best_match_first"
         return PreferencesOutput(subject_key=subject_key, query=query, order=order, preferences=unique, search_id=search_id)
+
+
+class _Fenced(Exception):
+    """Raised in the worker thread for a memory outside the narrowing: answered as the hub answers a missing one."""
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(memory_id)
+        self.memory_id = memory_id
+
+
+async def fenced_get(hub: BridgeHubClient, call: HubCaller, narrowing: Narrowing, memory_ids: Sequence[str]) -> list[pb.Memory]:
+    """Read `memory_ids` in order, as the agent; one outside the narrowing answers exactly as a missing one.
+
+    A narrowed bridge must not be an oracle: "memory X is in 'teams/support/kb'" for a memory behind the fence
+    and "not found" for a missing one would tell the model that X exists and where (issue 22). So the refusal is
+    the hub's own NOT_FOUND answer to GetMemory, raised at the same position the hub would raise it, through the
+    same error path (hub_error). Without namespace narrowing nothing is read: the hub alone decides.
+    """
+    if not narrowing.narrows_namespaces:
+        return []
+
+    def read() -> list[pb.Memory]:
+        out = []
+        for memory_id in memory_ids:
+            memory = hub.get(memory_id)
+            if not narrowing.allows(memory.namespace):
+                raise _Fenced(memory_id)
+            out.append(memory)
+        return out
+
+    try:
+        return await call(read)
+    except _Fenced as fenced:
+        raise hub_error(grpc.StatusCode.NOT_FOUND, missing_memory_details(fenced.memory_id)) from None
+
+
+def missing_memory_details(memory_id: str) -> str:
+    """The hub's status details for GetMemory of a missing id (hub/core/service.py MemoryService.get);
+    tests/security/test_bridge_oracles.py compares the two answers, so a change to either is caught."""
+    return f"memory {memory_id} not found"
 
 
 def checked(check: Callable[[], T]) -> T:

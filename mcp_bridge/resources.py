@@ -9,6 +9,7 @@ writes included: mcp_bridge/resource_updates.py.
 
 from __future__ import annotations
 
+import grpc
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from memhub.v1 import memory_pb2 as pb
@@ -16,9 +17,10 @@ from memhub.v1 import memory_pb2 as pb
 from hub.core.validation import memory_id
 from hub.errors import InvalidArgument
 from hub.memory_text import READING_NOTE
-from mcp_bridge.hub_calls import HubCaller
+from mcp_bridge.hub_calls import HubCaller, hub_error
 from mcp_bridge.hub_client import BridgeHubClient
 from mcp_bridge.narrowing import Narrowing, OutsideNarrowing
+from mcp_bridge.operations import missing_memory_details
 from mcp_bridge.results import count_of, memory_block, memory_record
 
 SCHEME = "memhub"
@@ -74,8 +76,9 @@ class ResourceReader:
         except InvalidArgument as exc:
             raise ResourceNotFoundError(f"{memory_uri(raw_id)}: {exc}") from None
         memory: pb.Memory = await self._hub_call(lambda: self._hub.get(mid))
-        if not self._narrowing.allows(memory.namespace):  # outside this bridge: as if it did not exist
-            raise ResourceNotFoundError(f"{memory_uri(mid)}: not found: memory {mid} not found")
+        if not self._narrowing.allows(memory.namespace):
+            # Outside this bridge: the very answer a missing id gets (operations.fenced_get), or it is an oracle.
+            raise ResourceError(str(hub_error(grpc.StatusCode.NOT_FOUND, missing_memory_details(mid))))
         record = memory_record(memory)
         return "\n".join([READING_NOTE, *memory_block(1, record, extra=[("status", record.status)])])
 
