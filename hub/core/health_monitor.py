@@ -62,7 +62,7 @@ class HealthMonitor:
         """Call ``listener(database_ok, index_ok)`` now and on every change."""
         with self._lock:
             self._listeners.append(listener)
-        listener(self._db_ok, self._index_health.ok)
+        listener(self._db_ok, self._index_health.healthy)
 
     def check_once(self) -> None:
         """Probe both stores once, healing the index where possible."""
@@ -140,4 +140,4 @@ class HealthMonitor:
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
-            listener(self._db_ok, self._index_health.ok)
+            listener(self._db_ok, self._index_health.healthy)

@@ -77,7 +77,7 @@ class IndexReporter:
         capped = depth > OUTBOX_COUNT_CAP
         lag = max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0
         return IndexReport(
-            index_ok=self._index_health.ok,
+            index_ok=self._index_health.healthy,
             index_reason=self._index_health.reason[:MAX_REASON_CHARS],
             index_down_seconds=self._index_health.down_for_s(),
             database_ok=self._database_ok(),

@@ -45,6 +45,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from hub import telemetry
 from hub.core.index_health import IndexHealth
+from hub.core.index_reconcile import Reconciler, interval_from_env
 from hub.db import context
 from hub.db.memories import enqueue_index, servable_condition
 from hub.db.schema import memories, outbox
@@ -55,6 +56,8 @@ from hub.metrics import record
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 60.0
+# How often rows the embedded index failed to persist are queued again while the disk stays full.
+REPERSIST_INTERVAL_S = 30.0
 
 _tracer = telemetry.tracer(__name__)
 BATCH_SPAN = "indexer.batch"
@@ -127,7 +130,10 @@ class Indexer:
         listen_url: str | None = None,
         index_health: IndexHealth | None = None,
         context: context.Window = context.Window(),
+        reconcile_interval_s: float | None = None,
     ) -> None:
+        """``reconcile_interval_s``: between comparisons of Postgres with the index (hub/core/index_reconcile.py);
+        None reads MEMHUB_INDEX_RECONCILE_INTERVAL_S. The first runs when the loop starts."""
         self._engine = engine
         self._index = index
         self._embedder = embedder
@@ -143,6 +149,11 @@ class Indexer:
         self._threads: list[threading.Thread] = []
         self._last_sweep = 0.0
         self._unflushed = False
+        self.reconciler = Reconciler(
+            engine, index, interval_from_env() if reconcile_interval_s is None else reconcile_interval_s, nudge=self.nudge
+        )
+        self._last_repersist = 0.0
+        self._durable: bool | None = None
 
     # -- one step -------------------------------------------------------------
 
@@ -364,6 +375,7 @@ class Indexer:
         worker = threading.Thread(target=self._loop, name="memhub-indexer", daemon=True)
         worker.start()
         self._threads.append(worker)
+        self.reconciler.start()
         if self._listen_url:
             listener = threading.Thread(target=self._listen, name="memhub-indexer-listen", daemon=True)
             listener.start()
@@ -372,6 +384,7 @@ class Indexer:
     def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
         self._wake.set()
+        self.reconciler.stop(timeout_s)
         for t in self._threads:
             t.join(timeout_s)
 
@@ -389,10 +402,41 @@ class Indexer:
                     self._unflushed = False
                     with _tracer.start_as_current_span(CATCH_UP_SPAN, context=otel_context.Context()):
                         self._index.after_catch_up()
+                        self._durable = self.check_durable()
+                elif self._durable is False and time.monotonic() - self._last_repersist >= REPERSIST_INTERVAL_S:
+                    self._durable = self.check_durable()  # idle on a full disk: look again, queue the rows again
             except Exception:
                 log.exception("indexer step failed; retrying after the poll interval")
             self._wake.wait(self._poll_interval_s)
             self._wake.clear()
+
+    def check_durable(self) -> bool | None:
+        """After a flush: did the index keep what it acknowledged? (embedded Milvus Lite only; hub/index/lite_durability.py)
+
+        Rows it serves but did not write to its file are reported (health, GetIndexHealth, one ERROR line) and
+        queued again, at most every REPERSIST_INTERVAL_S (on a disk that stays full they would fail again);
+        once the file holds every row the index is durable again. None: nothing to check.
+        """
+        found = self._index.unpersisted()
+        if found is None:
+            return None
+        lost, free = found
+        if not lost:
+            if self._index_health is not None:
+                self._index_health.mark_durable()
+            return True
+        if self._index_health is not None:
+            self._index_health.mark_not_durable(
+                f"Milvus Lite serves {len(lost)} rows it could not write to its data file ({free} bytes free on its "
+                "disk): they would be lost at the next start; free space there, the hub writes them again (and "
+                "re-indexes from Postgres at start)"
+            )
+        if time.monotonic() - self._last_repersist >= REPERSIST_INTERVAL_S:
+            self._last_repersist = time.monotonic()
+            with self._engine.begin() as conn:
+                enqueue_index(conn, lost, context_only=True)  # the vectors are still in the engine: not re-embedded
+            self.nudge()
+        return False
 
     def _listen(self) -> None:
         """LISTEN for commits from other replicas so their writes are indexed promptly, not at the next poll."""

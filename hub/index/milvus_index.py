@@ -41,7 +41,7 @@ from pymilvus.client.types import LoadState
 
 from hub import grpc_keepalive, logs, telemetry
 from hub.index import backend as backends
-from hub.index import lite_server, schema
+from hub.index import lite_durability, lite_server, schema
 from hub.index.errors import IndexBackendError, IndexCollectionMissing, IndexModelMismatch, IndexUnavailable
 from hub.index.failures import is_embedded, is_not_loaded, redact, translated
 from hub.index.filters import build_filter, quote
@@ -71,6 +71,8 @@ MAX_LIMIT = 16384
 _UPSERT_BATCH = 512
 # Ids per delete expression (~40 KB of filter text).
 _DELETE_BATCH = 1000
+# Ids per page when listing them (a few hundred KB per reply).
+_ID_PAGE = 8192
 
 _tracer = telemetry.tracer(__name__)
 
@@ -390,6 +392,46 @@ class MilvusIndex:
             lambda: self._client.query(self._collection, filter="", output_fields=["count(*)"], timeout=self._timeout),
         )
         return int(res[0]["count(*)"]) if res else 0
+
+    def ids_in_range(self, after: str | None, upto: str | None) -> set[str]:
+        """Ids held with ``after < id <= upto`` (None: unbounded on that side), read in pages; for the reconciliation."""
+        parts = [f"{schema.ID} > {quote(after)}"] if after is not None else []
+        if upto is not None:
+            parts.append(f"{schema.ID} <= {quote(upto)}")
+        expr = " and ".join(parts)
+        out: set[str] = set()
+        with self._span("list_ids", {}) as span:
+            with self._call("list ids"):
+                it = self._client.query_iterator(
+                    self._collection, batch_size=_ID_PAGE, filter=expr, output_fields=[schema.ID], timeout=self._timeout
+                )
+                try:
+                    while page := it.next():
+                        out.update(str(r[schema.ID]) for r in page)
+                finally:
+                    it.close()
+            span.set_attribute("memhub.milvus.rows", len(out))
+        return out
+
+    def unpersisted(self) -> tuple[list[str], int] | None:
+        """Embedded Lite only: ids the engine serves but its data file lacks (lost at the next start), and the free
+        bytes on the file's disk; None when there is nothing to check or the file cannot tell.
+
+        Counts first (two cheap queries); the id lists are compared only when the counts differ.
+        """
+        if self._server is None:
+            return None
+        db_file = self._server.db_file
+        before = lite_durability.persisted(db_file, self._collection)
+        if before is None:
+            return None
+        live = self.count()
+        if before.rows >= live:
+            return [], before.free_bytes
+        missing = lite_durability.missing_ids(db_file, self._collection, self.ids_in_range(None, None))
+        if missing is None:
+            return None
+        return missing, lite_durability.free_bytes(db_file)
 
     def recorded_model(self) -> tuple[str, int] | None:
         """(model id, dimension) the collection records, or None if it is missing or records none."""

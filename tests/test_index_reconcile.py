@@ -1,0 +1,165 @@
+"""The index loses rows under the hub (a full disk under the embedded Milvus Lite file), and the hub notices and heals.
+
+Milvus Lite 2.5 swallows ENOSPC: on a full disk an upsert and a flush
+succeed, the rows are searchable, and they are gone at the next start. The
+Lite data file lives on a small tmpfs mounted for this module (skipped,
+with the reason, where mounting is not allowed). Two cases:
+- the disk fills under a running hub: health, GetIndexHealth and the log say
+  the index is not durable; once space is freed the hub writes the rows
+  again by itself, and a clean restart finds every one;
+- the disk stays full until a clean restart: the reconciliation at start
+  compares Postgres with the index and re-queues what is missing, so every
+  acknowledged memory is searchable again without a manual reindex.
+Real gRPC on loopback, a scratch database on the external Postgres, the real
+Lite engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import client_of, create_scratch_database, drop_database, eventually, hub_config, serving
+from memhub.v1 import admin_pb2
+
+from hub.client import MemhubClient, memory_input
+from hub.config import HubConfig, StoreConfig
+
+MEMORY = "memhub.v1.MemoryService"
+TMPFS_BYTES = 24 * 1024 * 1024
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 24 MB tmpfs of our own, unmounted afterwards."""
+    mount = Path(f"/tmp/memhub-fulldisk-{uuid.uuid4().hex[:8]}")
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES},mode=0700", "tmpfs", str(mount)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        mount.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): the full-disk case needs one")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        mount.rmdir()
+
+
+def fill(disk: Path) -> Path:
+    """Take every free byte of ``disk`` with a file of zeros (as a runaway log would)."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as f:  # unbuffered: a failed write is never retried at close
+        for size in (1 << 20, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    f.write(b"\0" * size)
+    return filler
+
+
+def code(i: int) -> str:
+    """A word no other memory holds, for a keyword search that must find exactly this one."""
+    return "qz" + "".join(chr(ord("a") + int(d)) for d in f"{i:04d}") + "vk"
+
+
+def write_batch(client: MemhubClient, ns: str, start: int, count: int) -> dict[str, str]:
+    """Write memories ``start..start+count`` with wait_indexed; {code: id}, each acknowledged as indexed."""
+    out: dict[str, str] = {}
+    for lo in range(start, start + count, 50):
+        items = [memory_input(ns, f"Parcel {code(i)} ships from the north depot", type="fact") for i in range(lo, lo + 50)]
+        reply = client.write(items, wait_indexed=True)
+        assert reply.indexed, "the hub acknowledged the write as not indexed"
+        out.update({code(i): r.memory.id for i, r in zip(range(lo, lo + 50), reply.results, strict=True)})
+    return out
+
+
+def unfound(client: MemhubClient, ns: str, written: dict[str, str]) -> list[str]:
+    """Codes whose memory a keyword search does not return from the index (a degraded answer counts as not found)."""
+    missing = []
+    for word, mid in written.items():
+        reply = client.search(word, [ns], channels=["keyword"])
+        if reply.degraded or mid not in {h.memory.id for h in reply.hits}:
+            missing.append(word)
+    return missing
+
+
+def index_report(client: MemhubClient) -> admin_pb2.IndexHealthReport:
+    return client.call_admin("GetIndexHealth", admin_pb2.GetIndexHealthRequest())
+
+
+@dataclasses.dataclass
+class Setup:
+    config: HubConfig
+    ns: str
+
+
+@pytest.fixture
+def setup(small_disk: Path, tmp_path: Path, external_pg_admin_url: str) -> Iterator[Setup]:
+    url = create_scratch_database(external_pg_admin_url)
+    (tmp_path / "data").mkdir(mode=0o700)
+    config = hub_config(tmp_path / "data", url, "fulldisk")
+    config = dataclasses.replace(
+        config, store=StoreConfig(data_dir=tmp_path / "data", database_url=url, milvus_uri=str(small_disk / "index.db"))
+    )
+    try:
+        yield Setup(config, f"disk/{uuid.uuid4().hex[:8]}")
+    finally:
+        drop_database(external_pg_admin_url, url)
+
+
+def test_a_disk_that_fills_under_a_running_hub_is_reported_and_healed(
+    setup: Setup, small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    with serving(setup.config) as (hub, address):
+        client = client_of(hub, address, "tester", ["testers"])
+        before = write_batch(client, setup.ns, 0, 50)
+        filler = fill(small_disk)
+        during = write_batch(client, setup.ns, 1000, 300)
+        assert not unfound(client, setup.ns, during), "acknowledged memories are not searchable while the disk is full"
+        # What was wrong is said: health, the index report, one ERROR line.
+        eventually(lambda: not client.healthy(service=MEMORY), "health says the memory service is not serving")
+        report = index_report(client)
+        assert not report.index_ok and "could not write" in report.index_reason
+        assert any(r.levelno >= logging.ERROR and "not durable" in r.getMessage() for r in caplog.records)
+        # Space comes back: the hub writes the rows again by itself and says it is durable again.
+        os.remove(filler)
+        eventually(lambda: client.healthy(service=MEMORY), "health is SERVING again after the disk was freed", 120)
+        assert index_report(client).index_ok
+        client.close()
+    with serving(setup.config) as (hub, address):
+        client = client_of(hub, address, "tester", ["testers"])
+        assert hub.indexer.reconciler.last is None or hub.indexer.reconciler.last.missing == 0
+        assert not unfound(client, setup.ns, {**before, **during}), "memories lost across a clean restart"
+        client.close()
+
+
+def test_rows_lost_at_a_restart_are_found_and_indexed_again(
+    setup: Setup, small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with serving(setup.config) as (hub, address):
+        client = client_of(hub, address, "tester", ["testers"])
+        before = write_batch(client, setup.ns, 0, 50)
+        filler = fill(small_disk)
+        during = write_batch(client, setup.ns, 1000, 300)
+        eventually(lambda: not index_report(client).index_ok, "GetIndexHealth says the index is not durable")
+        client.close()
+    os.remove(filler)
+    caplog.set_level(logging.WARNING)
+    with serving(setup.config) as (hub, address):
+        client = client_of(hub, address, "tester", ["testers"])
+        written = {**before, **during}
+        eventually(lambda: not unfound(client, setup.ns, written), "every acknowledged memory is searchable again", 120)
+        # It was the reconciliation at start that found them, and the log says so.
+        assert hub.indexer.reconciler.last is not None and hub.indexer.reconciler.last.missing == len(during)
+        assert any("lacked 300 servable memories" in r.getMessage() for r in caplog.records)
+        assert index_report(client).index_ok and client.healthy(service=MEMORY)
+        client.close()
