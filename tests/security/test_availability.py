@@ -399,3 +399,39 @@ def test_fair_share_settings_are_read_and_checked(tmp_path: Path) -> None:
     assert (LimitsConfig().fair_share_slots, LimitsConfig().fair_share_window_s) == (0, 10.0)  # 0: the hub's CPUs
     with pytest.raises(StartupError, match=r"MEMHUB_FAIR_SHARE_WINDOW_S=-1 is out of range \(0 to 3600"):
         HubConfig.from_env(base | {"MEMHUB_FAIR_SHARE_WINDOW_S": "-1"})
+
+
+def test_an_agent_that_went_idle_keeps_its_share_for_the_window_then_gives_it_back() -> None:
+    """The limiter itself on an event loop, with its clock in the test's hands (the window is time, the test is not)."""
+    import asyncio
+
+    from hub.api.call_limits import CallLimiter
+    from hub.core.model import Caller
+
+    now = [0.0]
+    config = dataclasses.replace(FAIR_LIMITS, fair_share_window_s=10.0)
+    limiter = CallLimiter(config, clock=lambda: now[0])
+    heavy, victim = Caller("heavy"), Caller("victim")
+
+    def state(agent: str) -> tuple[int, int]:
+        found = [(a.running, a.waiting) for a in limiter.snapshot() if a.kind == "agent" and a.name == agent]
+        return found[0] if found else (0, 0)
+
+    async def scenario() -> None:
+        victims_call = await limiter.admit(victim)
+        first = await limiter.admit(heavy)  # two agents active: heavy's share is one call
+        waiting = [asyncio.create_task(limiter.admit(heavy)) for _ in range(2)]
+        await asyncio.sleep(0)
+        assert state("heavy") == (1, 2)
+        now[0] = 1.0
+        victims_call.release()  # the victim is between calls: it still counts for 10 s
+        await asyncio.sleep(0)
+        assert state("heavy") == (1, 2)
+        now[0] = 20.0  # its window has passed: heavy is alone, and its next free slot lets both waiting calls in
+        first.release()
+        tickets = await asyncio.gather(*waiting)
+        assert state("heavy") == (2, 0)
+        for ticket in tickets:
+            ticket.release()
+
+    asyncio.run(scenario())
