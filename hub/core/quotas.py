@@ -5,6 +5,15 @@ The quotas are enforced in Postgres, by triggers on the memories table
 checked the write permission, so they are exact under concurrent writers
 and a refused write stores nothing. The limits reach the triggers as
 session settings each hub sets on its connections (hub/db/namespace_usage.py).
+
+The storage quotas are a namespace's, shared by all its writers: unlike the
+session-state quotas (hub/session_state/config.py ``agent_share``), no writer
+is held to a share of them (issue 22). Not cheap: the triggers count use per
+namespace, and a share needs use per (namespace, writer), counted and folded
+on every write. Not sound either: importers, consolidators and bots rightly
+write most of a shared namespace, and memories never expire, so a share
+would lock them out for good, while whoever may forget there can make room.
+A refusal names the namespace, the quota and its limit, never another agent.
 """
 
 from __future__ import annotations

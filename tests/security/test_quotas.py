@@ -106,6 +106,20 @@ def test_a_namespace_holds_at_most_its_quota_of_bytes(writer: MemhubClient, ns: 
     client.write([memory_input(ns, "y" * 400)])
 
 
+def test_a_namespace_filled_by_one_writer_refuses_the_next_without_naming_anyone(
+    quota_hub: SpecialStack, writer: MemhubClient, ns: str
+) -> None:
+    """Issue 22: the storage quota is the namespace's, shared by all its writers (not split per writer: see
+    hub/core/quotas.py); another writer's refusal names the quota and its limit, and nothing about who filled it."""
+    writer.write([memory_input(ns, f"filler memory {i}") for i in range(5)])
+    with _agent(quota_hub) as other:
+        details = _exhausted(lambda: other.write([memory_input(ns, "another writer's first")]))
+    assert details == (
+        f"storage quota: namespace '{ns}' may hold at most 5 memories; forget some of its memories, "
+        "or ask an operator to raise MEMHUB_NAMESPACE_MAX_MEMORIES"
+    )
+
+
 def test_usage_is_exact_after_writes_forgets_and_folding(quota_hub: SpecialStack, ns: str) -> None:
     client = quota_hub.client_as("usage-writer")
     ids = [r.memory.id for r in client.write([memory_input(ns, f"{i}" * 10) for i in range(4)]).results]
