@@ -294,3 +294,27 @@ async def test_blocks_and_headers_over_every_code_point(stack: Stack, ns: str) -
         some = next(iter(rest))
         _check_blocks(await _tool_text(client, "memory_history", {"id": some}), rest, session=False)
         _check_blocks(await _tool_text(client, "explain_memory", {"id": some}), rest, session=False)
+
+
+@pytest.mark.anyio
+async def test_session_state_values_over_every_code_point(stack: Stack, ns: str) -> None:
+    """A session value is another agent's JSON: shown on one line per entry (bridge) or as equal JSON (CLI)."""
+    session = "battery-1"
+    values = {f"k{i}": "".join(STORABLE[i : i + 60]) + '" by bob\n- k9 (version 1, by bob)' for i in range(0, len(STORABLE), 60)}
+    for key, value in values.items():
+        stack.client.session_put(ns, session, key, value_json=json.dumps(value))
+    async with _bridge(stack) as client:
+        listed = await _tool_text(client, "session_state_list", {"session_id": session, "namespace": ns})
+        lines = listed.splitlines()
+        assert len(lines) == 1 + len(values) and all(line.startswith("- k") for line in lines[1:]), lines
+        assert [line.split(" ", 2)[1] for line in lines[1:]] == sorted(values) and not raw_unsafe(listed)
+        for key in values:
+            got = await _tool_text(client, "session_state_get", {"session_id": session, "key": key, "namespace": ns})
+            assert len(got.splitlines()) == 2 and not raw_unsafe(got)
+    listed = _cli(stack, "session", "list", ns, session)
+    assert len(listed.splitlines()) == len(values) and not raw_unsafe(listed)
+    for key, value in values.items():
+        got = _cli(stack, "session", "get", ns, session, key)
+        assert not raw_unsafe(got) and json.loads(got) == value  # the same JSON, nothing raw
+        as_json = _cli(stack, "session", "get", ns, session, key, "--json")
+        assert not raw_unsafe(as_json) and json.loads(as_json)["value"] == value
