@@ -7,6 +7,11 @@ position always gives the same cursor (so a redelivered event carries the same c
 recognised as a repeat) while a cursor reveals nothing but equality, and an edited or foreign one
 fails to open. The key lives in the database (change_feed_key), so every replica reads the same
 cursors.
+
+Two layouts. An event's cursor (v1) seals its position alone, so a redelivery repeats it. A
+heartbeat's cursor (v2, ``seal_heartbeat``) adds 16 random bytes: a stream starting at the head of
+the feed, or moving its heartbeat on by the clock (hub/feed/subscription.py), would otherwise give
+a cursor whose equality with another one says whether anything happened anywhere in between.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ RESUME_CURSOR_KEY = "memhub-resume-cursor"
 """Trailing metadata of an ended stream: the cursor to resume from."""
 _VERSION = 1
 _LAYOUT = struct.Struct(">BQQ")  # version, txid, seq
+_HEARTBEAT_VERSION = 2
+_HEARTBEAT_LAYOUT = struct.Struct(">BQQ16s")  # version, txid, seq, random salt
+SALT_BYTES = 16
 _CONTEXT = [b"memhub change feed cursor v1"]
 
 
@@ -41,6 +49,12 @@ class CursorCodec:
         sealed = self._cipher.encrypt(_LAYOUT.pack(_VERSION, position.txid, position.seq), _CONTEXT)
         return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode("ascii")
 
+    def seal_heartbeat(self, position: Position, salt: bytes) -> str:
+        """A resumable cursor for ``position`` that equals no other cursor unless ``salt`` (SALT_BYTES random bytes)
+        is the same: it tells its holder nothing but where to resume."""
+        plain = _HEARTBEAT_LAYOUT.pack(_HEARTBEAT_VERSION, position.txid, position.seq, salt)
+        return base64.urlsafe_b64encode(self._cipher.encrypt(plain, _CONTEXT)).rstrip(b"=").decode("ascii")
+
     def open(self, cursor: str, field: str = "cursor") -> Position:
         """The position a cursor of this hub stands for; InvalidArgument naming ``field`` for anything else."""
         problem = (
@@ -52,10 +66,14 @@ class CursorCodec:
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
             plain = self._cipher.decrypt(raw, _CONTEXT)
-            version, txid, seq = _LAYOUT.unpack(plain)
+            if len(plain) == _HEARTBEAT_LAYOUT.size:
+                version, txid, seq, salt = _HEARTBEAT_LAYOUT.unpack(plain)
+                expected, again = _HEARTBEAT_VERSION, self.seal_heartbeat(Position(txid, seq), salt)
+            else:
+                version, txid, seq = _LAYOUT.unpack(plain)
+                expected, again = _VERSION, self.seal(Position(txid, seq))
         except (binascii.Error, ValueError, InvalidTag, struct.error):
             raise InvalidArgument(field, problem) from None
-        position = Position(txid, seq)
-        if version != _VERSION or self.seal(position) != cursor:  # only the exact text the hub issued
+        if version != expected or again != cursor:  # only the exact text the hub issued
             raise InvalidArgument(field, problem)
-        return position
+        return Position(txid, seq)

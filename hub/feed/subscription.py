@@ -7,6 +7,8 @@ own threads and does the waiting, the sending and the timeouts.
 from __future__ import annotations
 
 import dataclasses
+import os
+import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -21,11 +23,20 @@ from hub.db import changes as changes_db
 from hub.db import lineage as lineage_db
 from hub.errors import OutOfRange, PermissionDenied
 from hub.feed.config import ChangeFeedConfig
-from hub.feed.cursor import CursorCodec
+from hub.feed.cursor import SALT_BYTES, CursorCodec
 from hub.feed.holdback import HoldBack
 from hub.feed.model import Change, FeedFilter, Position
 from hub.feed.rights import Rights, RightsView
 from hub.feed.tail import FeedTail
+
+SHOWN_REFRESH_S = 600.0
+"""How often a stream with nothing to deliver moves its heartbeat cursor up to where it has read (at most a quarter of
+the retention): by the clock alone, never because of others' changes, so a resumed stream need not scan again what it
+was spared and an idle one does not fall behind the pruning horizon."""
+
+
+def shown_refresh_s(retention_s: float | None) -> float:
+    return min(SHOWN_REFRESH_S, retention_s / 4) if retention_s else SHOWN_REFRESH_S
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,10 +125,13 @@ class Subscription:
         *,
         tail: FeedTail | None = None,
         on_table_read: Callable[[], None] = lambda: None,
+        resumed_from: str = "",
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``tail``: the hub's shared window of the newest changes, taken from instead of reading the table
         whenever this subscription's position lies inside it (hub/feed/tail.py). ``on_table_read``: told of each
-        read of the table instead (a stream catching up)."""
+        read of the table instead (a stream catching up). ``resumed_from``: the cursor the client gave (the
+        first heartbeats repeat it)."""
         self._engine = engine.execution_options(isolation_level="REPEATABLE READ")
         self._reads = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._tail = tail
@@ -133,10 +147,26 @@ class Subscription:
         self._verify_token = verify_token
         self._version = rights.current().version
         self.token_expires_at = verify_token().expires_at
+        self._clock = clock
+        self._refresh_s = shown_refresh_s(config.retention_s)
+        # What heartbeats and resume cursors show: not ``position`` (it moves over every change in the hub,
+        # readable or not: one bit of others' activity per heartbeat, issue 22) but the place reached when the
+        # subscriber was last sent something, or last moved on by the clock. Resuming there loses nothing it may
+        # read: every change between it and ``position`` was one it may not see.
+        self._shown_cursor = resumed_from
+        self._shown_at = clock()
+        if not resumed_from:
+            self._show(position)
 
     @property
     def cursor(self) -> str:
-        return self._codec.seal(self.position)
+        """Where a client resumes from: moves only when this stream delivers, or by the clock (see __init__)."""
+        return self._shown_cursor
+
+    def _show(self, position: Position) -> None:
+        # A fresh salt each time, so that no two shown cursors compare equal unless one was repeated on purpose.
+        self._shown_cursor = self._codec.seal_heartbeat(position, os.urandom(SALT_BYTES))
+        self._shown_at = self._clock()
 
     def check(self) -> None:
         """Still allowed? Raises Unauthenticated (token expired or revoked) or PermissionDenied (a reload took
@@ -185,4 +215,6 @@ class Subscription:
             for (change, _), record in zip(kept, records, strict=True)
         )
         self.position = next_position
+        if shown or self._clock() - self._shown_at >= self._refresh_s:
+            self._show(next_position)
         return Delivery(shown, self.cursor, full, held_back)
