@@ -107,6 +107,7 @@ class ChangeFeed:
             verify_token,
             tail=self.tail,
             on_table_read=self._count_table_read,
+            resumed_from=cursor,
         )
 
     @property
