@@ -162,8 +162,12 @@ def test_facts_the_hub_would_refuse_are_dropped_and_the_rest_kept(extracting: Ex
         (200, "Sure! Here are the facts: Alice likes German.", 0.0),
         (200, '{"facts": "none"}', 0.0),
         (200, facts(PREFERS_GERMAN), 5.0),  # slower than the 2 s timeout
+        # Nesting deeper than Python's recursion limit (issue 22: RecursionError, INTERNAL, the turn lost).
+        (200, "[" * 100_000, 0.0),
+        (200, '{"facts": ' + "[" * 100_000 + "]" * 100_000 + "}", 0.0),
+        (200, Raw("[" * 100_000), 0.0),
     ],
-    ids=["http-500", "not-a-completion", "not-json", "no-facts-list", "timeout"],
+    ids=["http-500", "not-a-completion", "not-json", "no-facts-list", "timeout", "nested", "nested-facts", "nested-body"],
 )
 def test_an_endpoint_failure_never_fails_the_write(
     extracting: ExtractingHub, tester: MemhubClient, reply: tuple[int, str, float]

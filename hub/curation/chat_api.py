@@ -81,7 +81,7 @@ class ChatCompletions:
         try:
             payload: Any = resp.json()
             text = payload["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):  # RecursionError: nesting too deep
             raise ChatError(f"{name} answered something that is not a chat completion; {hint}") from None
         if not isinstance(text, str):
             raise ChatError(f"{name} answered a message without text content; {hint}")

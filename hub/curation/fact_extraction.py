@@ -165,6 +165,9 @@ class FactExtractor:
         except ChatError as exc:
             log.warning("fact extraction skipped for one turn: %s", exc)
             return Extraction(error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - whatever the model answered, the write keeps its turn
+            log.error("fact extraction failed for one turn; the turn is stored without facts", exc_info=exc)
+            return Extraction(error=f"the extractor failed ({type(exc).__name__})")
         facts: list[ExtractedFact] = []
         dropped = 0
         for n, raw in enumerate(raw_facts):
@@ -189,7 +192,7 @@ def _facts_of(answer: str, url: str) -> list[Any]:
         answer = fenced.group(1)
     try:
         payload = json.loads(answer)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's limit (issue 22)
         raise ChatError(
             f"extractor endpoint {url} answered text that is not JSON; use a model that follows JSON instructions"
         ) from None
