@@ -222,6 +222,7 @@ class CallLimiter:
         """While calls wait and recent agents hold shares, look again when the oldest of those stops counting."""
         if self._rebalance_timer is not None:
             return
+        self._activity.active(self._clock())  # drops the agents whose window has passed: the next expiry is ahead
         expiry = self._activity.next_expiry()
         if expiry is None or not any(
             (a := self._accounts.get(("agent", agent))) is not None and a.slots is not None and a.slots.line

@@ -435,3 +435,36 @@ def test_an_agent_that_went_idle_keeps_its_share_for_the_window_then_gives_it_ba
             ticket.release()
 
     asyncio.run(scenario())
+
+
+@pytest.fixture(scope="module")
+def windowed_hub(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url: str) -> Iterator[SpecialStack]:
+    folder = tmp_path_factory.mktemp("windowed")
+    limits = dataclasses.replace(FAIR_LIMITS, fair_share_window_s=1.0)
+    with special_hub(folder, external_pg_admin_url, limits=limits) as stack:
+        yield stack
+
+
+def test_a_waiting_call_gets_its_slot_once_the_other_agents_window_passes(windowed_hub: SpecialStack, ns: str) -> None:
+    """No call of heavy's ends: only the hub's own timer can let its waiting call in."""
+    ids = [r.memory.id for r in windowed_hub.client.write([memory_input(ns, f"note {t}") for t in ("owl", "elm", "ore")]).results]
+    heavy_rows, victim_rows = RowLocks(windowed_hub, ids[:2]), RowLocks(windowed_hub, ids[2:])
+    heavy, victim = windowed_hub.client_as("heavy"), windowed_hub.client_as("victim")
+    pool = ThreadPoolExecutor(3)
+    try:
+        victim_call = pool.submit(victim.forget, ids=victim_rows.ids, reason="held")
+        eventually(lambda: _running(windowed_hub, "victim") == 1, "the victim's call runs")
+        heavy_calls = [pool.submit(heavy.forget, ids=[i], reason="held") for i in heavy_rows.ids]
+        eventually(lambda: (_running(windowed_hub, "heavy"), _waiting(windowed_hub, "heavy")) == (1, 1), "heavy at its share")
+        victim_rows.release()
+        assert victim_call.result(timeout=60).forgotten_ids
+        eventually(lambda: _running(windowed_hub, "heavy") == 2, "heavy's second call runs once the victim's window passed")
+        heavy_rows.release()
+        for call in heavy_calls:
+            assert call.result(timeout=60).forgotten_ids
+    finally:
+        heavy_rows.close()
+        victim_rows.close()
+        pool.shutdown(wait=True)
+        heavy.close()
+        victim.close()
