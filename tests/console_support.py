@@ -16,6 +16,7 @@ from hub.console.config import ConsoleConfig
 from hub.console.server import ConsoleServer
 
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]{64})"')
+SESSION_BASE = re.compile(r"/s/[A-Za-z0-9_-]{43}")
 
 
 class Http(httpx.Client):
@@ -35,15 +36,33 @@ class RunningConsole:
     def url(self) -> str:
         return self.server.url
 
-    def http(self) -> Http:
-        """A client that keeps cookies and does not follow redirects (tests look at them)."""
-        return Http(base_url=self.url, follow_redirects=False, timeout=30)
+    def http(self, source: str | None = None) -> Http:
+        """A client that keeps cookies and does not follow redirects (tests look at them); ``source`` is the
+        loopback address it connects from (127.0.0.2, 127.0.0.3...: every 127/8 address is this machine),
+        so one test can be several client addresses."""
+        transport = httpx.HTTPTransport(local_address=source) if source else None
+        return Http(base_url=self.url, follow_redirects=False, timeout=30, transport=transport)
 
     def sign_in(self, token: str) -> Http:
+        """A signed-in client whose base URL is its session's prefix (/s/<page key>): ``get("/memories")`` asks for
+        that session's page; an absolute link taken from a page goes through ``page_url``."""
         client = self.http()
         response = sign_in(client, token)
         assert response.status_code == 303, response.text
+        client.base_url = self.url + session_base_of(response.headers["location"])
         return client
+
+
+def session_base_of(location: str) -> str:
+    """The session prefix of a signed-in page's path ("/s/<page key>/namespaces" -> "/s/<page key>")."""
+    found = SESSION_BASE.match(location)
+    assert found, f"not a session page: {location}"
+    return found.group(0)
+
+
+def page_base(client: httpx.Client) -> str:
+    """The session prefix a signed-in client (RunningConsole.sign_in) asks under, as the pages' links carry it."""
+    return client.base_url.path.rstrip("/")
 
 
 def csrf_of(html: str) -> str:

@@ -18,12 +18,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import grpc
 import pytest
 from browser_support import ensure_chromium, new_driver, quit_driver, submit_and_wait
 from conftest import Fleet, eventually
-from console_support import RunningConsole, running_console
+from console_support import RunningConsole, running_console, session_base_of
 
 from hub.auth import issue_token
 from hub.client import memory_input
@@ -67,6 +68,11 @@ def sign_in(driver, console: RunningConsole, token: str) -> None:  # noqa: ANN00
     submit_and_wait(driver, driver.find_element(by("CSS_SELECTOR"), "form[action='/signin'] button"), "/namespaces")
 
 
+def at(driver, console: RunningConsole) -> str:  # noqa: ANN001
+    """The URL prefix of the signed-in session's pages (/s/<page key>), from the page the browser shows."""
+    return console.url + session_base_of(urlsplit(driver.current_url).path)
+
+
 def main_text(driver) -> str:  # noqa: ANN001
     return driver.find_element(by("TAG_NAME"), "main").text
 
@@ -82,7 +88,7 @@ def test_sign_in_and_browse_from_the_namespace_tree_to_a_memory(browser, console
     memory = written.results[0].memory
     sign_in(browser, console, operator_token(fleet))
     assert "Signed in as ops (admin)" in browser.find_element(by("CSS_SELECTOR"), "header .who").text
-    browser.get(console.url + "/namespaces?under=teams/support")
+    browser.get(at(browser, console) + "/namespaces?under=teams/support")
     browser.find_element(by("LINK_TEXT"), leaf).click()
     assert f"Memories in teams/support/{leaf}" in main_text(browser)
     browser.find_element(by("PARTIAL_LINK_TEXT"), "Berlin office printer").click()
@@ -107,7 +113,7 @@ def test_search_shows_each_channels_rank_and_the_priors(browser, console: Runnin
             wait_indexed=True,
         )
     sign_in(browser, console, operator_token(fleet))
-    browser.get(console.url + "/search")
+    browser.get(at(browser, console) + "/search")
     assert browser.find_element(by("ID"), "explain").is_selected()  # explain is on when the page opens
     browser.find_element(by("ID"), "q").send_keys("payments queue stalled ERR-7731")
     browser.find_element(by("ID"), "ns").send_keys(ns)
@@ -129,7 +135,7 @@ def test_a_denied_write_appears_in_the_audit_log_with_its_decision(browser, cons
         eve.write([memory_input(ns, "eve tries to write where she may not")])
     assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
     sign_in(browser, console, operator_token(fleet))
-    browser.get(console.url + "/audit")
+    browser.get(at(browser, console) + "/audit")
     browser.find_element(by("ID"), "agent").send_keys("eve")
     browser.find_element(by("ID"), "ns").send_keys(ns)
     from selenium.webdriver.support.ui import Select
@@ -145,17 +151,17 @@ def test_a_denied_write_appears_in_the_audit_log_with_its_decision(browser, cons
 
 def test_the_policy_check_answers_from_the_engine(browser, console: RunningConsole) -> None:  # noqa: ANN001
     sign_in(browser, console, operator_token(console.fleet))
-    browser.get(console.url + "/policies")
+    browser.get(at(browser, console) + "/policies")
     assert "fleet.support-secrets-leads-only" in main_text(browser)
     browser.find_element(by("ID"), "agent").send_keys("lee")
     browser.find_element(by("ID"), "groups").send_keys("support,support-leads")
     browser.find_element(by("ID"), "check-ns").send_keys("teams/support/secrets/keys")
-    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "form[action='/policies/check'] button"), "/check")
+    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "form[action$='/policies/check'] button"), "/check")
     answer = browser.find_element(by("ID"), "check-answer").text
     assert answer.startswith("Allowed: agent lee") and "fleet.support-leads-curate-support" in answer
     browser.find_element(by("ID"), "groups").clear()
     browser.find_element(by("ID"), "groups").send_keys("support")
-    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "form[action='/policies/check'] button"), "/check")
+    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "form[action$='/policies/check'] button"), "/check")
     answer = browser.find_element(by("ID"), "check-answer").text
     assert answer.startswith("Denied") and "fleet.support-secrets-leads-only" in answer
 
@@ -167,10 +173,10 @@ def test_revoking_a_token_refuses_its_next_call(browser, console: RunningConsole
         assert bob.list(["teams/support"], page_size=1) is not None
     own = operator_token(fleet, agent="ops-leaving")
     sign_in(browser, console, own)
-    browser.get(console.url + "/tokens")
+    browser.get(at(browser, console) + "/tokens")
     browser.find_element(by("ID"), "token").send_keys(target.token)
     browser.find_element(by("ID"), "reason").send_keys("bob's laptop was stolen")
-    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "form[action='/tokens/revoke'] button"), "/revoke")
+    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "form[action$='/tokens/revoke'] button"), "/revoke")
     assert f"Revoked token {target.jti} (agent bob)" in browser.find_element(by("ID"), "revoke-result").text
 
     def refused() -> bool:
@@ -184,13 +190,15 @@ def test_revoking_a_token_refuses_its_next_call(browser, console: RunningConsole
     eventually(refused, "the revoked token is refused", timeout_s=30)
 
     # Revoking the operator's own token ends the console session at its next page.
-    browser.get(console.url + "/tokens")
+    browser.get(at(browser, console) + "/tokens")
     browser.find_element(by("ID"), "token").send_keys(own)
     browser.find_element(by("ID"), "reason").send_keys("rotating")
-    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "form[action='/tokens/revoke'] button"), "/revoke")
+    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "form[action$='/tokens/revoke'] button"), "/revoke")
+
+    pages = at(browser, console)
 
     def signed_out() -> bool:
-        browser.get(console.url + "/namespaces")
+        browser.get(pages + "/namespaces")
         return "/signin" in browser.current_url
 
     eventually(signed_out, "the console refuses the revoked session", timeout_s=30)
@@ -204,18 +212,18 @@ def test_stored_script_is_shown_as_text_and_never_runs(browser, console: Running
         memory = alice.write([memory_input(ns, XSS, type="note")], wait_indexed=True).results[0].memory
     sign_in(browser, console, operator_token(fleet))
     for path in (f"/memory/{memory.id}", f"/memories?ns={ns}", f"/search?q=customer+wrote+form&ns={ns}&explain=on"):
-        browser.get(console.url + path)
+        browser.get(at(browser, console) + path)
         assert browser.execute_script("return window.__pwned") is None, path
         assert browser.execute_script("return document.querySelectorAll('main script, main img').length") == 0
         assert "<script>window.__pwned = 1</script>" in main_text(browser), path
-    browser.get(console.url + f"/memory/{memory.id}")
+    browser.get(at(browser, console) + f"/memory/{memory.id}")
     shown = browser.execute_script("return document.querySelector('main .content').textContent")
     assert shown == XSS  # exactly the stored text, quotes and all
 
 
 def test_the_content_security_policy_blocks_injected_inline_script_and_style(browser, console: RunningConsole) -> None:  # noqa: ANN001
     sign_in(browser, console, operator_token(console.fleet))
-    browser.get(console.url + "/namespaces")
+    browser.get(at(browser, console) + "/namespaces")
     ran = browser.execute_script(
         "const s = document.createElement('script'); s.textContent = 'window.__inline = 1';"
         "document.body.appendChild(s); return window.__inline === undefined ? 'blocked' : 'ran';"
@@ -235,7 +243,8 @@ def test_the_session_cookie_is_httponly_and_samesite_strict(browser, console: Ru
     sign_in(browser, console, token)
     cookies = {c["name"]: c for c in browser.get_cookies()}
     session = cookies["memhub_console"]
-    assert session["httpOnly"] is True and session["sameSite"] == "Strict" and session["path"] == "/"
+    assert session["httpOnly"] is True and session["sameSite"] == "Strict"
+    assert session["path"] == session_base_of(urlsplit(browser.current_url).path)  # sent to this session's pages only
     assert session["expiry"] <= time.time() + 3600 + 5  # ends with the token
     assert browser.execute_script("return document.cookie") == ""  # invisible to scripts
     assert token not in browser.page_source
@@ -267,7 +276,8 @@ def test_a_form_posted_from_another_origin_is_refused(browser, console: RunningC
     fleet = console.fleet
     victim = issue_token(fleet.secret, agent_id="alice", groups=["support"], ttl=timedelta(hours=1))
     sign_in(browser, console, operator_token(fleet))  # the operator is signed in: its cookie exists
-    handler = type("Attacker", (_Attacker,), {"target": console.url, "token_id": victim.jti})
+    # The worst case: the attacker knows the session's page key too; only the CSRF token stands in the way.
+    handler = type("Attacker", (_Attacker,), {"target": at(browser, console), "token_id": victim.jti})
     attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=attacker.serve_forever, daemon=True).start()
     try:
@@ -289,7 +299,7 @@ def test_every_page_has_landmarks_one_heading_and_a_label_for_every_field(browse
     sign_in(browser, console, operator_token(console.fleet))
     pages = ("/namespaces", "/memories", "/search?q=cache&explain=on", "/audit", "/policies", "/tokens", "/health", "/retrieval")
     for path in pages:
-        browser.get(console.url + path)
+        browser.get(at(browser, console) + path)
         report = browser.execute_script(
             "const fields = [...document.querySelectorAll('input:not([type=hidden]), select, textarea')];"
             "return {unlabelled: fields.filter(f => f.labels.length === 0 && !f.getAttribute('aria-label')).map(f => f.name),"
@@ -301,7 +311,7 @@ def test_every_page_has_landmarks_one_heading_and_a_label_for_every_field(browse
         assert report["h1"] == 1 and report["main"] == 1 and report["nav"] >= 1 and report["lang"] == "en", (path, report)
         assert len(report["current"]) == 1, (path, report)
     # Keyboard: the first Tab reaches the skip link, Enter moves to the content.
-    browser.get(console.url + "/audit")
+    browser.get(at(browser, console) + "/audit")
     browser.find_element(by("TAG_NAME"), "body").send_keys(Keys.TAB)
     focused = browser.switch_to.active_element
     assert focused.text == "Skip to content"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 from conftest import Fleet
-from console_support import csrf_of, sign_in
+from console_support import csrf_of, session_base_of, sign_in
 
 from hub.auth import issue_token, load_secret
 
@@ -61,8 +61,9 @@ def test_serve_with_a_console_port_prints_its_url_and_serves_it(tmp_path: Path) 
         assert "listening on 127.0.0.1:" in printed
         token = issue_token(load_secret(data / "jwt-secret"), agent_id="ops", groups=["admins"], ttl=timedelta(minutes=5))
         with httpx.Client(base_url=url, follow_redirects=False, timeout=30) as http:
-            assert sign_in(http, token.token).status_code == 303
-            page = http.get("/policies")
+            signed_in = sign_in(http, token.token)
+            assert signed_in.status_code == 303
+            page = http.get(session_base_of(signed_in.headers["location"]) + "/policies")
             assert page.status_code == 200 and "default.admins-administer-hub" in page.text
     finally:
         _stop(proc)
@@ -102,8 +103,10 @@ def test_memhub_console_serves_a_hub_and_signs_in_with_the_token_file(fleet: Fle
         with httpx.Client(base_url=url, follow_redirects=False, timeout=30) as http:
             page = http.get(link)
             key = link.split("key=")[1]
-            assert http.post("/signin/local", data={"csrf": csrf_of(page.text), "key": key}).status_code == 303
-            assert "Signed in as <strong>ops</strong> (admin)" in http.get("/health").text
+            signed_in = http.post("/signin/local", data={"csrf": csrf_of(page.text), "key": key})
+            assert signed_in.status_code == 303
+            health = http.get(session_base_of(signed_in.headers["location"]) + "/health")
+            assert "Signed in as <strong>ops</strong> (admin)" in health.text
     finally:
         _stop(proc)
     cmdline = " ".join([*MEMHUB, "console", "--hub", fleet.address, "--token-file", str(token_file)])

@@ -17,7 +17,7 @@ import grpc
 import httpx
 import pytest
 from conftest import Fleet
-from console_support import RunningConsole, csrf_of, running_console, sign_in
+from console_support import RunningConsole, csrf_of, page_base, running_console, session_base_of, sign_in
 from memhub.v1 import admin_pb2 as apb
 
 from hub.auth import issue_token
@@ -38,7 +38,7 @@ XSS = '<script>window.__pwned = 1</script>"\'><img src=x onerror="window.__pwned
 
 def test_every_response_carries_the_security_headers(console: RunningConsole) -> None:
     with console.sign_in(console.fleet.token("root")) as http:
-        for path in ("/signin", "/namespaces", "/audit", "/no-such-page"):
+        for path in ("/namespaces", "/audit", "/no-such-page", console.url + "/signin", console.url + "/no-such-page"):
             response = http.get(path)
             assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY, path
             assert "script-src" not in CONTENT_SECURITY_POLICY and "default-src 'none'" in CONTENT_SECURITY_POLICY
@@ -47,7 +47,7 @@ def test_every_response_carries_the_security_headers(console: RunningConsole) ->
             assert response.headers["x-frame-options"] == "DENY"
             assert response.headers["referrer-policy"] == "same-origin"
             assert response.headers["cache-control"] == "no-store", path
-        css = http.get("/static/console.css")
+        css = http.get(console.url + "/static/console.css")
         assert css.status_code == 200 and css.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
 
 
@@ -55,17 +55,19 @@ def test_sign_in_sets_an_httponly_strict_cookie_and_never_returns_the_token(cons
     issued = issue_token(console.fleet.secret, agent_id="root", groups=["admins"], ttl=timedelta(minutes=20))
     with console.http() as http:
         response = sign_in(http, issued.token)
-        assert response.status_code == 303 and response.headers["location"] == "/namespaces"
-        (cookie,) = [c for c in response.headers.get_list("set-cookie") if c.startswith("memhub_console=")]
+        base = session_base_of(response.headers["location"])
+        assert response.status_code == 303 and response.headers["location"] == base + "/namespaces"
+        (cookie,) = [c for c in response.headers.get_list("set-cookie") if re.match(r"memhub_console=[A-Za-z0-9_-]", c)]
         attributes = {part.strip().split("=")[0].lower(): part.strip() for part in cookie.split(";")}
         assert "httponly" in attributes and attributes["samesite"].lower() == "samesite=strict"
-        assert attributes["path"] == "Path=/" and "secure" not in attributes  # plain http on loopback
+        # Only the session's own pages get it (hub/console/binding.py); plain http on loopback: not Secure.
+        assert attributes["path"] == f"Path={base}" and "secure" not in attributes
         max_age = int(attributes["max-age"].split("=")[1])
         assert 0 < max_age <= 20 * 60  # the session ends with the token
         session_id = cookie.split(";")[0].split("=", 1)[1]
         assert len(session_id) >= 40 and issued.token not in cookie
         for path in ("/namespaces", "/memories", "/policies", "/tokens", "/health", "/retrieval", "/audit"):
-            page = http.get(path)
+            page = http.get(base + path)
             assert page.status_code == 200, (path, page.text[:500])
             assert issued.token not in page.text and issued.token.split(".")[2] not in page.text
             assert "Signed in as <strong>root</strong> (admin)" in page.text
@@ -237,10 +239,10 @@ def test_pages_show_what_the_operators_own_token_may_see(console: RunningConsole
         assert "(admin)" not in listing
         audit = alice.get("/audit")
         assert audit.status_code == 403 and "permission denied" in audit.text and "admin" in audit.text
-        assert alice.get("/").headers["location"] == "/memories"
+        assert alice.get("/").headers["location"].endswith("/memories")
     with console.sign_in(fleet.token("root")) as root:
         tree = root.get("/namespaces", params={"under": "teams/support"}).text
-        assert f'href="/memories?ns=teams/support/secrets/{tag}"' in tree
+        assert f'href="{page_base(root)}/memories?ns=teams/support/secrets/{tag}"' in tree
         assert f"teams/support/{tag}" not in tree or f">{tag}</a>" in tree
 
 
@@ -301,7 +303,7 @@ def test_the_token_file_signs_in_through_the_secret_link_only(console: RunningCo
         assert http.post("/signin/local", data={"key": key}).status_code == 403  # no CSRF token
         response = http.post("/signin/local", data={"key": key, "csrf": csrf_of(page.text)})
         assert response.status_code == 303
-        assert "Signed in as <strong>root</strong>" in http.get("/namespaces").text
+        assert "Signed in as <strong>root</strong>" in http.get(response.headers["location"]).text
 
 
 def test_sign_out_ends_the_session(console: RunningConsole) -> None:
@@ -333,11 +335,12 @@ def test_a_long_list_pages_with_its_filters_kept(console: RunningConsole) -> Non
             root.write([memory_input(ns, f"paged fact number {i}", type="fact", tags=["paging"])])
     with console.sign_in(fleet.token("root")) as http:
         first = http.get("/memories", params={"ns": ns, "tag": "paging", "page_size": "2"}).text
-        assert first.count('<a href="/memory/') == 2 and "paged fact number 2" in first
+        memory_link = f'<a href="{page_base(http)}/memory/'
+        assert first.count(memory_link) == 2 and "paged fact number 2" in first
         link = re.search(r'<a rel="next" href="([^"]+)"', first).group(1).replace("&amp;", "&")
         assert "tag=paging" in link and "page_size=2" in link and f"ns={ns}" in link.replace("%2F", "/")
-        second = http.get(link).text
-        assert second.count('<a href="/memory/') == 1 and "paged fact number 0" in second
+        second = http.get(console.url + link).text
+        assert second.count(memory_link) == 1 and "paged fact number 0" in second
         assert "No more results." in second and "First page" in second
 
 
@@ -354,10 +357,10 @@ def test_a_memory_page_shows_its_supersede_history_links_and_tombstone(console: 
         current = http.get(f"/memory/{new_id}").text
         assert "Versions of subject ops/phone, oldest first" in current
         assert current.index("555-0100") < current.index("this one")  # oldest first, this version marked
-        assert f'href="/memory/{old_id}"' in current and "Supersedes" in current
+        assert f'href="{page_base(http)}/memory/{old_id}"' in current and "Supersedes" in current
         previous = http.get(f"/memory/{old_id}").text
         assert "status <strong>superseded</strong>" in previous and "Superseded by" in previous
-        assert f'href="/memory/{new_id}"' in previous
+        assert f'href="{page_base(http)}/memory/{new_id}"' in previous
         tomb = http.get(f"/memory/{gone_id}").text
         assert "Tombstone" in tomb and "hints are not kept" in tomb and "(erased)" in tomb
         assert "password hint is blue" not in tomb

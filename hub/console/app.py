@@ -14,13 +14,14 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from hub.console.binding import URL_KEY_PARAM
 from hub.console.config import ConsoleConfig
 from hub.console.csrf import CsrfTokens
 from hub.console.gateway import HubGateway
 from hub.console.render import Renderer
 from hub.console.security import SecurityHeaders
 from hub.console.sessions import SessionStore
-from hub.console.throttle import FailureWindow
+from hub.console.throttle import SigninThrottle
 
 STATIC = Path(__file__).parent / "static"
 
@@ -32,7 +33,7 @@ class Console:
     sessions: SessionStore
     csrf: CsrfTokens = field(default_factory=CsrfTokens)
     renderer: Renderer = field(default_factory=Renderer)
-    failures: FailureWindow = field(default_factory=FailureWindow)
+    throttle: SigninThrottle = field(default_factory=SigninThrottle)
     local_key: str | None = None
     """The secret of the one-time sign-in link for the token file (None without a token file)."""
 
@@ -57,8 +58,9 @@ class Console:
 def build_app(console: Console) -> Starlette:
     from hub.console.pages import audit, auth, health, memories, namespaces, policies, search, tokens
 
-    routes = [
-        *auth.routes(),
+    # Every signed-in page lives under its session's prefix /s/<page key> (hub/console/binding.py); the same
+    # paths without it lead to the sign-in form and back.
+    session_routes = [
         *namespaces.routes(),
         *memories.routes(),
         *search.routes(),
@@ -66,6 +68,12 @@ def build_app(console: Console) -> Starlette:
         *policies.routes(),
         *tokens.routes(),
         *health.routes(),
+        *auth.session_routes(),
+    ]
+    routes = [
+        *auth.routes(),
+        Mount(f"/s/{{{URL_KEY_PARAM}}}", routes=session_routes),
+        *(Route(r.path, auth.to_signin, methods=["GET", "POST"]) for r in session_routes if r.path != "/"),
         Route("/", auth.home),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # no icon; say so without an error
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

@@ -88,4 +88,5 @@ class Renderer:
         self.env = build_environment()
 
     def page(self, template: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
-        return HTMLResponse(self.env.get_template(template).render(**context), status_code=status_code)
+        # base: the URL prefix of the session's pages ("" on pages outside a session: sign-in, errors).
+        return HTMLResponse(self.env.get_template(template).render(**{"base": "", **context}), status_code=status_code)

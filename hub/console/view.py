@@ -8,13 +8,13 @@ import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote
 
 import grpc
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 
 from hub.client import MemhubClient
+from hub.console.binding import bind, clear_cookie, session_base, signin_redirect
 from hub.console.csrf import same_origin
 from hub.console.gateway import HubCallError
 from hub.console.params import FieldError, Params, form_items, query_items
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SESSION_COOKIE = "memhub_console"
 SESSION_CSRF = "session"
 
 _STATUS = {
@@ -65,6 +64,7 @@ class View:
     def base_context(self) -> dict[str, Any]:
         return {
             "session": self.session,
+            "base": session_base(self.session),
             "csrf": self.console.csrf.issue(SESSION_CSRF, self.session.id),
             "nav": NAV,
             "section": self.section,
@@ -79,15 +79,16 @@ Handler = Callable[[View], Awaitable[Response]]
 
 
 def page(section: str, accepted: Collection[str] = (), repeatable: Collection[str] = ()) -> Callable[[Handler], Callable]:
-    """A console page: signed-in only; POSTs need the session's CSRF token and a same-origin request."""
+    """A console page: only for its session (cookie and page key, hub/console/binding.py); POSTs need the
+    session's CSRF token and a same-origin request."""
 
     def wrap(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         @functools.wraps(handler)
         async def endpoint(request: Request) -> Response:
             console: Console = request.app.state.console
-            session = console.sessions.get(request.cookies.get(SESSION_COOKIE))
-            if session is None:
-                return signin_redirect(request, "signin")
+            session = bind(request, console)
+            if isinstance(session, Response):
+                return session
             view: View | None = None
             try:
                 if request.method == "POST":
@@ -108,7 +109,9 @@ def page(section: str, accepted: Collection[str] = (), repeatable: Collection[st
             except HubCallError as exc:
                 if exc.code == grpc.StatusCode.UNAUTHENTICATED:
                     console.sessions.end(session.id)  # revoked or expired: the hub has the last word
-                    return signin_redirect(request, "refused")
+                    response = signin_redirect(request, "refused")
+                    clear_cookie(console, response, session_base(session))
+                    return response
                 status, title = _STATUS.get(exc.code, (502, "The hub answered with an error"))
                 view = view or View(request, console, session, Params([], ()), section)
                 return view.render("error.html", status, title=title, message=exc.details, code=exc.code.name)
@@ -116,10 +119,3 @@ def page(section: str, accepted: Collection[str] = (), repeatable: Collection[st
         return endpoint
 
     return wrap
-
-
-def signin_redirect(request: Request, notice: str) -> Response:
-    target = f"/signin?notice={notice}"
-    if request.method == "GET" and request.url.path != "/":
-        target += "&next=" + quote(request.url.path, safe="/")
-    return RedirectResponse(target, status_code=303)

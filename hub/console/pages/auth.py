@@ -2,8 +2,13 @@
 
 Sign-in asks the hub about the token (GetPolicyInfo: admin tokens get the
 admin pages; any token the hub authenticates may sign in and sees what its
-policies allow). The form is protected against login CSRF by a pre-sign-in
-cookie that its CSRF token is bound to.
+policies allow). Every try is presented to the hub, garbage included, so
+the hub audits every one; failures are counted per client address and
+claimed identity (hub/console/throttle.py), and a token the hub accepts is
+never refused for others' failures. The form is protected against login
+CSRF by a pre-sign-in cookie that its CSRF token is bound to, and by the
+same-origin check; the session it creates lives under its own page key
+(hub/console/binding.py).
 """
 
 from __future__ import annotations
@@ -21,15 +26,27 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from hub.console.app import Console
-from hub.console.claims import read_claims
+from hub.console.binding import (
+    SESSION_COOKIE,
+    clear_cookie,
+    clear_planted_cookies,
+    session_base,
+    set_cookie,
+    signin_redirect,
+)
+from hub.console.claims import MAX_TOKEN_CHARS, read_claims
 from hub.console.csrf import same_origin
 from hub.console.gateway import HubCallError
 from hub.console.params import FieldError, Params, form_items, query_items
-from hub.console.view import SESSION_COOKIE, page
+from hub.console.view import page
 
 PRE_COOKIE = "memhub_console_pre"
 PRE_CSRF = "signin"
 PRE_COOKIE_MAX_AGE = 3600
+MALFORMED = "malformed"
+"""Presented to the hub instead of text no gRPC header can carry (the hub audits it as malformed-token)."""
+MAX_PRESENTED_CHARS = 4096
+"""Longer texts are no JWT the hub accepts and would pass its 8 KiB metadata limit (refused unaudited)."""
 _NEXT = re.compile(r"/[a-z0-9/_.-]{0,200}")
 NOTICES = {
     "signin": "Sign in to continue.",
@@ -45,16 +62,28 @@ def routes() -> list[Route]:
         Route("/signin", signin, methods=["POST"]),
         Route("/signin/local", local_form, methods=["GET"]),
         Route("/signin/local", local_signin, methods=["POST"]),
-        Route("/signout", signout, methods=["POST"]),
     ]
 
 
+def session_routes() -> list[Route]:
+    """Sign-in's routes under a session's prefix (/s/<page key>)."""
+    return [Route("/signout", signout, methods=["POST"]), Route("/", session_home, methods=["GET"])]
+
+
 async def home(request: Request) -> Response:
-    console: Console = request.app.state.console
-    session = console.sessions.get(request.cookies.get(SESSION_COOKIE))
-    if session is None:
-        return RedirectResponse("/signin", status_code=303)
-    return RedirectResponse("/namespaces" if session.is_admin else "/memories", status_code=303)
+    """The bare address: sign in (no session cookie is ever sent here: each lives under its session's pages)."""
+    return RedirectResponse("/signin", status_code=303)
+
+
+async def to_signin(request: Request) -> Response:
+    """A page's address without a session prefix (an old bookmark): sign in, then come back to it."""
+    return signin_redirect(request, "signin")
+
+
+@page("home")
+async def session_home(view) -> Response:  # noqa: ANN001 - a View
+    landing = "/namespaces" if view.session.is_admin else "/memories"
+    return RedirectResponse(session_base(view.session) + landing, status_code=303)
 
 
 def _pre_cookie(request: Request) -> tuple[str, bool]:
@@ -87,9 +116,7 @@ def _render_signin(request: Request, status: int = 200, *, error: str = "", noti
 
 
 def _set_cookie(console: Console, response: Response, name: str, value: str, max_age: int) -> None:
-    response.set_cookie(
-        name, value, max_age=max_age, path="/", httponly=True, samesite="strict", secure=console.config.secure_cookies
-    )
+    set_cookie(console, response, name, value, max_age, "/")
 
 
 def _next_path(value: str) -> str:
@@ -118,8 +145,6 @@ async def _checked_form(request: Request, accepted: tuple[str, ...]) -> Params |
         PRE_CSRF, request.cookies.get(PRE_COOKIE), token
     ):
         return console.error_page(request, 403, "Refused", "The sign-in form's CSRF token is missing or wrong; reload the page.")
-    if console.failures.blocked():
-        return _render_signin(request, 429, error="Too many failed sign-ins in the last minute; wait and try again.")
     try:
         return Params([(k, v) for k, v in items if k != "csrf"], accepted)
     except FieldError as exc:
@@ -131,11 +156,55 @@ async def signin(request: Request) -> Response:
     if isinstance(form, Response):
         return form
     try:
-        token = form.text("token", 8192, required=True)
         nxt = _next_path(form.text("next", 256))
     except FieldError as exc:
         return _render_signin(request, 400, error=str(exc))
+    try:
+        token = form.text("token", MAX_TOKEN_CHARS, required=True)
+    except FieldError as exc:
+        return await _refuse_garbage(request, MALFORMED, str(exc))
     return await _start_session(request, token, nxt)
+
+
+async def _refuse_garbage(request: Request, presented: str, error: str, status: int = 400) -> Response:
+    """A try that can never sign in: shown to the hub all the same (so it is audited), counted for its address."""
+    console: Console = request.app.state.console
+    await _ask_hub(console, presented)
+    retry_after = console.throttle.record_garbage(console.throttle.attempt(_client_host(request)))
+    if retry_after:
+        return _too_many(request, retry_after)
+    return _render_signin(request, status, error=error)
+
+
+def _too_many(request: Request, retry_after: int) -> Response:
+    response = _render_signin(
+        request, 429, error=f"Too many failed sign-ins from your address or for this identity; try again in {retry_after} s."
+    )
+    response.headers["retry-after"] = str(retry_after)
+    return response
+
+
+def _client_host(request: Request) -> str:
+    return request.client.host if request.client else ""
+
+
+def _presentable(text: str) -> str:
+    """What of a pasted text can travel as the bearer token of a gRPC call: itself when it is printable ASCII
+    short enough for the hub's metadata limit, else a fixed malformed value (audited as malformed-token)."""
+    if len(text) <= MAX_PRESENTED_CHARS and all(" " <= c <= "~" for c in text):
+        return text
+    return MALFORMED
+
+
+async def _ask_hub(console: Console, token: str) -> HubCallError | None:
+    """The hub's answer to the token (None: an admin). Every sign-in try is presented, garbage included: the
+    hub audits every refusal (action authenticate, hub/auth/failures.py) and every decision on the admin check,
+    and the console holds no rights of its own to record anything."""
+    try:
+        await console.gateway.call(_presentable(token), lambda c: c.call_admin("GetPolicyInfo", apb.GetPolicyInfoRequest()))
+    except HubCallError as exc:
+        return exc
+    return None
 
 
 async def _start_session(request: Request, token: str, nxt: str) -> Response:
@@ -143,25 +212,24 @@ async def _start_session(request: Request, token: str, nxt: str) -> Response:
     try:
         claims = read_claims(token)
     except ValueError as exc:
-        console.failures.record()
-        return _render_signin(request, 400, error=f"token: {exc}")
+        return await _refuse_garbage(request, token, f"token: {exc}")
     if claims.expires_at <= time.time():
-        console.failures.record()
-        return _render_signin(request, 400, error="token: has expired; issue a new one (memhub token issue)")
-    try:
-        await console.gateway.call(token, lambda c: c.call_admin("GetPolicyInfo", apb.GetPolicyInfoRequest()))
-        is_admin = True
-    except HubCallError as exc:
-        if exc.code == grpc.StatusCode.PERMISSION_DENIED:
-            is_admin = False  # authenticated, not an admin: the memory pages still show what it may read
-        elif exc.code == grpc.StatusCode.UNAUTHENTICATED:
-            console.failures.record()
-            return _render_signin(request, 401, error=f"The hub refused the token: {exc.details}")
-        else:
-            return _render_signin(request, 503, error=f"The hub could not check the token ({exc.code.name}): {exc.details}")
+        return await _refuse_garbage(request, token, "token: has expired; issue a new one (memhub token issue)")
+    refused = await _ask_hub(console, token)
+    if refused is not None and refused.code == grpc.StatusCode.UNAUTHENTICATED:
+        retry_after = console.throttle.record_refused(console.throttle.attempt(_client_host(request), claims.subject))
+        if retry_after:
+            return _too_many(request, retry_after)
+        return _render_signin(request, 401, error=f"The hub refused the token: {refused.details}")
+    if refused is not None and refused.code != grpc.StatusCode.PERMISSION_DENIED:
+        return _render_signin(request, 503, error=f"The hub could not check the token ({refused.code.name}): {refused.details}")
+    # A token the hub accepts signs in whatever the throttle counted: others' failures never lock it out.
+    is_admin = refused is None  # PERMISSION_DENIED: authenticated, not an admin; the memory pages show what it may read
     session = console.sessions.create(token, claims.subject, claims.groups, is_admin, claims.expires_at)
-    response = RedirectResponse(nxt or ("/namespaces" if is_admin else "/memories"), status_code=303)
-    _set_cookie(console, response, SESSION_COOKIE, session.id, max(1, int(claims.expires_at - time.time())))
+    base = session_base(session)
+    response = RedirectResponse(base + (nxt or ("/namespaces" if is_admin else "/memories")), status_code=303)
+    clear_planted_cookies(console, request, response)  # or a cookie another site planted would shadow the new one
+    set_cookie(console, response, SESSION_COOKIE, session.id, max(1, int(claims.expires_at - time.time())), base)
     _set_cookie(console, response, PRE_COOKIE, "", 0)  # its job is done
     return response
 
@@ -205,7 +273,10 @@ async def local_signin(request: Request) -> Response:
     except FieldError as exc:
         return _render_signin(request, 400, error=str(exc))
     if not _local_key_ok(console, key):
-        console.failures.record()
+        await _ask_hub(console, "")  # a try without a token: the hub audits it as missing-token
+        retry_after = console.throttle.record_garbage(console.throttle.attempt(_client_host(request)))
+        if retry_after:
+            return _too_many(request, retry_after)
         return console.error_page(request, 403, "Refused", "This sign-in link is not valid for this console.")
     try:
         token = Path(console.config.token_file).read_text().strip()  # type: ignore[arg-type]  # local_key implies a file
@@ -218,5 +289,5 @@ async def local_signin(request: Request) -> Response:
 async def signout(view) -> Response:  # noqa: ANN001 - a View
     view.console.sessions.end(view.session.id)
     response = RedirectResponse("/signin?notice=signed-out", status_code=303)
-    _set_cookie(view.console, response, SESSION_COOKIE, "", 0)
+    clear_cookie(view.console, response, session_base(view.session))
     return response
