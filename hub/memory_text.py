@@ -71,8 +71,17 @@ def _escaped(ch: str) -> str:
     return f"\\U{code:08x}"
 
 
+def _line(text: str) -> str:
+    """``text`` (no "\\n" in it) with every unsafe character but the tab escaped."""
+    if text.isprintable():  # in C: False for every unsafe character (and spaces other than " "); most text is
+        return text
+    return "".join(_escaped(ch) for ch in text)
+
+
 def one_line(value: str) -> str:
     """A value for a header line: every unsafe character escaped, "\\n" and the tab included."""
+    if value.isprintable():
+        return value
     return "".join({"\t": "\\t", "\n": "\\n"}.get(ch) or _escaped(ch) for ch in value)
 
 
@@ -88,12 +97,12 @@ def header_value(value: str) -> str:
 def visible_text(content: str) -> str:
     """The content with its line breaks kept and every other unsafe character shown as an escape
     (the web console renders memories this way, as text, so nothing invisible can reorder what is shown)."""
-    return "".join(ch if ch == "\n" else _escaped(ch) for ch in content.replace("\r\n", "\n"))
+    return "\n".join(map(_line, content.replace("\r\n", "\n").split("\n")))
 
 
 def content_lines(content: str) -> list[str]:
     """The content as prefixed lines, escaped and with delimiter look-alikes neutralised."""
-    lines = visible_text(content).split("\n")
+    lines = map(_line, content.replace("\r\n", "\n").split("\n"))
     return [CONTENT_PREFIX + _DELIMITER.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", line) for line in lines]
 
 
@@ -109,6 +118,8 @@ def json_safe(text: str, *, keep_whitespace: bool = False) -> str:
     """JSON text with every raw unsafe character written as a \\uXXXX escape: equal JSON, nothing that starts a
     line or reorders text. Raw unsafe characters can only stand inside strings, except the whitespace JSON
     allows between tokens (tab, newline, carriage return), kept when ``keep_whitespace`` (indented JSON)."""
+    if text.isprintable():
+        return text
     return "".join(ch if (keep_whitespace and ch in "\t\n\r") or not is_unsafe(ch) else _json_escape(ch) for ch in text)
 
 

@@ -60,6 +60,8 @@ def test_the_battery_is_generated_over_every_code_point() -> None:
     assert 0xE0041 in codes  # tag characters ("ASCII smuggling") beyond the BMP
     assert set(LINE_BREAKS) <= set(UNSAFE)  # every line break a reader sees is in the battery
     assert len(UNSAFE) > 200
+    # hub/memory_text.py skips text for which str.isprintable() holds: never true of an unsafe character.
+    assert not any(ch.isprintable() for ch in UNSAFE)
 
 
 # -- the renderers, over every code point --------------------------------------------------------------------
