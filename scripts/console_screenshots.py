@@ -141,6 +141,8 @@ def shoot(console_url: str, token: str, ids: dict[str, str], out: Path) -> list[
         driver.get(console_url + "/signin")
         driver.find_element(By.ID, "token").send_keys(token)
         submit_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form[action='/signin'] button"), "/namespaces")
+        # Signed-in pages live under the session's prefix /s/<page key> (hub/console/binding.py).
+        pages_url = driver.current_url.removesuffix("/namespaces")
         pages = [
             ("namespaces", "/namespaces"),
             ("memories", "/memories?ns=teams/support"),
@@ -151,13 +153,13 @@ def shoot(console_url: str, token: str, ids: dict[str, str], out: Path) -> list[
             ("retrieval", "/retrieval"),
         ]
         for name, path in pages:
-            driver.get(console_url + path)
+            driver.get(pages_url + path)
             saved.append(_save(driver, out / f"{name}.png"))
-        driver.get(console_url + "/policies")
+        driver.get(pages_url + "/policies")
         driver.find_element(By.ID, "agent").send_keys("eve")
         driver.find_element(By.ID, "check-ns").send_keys("teams/support/tickets")
         Select(driver.find_element(By.ID, "check-action")).select_by_visible_text("write")
-        submit_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form[action='/policies/check'] button"), "/policies/check")
+        submit_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form[action$='/policies/check'] button"), "/policies/check")
         saved.append(_save(driver, out / "policies.png"))
     finally:
         quit_driver(driver)
