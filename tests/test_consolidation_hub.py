@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -186,16 +187,26 @@ def test_an_llm_with_nothing_to_keep_writes_nothing(curated: CuratedHub, tester:
     ],
 )
 def test_a_failing_llm_fails_the_call_and_nothing_is_half_written(
-    curated: CuratedHub, tester: MemhubClient, failure: tuple[int, str, float], expected: str
+    curated: CuratedHub,
+    tester: MemhubClient,
+    failure: tuple[int, str, float],
+    expected: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     ns = _unique("llm")
     _seed(tester, ns, "s1", EPISODES)
     _seed(tester, ns, "s2", ["The orders database ran out of connections on Monday.", "Tom raised the pool to 200."])
     curated.script.replies.extend([(200, "A good first lesson that must not be stored alone.", 0.0), failure])
-    with pytest.raises(grpc.RpcError) as excinfo:
+    with caplog.at_level(logging.WARNING, logger="hub"), pytest.raises(grpc.RpcError) as excinfo:
         tester.consolidate(ns)
     code, message = rpc_error(excinfo)
-    assert code == grpc.StatusCode.UNAVAILABLE and expected in message and "nothing was written" in message
+    assert code == grpc.StatusCode.UNAVAILABLE and "nothing was written" in message
+    # The agent is told the summariser failed; where it lives and what it answered are for the operator (issue 22).
+    url = curated.hub.config.consolidation.summariser.base_url
+    assert "summariser is unavailable" in message and url not in message and expected not in message
+    assert "127.0.0.1" not in message and "http" not in message.lower()
+    logged = [r.getMessage() for r in caplog.records]
+    assert any(url in line and expected in line for line in logged), logged
     assert list(tester.list([ns], tags=["consolidated"]).memories) == []  # the first group's lesson is not stored
     curated.script.replies.clear()
 

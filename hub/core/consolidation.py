@@ -166,7 +166,13 @@ class Consolidator:
             try:
                 text = summariser.summarise(g, request.target_kind, request.max_sentences)
             except SummariserError as exc:
-                raise Unavailable(f"consolidation failed at group {g.key!r}: {exc}; nothing was written") from None
+                # The cause names the endpoint, what it answered and the setting to change: the operator's business,
+                # not the calling agent's (issue 22), so it goes to the log and the caller gets no configuration.
+                log.warning("consolidation failed at group %r: %s", g.key, exc)
+                raise Unavailable(
+                    f"consolidation failed at group {g.key!r}: the summariser is unavailable (the hub operator's log "
+                    "has the cause); nothing was written; retry later or ask for the extractive summariser"
+                ) from None
             if text is None:
                 skipped += 1
                 continue
