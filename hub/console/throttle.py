@@ -58,6 +58,10 @@ class FailureCounts:
             while len(self._windows) > self._max_keys:
                 self._windows.popitem(last=False)
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._windows)
+
     def retry_after(self, key: str) -> int:
         """Seconds until ``key`` may be answered normally again; 0 when it is under the limit."""
         now = time.monotonic()
