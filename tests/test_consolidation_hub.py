@@ -22,6 +22,7 @@ from chat_server import Raw, Scripted, chat_server
 from conftest import REPO, backend_database, client_of, rpc_error, serving, write_policy_dir
 from conftest import hub_config as base_config
 from memhub.v1 import admin_pb2
+from memhub.v1 import memory_pb2 as pb
 
 from hub.app import Hub
 from hub.client import MemhubClient, memory_input
@@ -246,3 +247,36 @@ def test_the_schedule_runs_as_its_principal_with_the_rights_policy_gives_it(cura
     curated.script.replies.append((200, "When traffic peaked, raising the orders pool to 200 stopped the timeouts.", 0.0))
     assert job.run_due() == {granted: 1, refused: 0}  # due: only the new session is consolidated
     assert len(list(tester.list([granted], tags=["consolidated"]).memories)) == 2
+
+
+# -- the target's kind and type follow the write rules (issue 22) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"target_type": "event"}, "target_type"),  # was written as a semantic "event", which no write may store
+        ({"target_type": "outcome", "target_kind": "semantic"}, "target_type"),
+        ({"target_type": "fact", "target_kind": "procedural"}, "target_kind"),
+        ({"target_type": "preference", "target_kind": "procedural"}, "target_kind"),
+    ],
+)
+def test_a_target_type_a_write_would_refuse_is_invalid_argument(
+    curated: CuratedHub, tester: MemhubClient, kwargs: dict, field: str
+) -> None:
+    ns = _unique("types")
+    _seed(tester, ns, "s1", EPISODES)
+    with pytest.raises(grpc.RpcError) as excinfo:
+        tester.consolidate(ns, summariser="extractive", **kwargs)
+    code, message = rpc_error(excinfo)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and message.startswith(f"{field}: "), message
+    assert kwargs["target_type"] in message  # says which type, and so what to change
+    assert list(tester.list([ns], tags=["consolidated"]).memories) == []
+
+
+def test_a_target_type_alone_takes_a_kind_the_write_rules_allow(curated: CuratedHub, tester: MemhubClient) -> None:
+    ns = _unique("types")
+    _seed(tester, ns, "s1", EPISODES)
+    for type_, kind in (("fact", pb.MEMORY_KIND_SEMANTIC), ("rule", pb.MEMORY_KIND_SEMANTIC)):
+        reply = tester.consolidate(ns, summariser="extractive", target_type=type_, dry_run=True)
+        assert [g.memory.kind for g in reply.groups] == [kind], type_

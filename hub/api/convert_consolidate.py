@@ -9,6 +9,7 @@ from memhub.v1 import memory_pb2 as pb
 from hub.api import convert
 from hub.api.convert import _KIND_TO_PB, _TYPE_TO_PB, _TYPES, _enum, _enums, _set_time, _window  # the shared tables
 from hub.core import validation as v
+from hub.core.consolidation import target_kind_for
 from hub.core.model import Kind, MemoryRecord, NewMemory
 from hub.core.namespaces import validate_namespace
 from hub.curation import consolidation_model as m
@@ -46,12 +47,13 @@ def consolidation_request(req: pb.ConsolidateMemoriesRequest) -> m.Consolidation
         tags_any=v.tags(req.tags, "tags"),
         types=_enums(req.types, _TYPES, pb.MemoryType, "types"),
     )
-    target_kind = Kind.SEMANTIC
+    named_kind = None
     if req.target_kind != pb.MEMORY_KIND_UNSPECIFIED:
-        target_kind = _enum(req.target_kind, _TARGET_KINDS, pb.MemoryKind, "target_kind")
+        named_kind = _enum(req.target_kind, _TARGET_KINDS, pb.MemoryKind, "target_kind")
     target_type = m.ConsolidationRequest.target_type
     if req.target_type != pb.MEMORY_TYPE_UNSPECIFIED:
         target_type = _enum(req.target_type, _TYPES, pb.MemoryType, "target_type")
+    target_kind = target_kind_for(named_kind, target_type)  # the write rules (hub/core/validation.py)
     similarity = req.similarity or m.DEFAULT_SIMILARITY
     if math.isnan(similarity) or not m.MIN_SIMILARITY <= similarity <= m.MAX_SIMILARITY:
         raise InvalidArgument(

@@ -36,8 +36,9 @@ from collections.abc import Iterable, Sequence
 from opentelemetry import trace
 from sqlalchemy import Connection, Engine
 
+from hub.core import validation as v
 from hub.core.access import Action, Authorizer, require
-from hub.core.model import Caller, MemoryFilter, MemoryRecord, NewMemory
+from hub.core.model import Caller, Kind, MemoryFilter, MemoryRecord, MemoryType, NewMemory
 from hub.core.service import MemoryService
 from hub.core.validation import MAX_BATCH, MAX_DERIVED_FROM_PER_REQUEST, MAX_ENTITIES, MAX_TAGS, MAX_WRITE_CONTENT_BYTES
 from hub.curation import consolidation_model as m
@@ -46,9 +47,30 @@ from hub.curation.summariser import Summariser, SummariserError
 from hub.db import consolidation as db
 from hub.db import namespace_scope
 from hub.embedding import Embedder, embed_bulk
-from hub.errors import FailedPrecondition, Unavailable
+from hub.errors import FailedPrecondition, InvalidArgument, Unavailable
 
 log = logging.getLogger(__name__)
+
+
+def target_kind_for(named: Kind | None, type_: MemoryType) -> Kind:
+    """The kind a consolidated memory of ``type_`` gets: the write rules' (validation.kind_for_type), narrowed to what
+    consolidation writes (semantic or procedural, never an episode). ``named``: the kind the caller asked for, None
+    when it asked for none (then semantic where the type allows it, as before, else the type's own kind).
+
+    Issue 22: target_type=EVENT wrote a semantic "event", which the write API refuses; now it is INVALID_ARGUMENT
+    naming target_type (or target_kind, when the kind named is the one that does not fit).
+    """
+    allowed = [k for k in v.KINDS_OF_TYPE[type_] if k is not Kind.EPISODIC]
+    if not allowed:
+        fits = [t.value for t, kinds in v.KINDS_OF_TYPE.items() if any(k is not Kind.EPISODIC for k in kinds)]
+        raise InvalidArgument(
+            "target_type",
+            f"is {type_.value}, an episodic type; consolidation writes semantic or procedural memories: "
+            f"use one of {', '.join(fits)}",
+        )
+    if named is None:
+        named = Kind.SEMANTIC if Kind.SEMANTIC in allowed else allowed[0]
+    return v.kind_for_type(named, type_, "target_kind")
 
 
 class Consolidator:
@@ -72,6 +94,7 @@ class Consolidator:
 
     def consolidate(self, caller: Caller, request: m.ConsolidationRequest) -> m.ConsolidationResult:
         span = trace.get_current_span()
+        target_kind_for(request.target_kind, request.target_type)  # every caller, the schedule too: the write rules
         sel, target = request.selection, request.target
         require(self._authorizer, caller, Action.CONSOLIDATE, sel.namespace)
         require(self._authorizer, caller, Action.WRITE, target)
