@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from conftest import Fleet, eventually
-from console_support import RunningConsole, running_console, sign_in
+from console_support import RunningConsole, csrf_of, running_console, sign_in
 from google.protobuf.timestamp_pb2 import Timestamp
 from memhub.v1 import admin_pb2 as apb
 
@@ -105,12 +105,21 @@ def test_every_sign_in_try_is_audited_at_the_hub(console: RunningConsole) -> Non
         }
         for text, status in tries.items():
             assert sign_in(http, text).status_code == status, text[:40]
+        csrf = csrf_of(http.get("/signin").text)  # the one-time link's form, with a wrong key: no token at all
+        assert http.post("/signin/local", data={"csrf": csrf, "key": "wrong"}).status_code == 403
         valid = issue_token(fleet.secret, agent_id=agent, groups=["admins"], ttl=timedelta(hours=1)).token
         assert sign_in(http, valid).status_code == 303
+    throttled = garbage(console, "127.0.0.3", LIMIT + 3)  # the throttle changes answers, never what is audited
+    assert throttled[-1] == 429
 
     def audited() -> bool:
         grown = _authenticate_counts(fleet, since) - before
-        return grown["malformed-token"] >= 4 and grown["expired"] >= 1 and grown["bad-signature"] >= 1
+        return (
+            grown["malformed-token"] >= 4 + LIMIT + 3
+            and grown["expired"] >= 1
+            and grown["bad-signature"] >= 1
+            and grown["missing-token"] >= 1
+        )
 
     eventually(audited, "every refused sign-in try has its authenticate audit row", timeout_s=60)
     with fleet.client("root") as root:  # and the valid one is the hub's admin decision for that agent

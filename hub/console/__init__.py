@@ -8,6 +8,9 @@ shows or does; the console never opens a database.
 
 Pages are server-rendered HTML (Starlette, Jinja2 with autoescaping) with
 no JavaScript at all: the Content-Security-Policy allows none. Sessions
-live in memory on the server, keyed by a random id in an HttpOnly,
-SameSite=Strict cookie; the token never goes back to the browser.
+live in memory on the server; a request belongs to one only with both its
+random id, in an HttpOnly, SameSite=Strict cookie scoped to the session's
+pages, and its random page key, the first segment of those pages' URLs
+(hub/console/binding.py: other ports of the host share its cookies, not its
+URLs). The token never goes back to the browser.
 """
