@@ -7,6 +7,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from hub import outage_log
+
 
 class Periodic:
     """Calls ``step`` every ``interval_s`` on a daemon thread; a failing step is logged and retried next time."""
@@ -22,6 +24,8 @@ class Periodic:
         self._failure = failure
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # A failing store is logged once per outage, not once per step (hub/outage_log.py).
+        self._site = outage_log.Site(name, log, depends=())
 
     def start(self) -> None:
         """Start the thread (again, after stop()); a running one is left alone."""
@@ -42,5 +46,7 @@ class Periodic:
         while not self._stop.wait(self._interval):
             try:
                 self._step()
-            except Exception:
-                self._log.warning(self._failure, exc_info=True)
+            except Exception as exc:
+                self._site.failed(exc, self._failure)
+            else:
+                self._site.ok()

@@ -22,11 +22,13 @@ import grpc
 from opentelemetry import trace
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from hub import errors
+from hub import errors, outage_log
 from hub.core.quotas import QUOTA_SQLSTATES
 from hub.index import IndexBackendError
 
 log = logging.getLogger(__name__)
+# Store failures of calls: one line per outage, not one per failing call (hub/outage_log.py).
+_RPCS = outage_log.Site("RPCs", log, depends=())
 
 _CODES: dict[type[errors.HubError], grpc.StatusCode] = {
     errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
@@ -67,13 +69,13 @@ def status_for(exc: BaseException, method: str) -> tuple[grpc.StatusCode, str]:
         return code_for(exc), str(exc)
     if isinstance(exc, IndexBackendError):
         # Any index failure is the store's, not the caller's: retrying later may work.
-        log.warning("retrieval index failure during %s: %s", method, exc)
+        _RPCS.failed(exc, method)
         return grpc.StatusCode.UNAVAILABLE, "the retrieval index is unavailable; retry shortly"
     quota = _quota_refusal(exc)
     if quota:
         return grpc.StatusCode.RESOURCE_EXHAUSTED, quota
     if isinstance(exc, OperationalError):
-        log.warning("Postgres unavailable during %s: %s", method, exc)
+        _RPCS.failed(exc, method)
         return grpc.StatusCode.UNAVAILABLE, "the database is unavailable; retry shortly"
     log.error("internal error in %s", method, exc_info=exc)
     return grpc.StatusCode.INTERNAL, "internal error; the hub log has the details"

@@ -34,10 +34,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine
 
+from hub import outage_log
+
 if TYPE_CHECKING:
     from hub.audit.writer import AuditEntry
 
 log = logging.getLogger(__name__)
+_SITE = outage_log.Site("audit of requests", log)  # one line per outage, not per request (hub/outage_log.py)
 
 _current: contextvars.ContextVar[HeldDecisions | None] = contextvars.ContextVar("memhub_held_decisions", default=None)
 
@@ -94,8 +97,8 @@ class HeldDecisions:
             with self._engine.begin() as conn:
                 self._write_rows(conn, rest)
             self._durable = len(self._entries)
-        except Exception:  # noqa: BLE001 - Postgres is down or failing: keep them rather than lose them
-            log.exception("could not write %d audit entries of this request; queued for the batch writer", len(rest))
+        except Exception as exc:  # noqa: BLE001 - Postgres is down or failing: keep them rather than lose them
+            _SITE.failed(exc, f"could not write {len(rest)} audit entries of this request; queued for the batch writer")
             for entry in rest:
                 self._fallback(entry)
 

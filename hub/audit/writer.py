@@ -24,12 +24,14 @@ from dataclasses import dataclass, field, fields
 
 from sqlalchemy import Connection, Engine
 
+from hub import outage_log
 from hub.audit.held import HeldDecisions
 from hub.audit.held import current as current_hold
 from hub.db.batch_rows import copy_rows, delete_older_than
 from hub.db.schema import audit_log
 
 log = logging.getLogger(__name__)
+_SITE = outage_log.Site("audit writer", log)  # one line per outage, not per retry (hub/outage_log.py)
 
 
 @dataclass(frozen=True)
@@ -108,9 +110,10 @@ class AuditWriter:
                 try:
                     with self._engine.begin() as conn:
                         _copy_rows(conn, batch)
-                except Exception:
+                    _SITE.ok()
+                except Exception as exc:
                     # Put them back for the next attempt; Postgres may be restarting.
-                    log.exception("could not write %d audit entries; will retry", len(batch))
+                    _SITE.failed(exc, f"could not write {len(batch)} audit entries; will retry")
                     for e in batch:
                         self._queue.put(e)
                     return written
@@ -147,8 +150,8 @@ class AuditWriter:
                     purged = self.purge_older_than(self._retention_days)
                     if purged:
                         log.info("audit retention: deleted %d entries older than %s days", purged, self._retention_days)
-                except Exception:
-                    log.exception("audit retention purge failed; will retry")
+                except Exception as exc:
+                    _SITE.failed(exc, "audit retention purge failed; will retry")
 
 
 _COLUMNS = tuple(f.name for f in fields(AuditEntry))

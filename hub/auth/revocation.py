@@ -24,11 +24,13 @@ import psycopg
 from sqlalchemy import Engine, Interval, bindparam, delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from hub import outage_log
 from hub.auth.config import MAX_LEEWAY_S
 from hub.auth.names import TOKEN_ID_RULE, is_token_id
 from hub.db.schema import revoked_tokens
 
 log = logging.getLogger(__name__)
+_LISTENER = outage_log.Site("revocation listener", log)  # one line per outage (hub/outage_log.py)
 
 CHANNEL = "memhub_revocations"
 """The Postgres NOTIFY channel; the payload is the revoked jti (listeners reload everything anyway)."""
@@ -158,6 +160,7 @@ class RevocationList:
                     application_name="memhub-revocations",
                 ) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    _LISTENER.ok()
                     self._listening.set()
                     # Anything revoked while we were not listening is picked up by a refresh now.
                     self._wake.set()
@@ -166,7 +169,7 @@ class RevocationList:
                         for _ in conn.notifies(timeout=1.0, stop_after=1):
                             self._wake.set()
             except Exception as exc:
-                log.warning("revocation listener lost its connection (%s); reconnecting", exc)
+                _LISTENER.failed(exc, "revocation listener lost its connection; reconnecting")
             finally:
                 self._listening.clear()
             self._stop.wait(backoff)

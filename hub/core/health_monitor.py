@@ -20,11 +20,13 @@ from collections.abc import Callable
 
 from sqlalchemy import Engine, text
 
+from hub import outage_log
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
 from hub.index import IndexBackendError, IndexCollectionMissing, MilvusIndex
 
 log = logging.getLogger(__name__)
+_SITE = outage_log.Site("health monitor", log, depends=())
 
 Listener = Callable[[bool, bool], None]
 
@@ -86,8 +88,8 @@ class HealthMonitor:
         while not self._stop.is_set():
             try:
                 self.check_once()
-            except Exception:  # a monitor that dies would leave health frozen
-                log.exception("health check failed")
+            except Exception as exc:  # a monitor that dies would leave health frozen
+                _SITE.failed(exc, "health check failed")
             healthy = self._db_ok and self._index_health.ok
             # A search that marks the index down wakes us at once.
             self._index_health.wait_change(self._interval if healthy else self._down_interval)
@@ -97,8 +99,9 @@ class HealthMonitor:
             with self._engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
             ok = True
+            _SITE.ok(("postgres",))
         except Exception as exc:
-            log.warning("Postgres health check failed: %s", exc)
+            _SITE.failed(exc, "Postgres health check failed")  # once per outage (hub/outage_log.py)
             ok = False
         if ok != self._db_ok:
             self._db_ok = ok

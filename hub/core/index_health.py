@@ -21,6 +21,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from hub import outage_log
+from hub.index.errors import IndexUnavailable
+
 log = logging.getLogger(__name__)
 
 Listener = Callable[[bool, str], None]
@@ -91,7 +94,7 @@ class IndexHealth:
             self._down_since = time.monotonic()
             self._reason = reason
             listeners = list(self._listeners)
-        log.warning("retrieval index marked down: %s", reason)
+        outage_log.outage("milvus").failed(IndexUnavailable(reason), "index health", log)
         self._changed.set()
         for listener in listeners:
             listener(False, reason)
@@ -104,7 +107,8 @@ class IndexHealth:
             self._down_since = None
             self._reason = ""
             listeners = list(self._listeners)
-        log.warning("retrieval index answers again (it was down for %.1f s)", down)
+        log.info("retrieval index answers again (it was down for %.1f s)", down)
+        outage_log.outage("milvus").ok("index health", log)
         self._changed.set()
         for listener in listeners:
             listener(True, "")

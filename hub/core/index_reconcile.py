@@ -29,12 +29,14 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, select, text
 
+from hub import outage_log
 from hub.db.memories import enqueue_index, servable_condition
 from hub.db.schema import memories, outbox
 from hub.env_settings import env_float
 from hub.index import MilvusIndex
 
 log = logging.getLogger(__name__)
+_SITE = outage_log.Site("index reconciliation", log, depends=("postgres", "milvus"))
 
 DEFAULT_INTERVAL_S = 600.0
 CHUNK = 5000
@@ -121,7 +123,6 @@ class Reconciler:
         self._thread: threading.Thread | None = None
         self.last: Reconciled | None = None
         """The last finished pass (for reports and tests)."""
-        self._failing = False
 
     def start(self) -> None:
         if self._thread is not None and self._thread.is_alive():
@@ -161,13 +162,9 @@ class Reconciler:
             wait = self._interval
             try:
                 self.run_once()
-                if self._failing:
-                    log.warning("index reconciliation works again")
-                self._failing = False
-            except Exception as exc:  # a store is down: its own health reports it; try again sooner
-                if not self._failing:
-                    log.warning("index reconciliation failed, will retry: %s", exc)
-                self._failing = True
+                _SITE.ok()
+            except Exception as exc:  # a store is down: try again sooner
+                _SITE.failed(exc, "index reconciliation failed, will retry")
                 wait = min(self._interval, 30.0)
             if self._interval <= 0:
                 return

@@ -43,7 +43,7 @@ from opentelemetry import trace
 from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from hub import telemetry
+from hub import outage_log, telemetry
 from hub.core.index_health import IndexHealth
 from hub.core.index_reconcile import Reconciler, interval_from_env
 from hub.db import context
@@ -54,6 +54,9 @@ from hub.index import IndexBackendError, IndexedMemory, IndexUnavailable, Milvus
 from hub.metrics import record
 
 log = logging.getLogger(__name__)
+# Failures in the loops below are logged once per outage of the store that failed, not per retry (hub/outage_log.py).
+_LOOP = outage_log.Site("indexer", log)
+_LISTENER = outage_log.Site("outbox listener", log)
 
 MAX_BACKOFF_S = 60.0
 # How often rows the embedded index failed to persist are queued again while the disk stays full.
@@ -259,7 +262,7 @@ class Indexer:
             self._index.delete(list(gone))
 
     def _record_failure(self, ids: list[int], exc: Exception) -> None:
-        log.warning("indexing %d outbox rows failed, will retry: %s", len(ids), exc)
+        # Not logged here: the loop reports the failure once per outage (the rows carry last_error).
         try:
             with self._engine.begin() as conn:
                 conn.execute(
@@ -273,8 +276,8 @@ class Indexer:
                         + func.make_interval(0, 0, 0, 0, 0, 0, func.least(MAX_BACKOFF_S, 0.5 * func.power(2, outbox.c.attempts))),
                     )
                 )
-        except Exception:  # Postgres itself is down: the rows stay claimable as they were
-            log.exception("could not record the indexing failure")
+        except Exception as db_exc:  # Postgres itself is down: the rows stay claimable as they were
+            _LOOP.failed(db_exc, "could not record the indexing failure")
 
     def sweep_expired(self) -> int:
         """Mark active memories past expires_at as expired (and queue their removal from the index)."""
@@ -396,7 +399,9 @@ class Indexer:
                     self.sweep_expired()
                 if self.run_once() > 0:
                     self._unflushed = True
+                    _LOOP.ok(("postgres", "milvus", "embedder"))
                     continue  # more may be waiting: no sleep between full batches
+                _LOOP.ok()
                 if self._unflushed:
                     # Caught up: seal what we wrote, grow the dense index if it is due.
                     self._unflushed = False
@@ -405,8 +410,8 @@ class Indexer:
                         self._durable = self.check_durable()
                 elif self._durable is False and time.monotonic() - self._last_repersist >= REPERSIST_INTERVAL_S:
                     self._durable = self.check_durable()  # idle on a full disk: look again, queue the rows again
-            except Exception:
-                log.exception("indexer step failed; retrying after the poll interval")
+            except Exception as exc:
+                _LOOP.failed(exc, "indexer step failed; retrying after the poll interval")
             self._wake.wait(self._poll_interval_s)
             self._wake.clear()
 
@@ -444,9 +449,10 @@ class Indexer:
             try:
                 with psycopg.connect(self._listen_url, autocommit=True) as conn:
                     conn.execute("LISTEN memhub_outbox")
+                    _LISTENER.ok()
                     while not self._stop.is_set():
                         for _ in conn.notifies(timeout=1.0, stop_after=1):
                             self._wake.set()
             except Exception as exc:  # Postgres restarting: polling still covers us
-                log.warning("outbox listener lost its connection (%s); reconnecting", exc)
+                _LISTENER.failed(exc, "outbox listener lost its connection; reconnecting")
                 self._stop.wait(2.0)

@@ -16,6 +16,7 @@ import numpy as np
 from opentelemetry import trace
 from sqlalchemy import Engine
 
+from hub import outage_log
 from hub.core.index_health import IndexHealth
 from hub.core.model import Kind, MemoryRecord, NewMemory
 from hub.curation.near_dup import NearDupConfig, same_content
@@ -44,7 +45,7 @@ class NearDuplicateFinder:
         try:
             found = self._find(items, eligible, session_id)
         except Exception as exc:  # noqa: BLE001 - the index or embedder failing must not fail the write
-            log.warning("near-duplicate check skipped: %s", exc)
+            outage_log.Site("writes", log, ()).failed(exc, "near-duplicate check skipped")  # once per outage
             trace.get_current_span().set_attribute("memhub.near_dup.skipped", str(exc)[:200])
             return {}
         trace.get_current_span().set_attribute("memhub.near_dup.found", len(found))

@@ -16,11 +16,13 @@ from collections.abc import Iterable
 
 from sqlalchemy import Engine
 
+from hub import outage_log
 from hub.db import memories as memories_db
 from hub.db import retrieval_log as retrieval_log_db
 from hub.periodic import Periodic
 
 log = logging.getLogger(__name__)
+_SITE = outage_log.Site("recall statistics", log)  # one line per outage, not per retry (hub/outage_log.py)
 
 
 class RecallRecorder:
@@ -57,15 +59,16 @@ class RecallRecorder:
                     with self._engine.begin() as conn:
                         # Sorted ids: concurrent flushes from several replicas lock rows in one order.
                         memories_db.record_recalls(conn, dict(sorted(batch.items())))
-                except Exception:
-                    log.exception("could not record recall statistics; %d counts dropped", sum(batch.values()))
+                    _SITE.ok()
+                except Exception as exc:
+                    _SITE.failed(exc, f"could not record recall statistics; {sum(batch.values())} counts dropped")
             if uses or not_useful:
                 counts = {mid: (uses[mid], not_useful[mid]) for mid in uses.keys() | not_useful.keys()}
                 try:
                     with self._engine.begin() as conn:
                         retrieval_log_db.record_uses(conn, counts)
-                except Exception:
-                    log.exception("could not record use statistics; %d counts dropped", sum(uses.values()))
+                except Exception as exc:
+                    _SITE.failed(exc, f"could not record use statistics; {sum(uses.values())} counts dropped")
 
     def start(self) -> None:
         self._periodic.start()

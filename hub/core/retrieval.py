@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 import numpy as np
 from sqlalchemy import Connection
 
-from hub import telemetry
+from hub import outage_log, telemetry
 from hub.core import fusion, ranking
 from hub.core.index_health import IndexHealth
 from hub.core.model import Channel, SearchQuery
@@ -31,6 +31,7 @@ from hub.index import IndexBackendError, IndexFilter, MilvusIndex
 from hub.recall import entities, timeparse
 
 log = logging.getLogger(__name__)
+_SEARCHES = outage_log.Site("searches", log, depends=())  # one line per outage (hub/outage_log.py)
 _tracer = telemetry.tracer(__name__)
 
 DEGRADED_FULLTEXT = (
@@ -133,7 +134,7 @@ class Retrieval:
                 rankings[channel] = ranked()
             except (IndexBackendError, EmbeddingError) as exc:
                 # Details go to the log only: the caller learns which channel, not the hub's topology.
-                log.warning("search channel %s failed: %s", channel.value, exc)
+                _SEARCHES.failed(exc, f"search channel {channel.value}")
                 if isinstance(exc, IndexBackendError):
                     # Later searches skip Milvus and the monitor probes it at once: it heals what
                     # it can (a dead engine, a released or lost collection) and marks it up again.

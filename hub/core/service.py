@@ -28,7 +28,7 @@ from opentelemetry import trace
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from hub import telemetry
+from hub import outage_log, telemetry
 from hub.audit.aggregate import AggregatedEvents, EventKey
 from hub.audit.held import HeldDecisions, NotHeld
 from hub.audit.writer import AuditWriter
@@ -668,7 +668,7 @@ class MemoryService:
                     query_vector = vector.result()
                     cosines.update({mid: float(np.dot(v, query_vector)) for mid, v in held.items()})
                 except (IndexBackendError, EmbeddingError) as exc:
-                    log.warning("relevance without similarity for %d hits: %s", len(missing), exc)
+                    outage_log.Site("searches", log, ()).failed(exc, f"relevance without similarity for {len(missing)} hits")
         # Rounded as SearchHit.relevance carries it (a float32), so a client that passes a relevance it saw
         # as min_relevance keeps that hit.
         return [

@@ -20,7 +20,10 @@ from collections.abc import Callable
 
 import psycopg
 
+from hub import outage_log
+
 log = logging.getLogger(__name__)
+_LISTENER = outage_log.Site("change-feed listener", log)  # one line per outage (hub/outage_log.py)
 
 CHANNEL = "memhub_changes"
 
@@ -89,6 +92,7 @@ class ChangeNotifier:
                     application_name="memhub-changes",
                 ) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    _LISTENER.ok()
                     self._listening.set()
                     self._on_notify()  # whatever was committed while we were not listening
                     backoff = 0.5
@@ -96,7 +100,7 @@ class ChangeNotifier:
                         if any(True for _ in conn.notifies(timeout=1.0, stop_after=1)):
                             self._on_notify()
             except Exception as exc:  # Postgres restarting: streams poll meanwhile
-                log.warning("change-feed listener lost its connection (%s); reconnecting", exc)
+                _LISTENER.failed(exc, "change-feed listener lost its connection; reconnecting")
             finally:
                 self._listening.clear()
             self._stop.wait(backoff)

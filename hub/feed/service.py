@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import Engine
 
+from hub import outage_log
 from hub.auth.verifier import Identity
 from hub.core.access import Action, Authorizer, require
 from hub.core.model import Caller
@@ -32,6 +33,7 @@ from hub.metrics import change_feed as feed_metrics
 from hub.periodic import Periodic
 
 log = logging.getLogger(__name__)
+_TAIL = outage_log.Site("change-feed tail", log)  # one line per outage (hub/outage_log.py)
 
 PRUNE_BATCH = 10_000
 """Changes deleted per transaction: a first prune of a large backlog must not hold one huge lock set."""
@@ -138,7 +140,6 @@ class ChangeFeed:
 
         Only while streams are open: with none, a commit costs the feed nothing here, and the window is
         dropped (a stream opening later reads the table until it has caught up)."""
-        failing = False
         held_since: float | None = None
         while not self._closing.is_set():
             held = self.tail.held_back
@@ -163,13 +164,9 @@ class ChangeFeed:
                         self.notifier.wake_all()
                     if not full:
                         break
-                if failing:
-                    log.info("change-feed tail reads again")
-                failing = False
+                _TAIL.ok()
             except Exception as exc:  # Postgres down: streams keep polling on their own; retry next interval
-                if not failing:
-                    log.warning("change-feed tail cannot read (%s); retrying", str(exc).splitlines()[0])
-                failing = True
+                _TAIL.failed(exc, "change-feed tail cannot read; retrying")
 
     def open_streams(self) -> int:
         """Change-feed streams open on this hub now: the gauge for a metrics exporter (safe from any thread)."""

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from opentelemetry import metrics
 from sqlalchemy import Engine
 
+from hub import outage_log
 from hub.core.model import Caller, SearchResult
 from hub.db.batch_rows import copy_rows, delete_older_than
 from hub.db.schema import retrieval_log, retrieval_use
@@ -31,6 +32,7 @@ from hub.retrieval_log.config import QueryLogging, RetrievalLogConfig
 from hub.retrieval_log.query_key import load_key, query_hash
 
 log = logging.getLogger(__name__)
+_SITE = outage_log.Site("retrieval-log writer", log)  # one line per outage, not per retry (hub/outage_log.py)
 
 _dropped_counter = metrics.get_meter(__name__).create_counter(
     "memhub.retrieval_log.dropped", unit="{search}", description="Searches left out of the retrieval log: its queue was full"
@@ -144,9 +146,10 @@ class RetrievalLogWriter:
                 try:
                     with self._engine.begin() as conn:
                         copy_rows(conn, retrieval_log, _COLUMNS, (tuple(getattr(e, c) for c in _COLUMNS) for e in batch))
-                except Exception:
+                    _SITE.ok()
+                except Exception as exc:
                     # Back into the queue for the next attempt (Postgres may be restarting); what no longer fits is dropped.
-                    log.exception("could not write %d retrieval log entries; will retry", len(batch))
+                    _SITE.failed(exc, f"could not write {len(batch)} retrieval log entries; will retry")
                     for e in batch:
                         self._offer(e)
                     return written
