@@ -155,10 +155,7 @@ async def signin(request: Request) -> Response:
     form = await _checked_form(request, ("token", "next"))
     if isinstance(form, Response):
         return form
-    try:
-        nxt = _next_path(form.text("next", 256))
-    except FieldError as exc:
-        return _render_signin(request, 400, error=str(exc))
+    nxt = _next_path(form.raw("next"))  # where to go after: anything but a plain console path is dropped
     try:
         token = form.text("token", MAX_TOKEN_CHARS, required=True)
     except FieldError as exc:
