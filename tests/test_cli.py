@@ -237,7 +237,10 @@ def test_an_empty_memhub_token_is_named(stack: Stack) -> None:
 
 def test_a_reader_that_stops_early_ends_the_listing_quietly(stack: Stack, ns: str) -> None:
     """`memhub list | head -1`: the pipe closes under the CLI; it stops with 141 (SIGPIPE's code), no traceback."""
-    stack.client.write([memory_input(ns, f"Runbook step {i} restarts worker pool {i}.", type="fact") for i in range(60)])
+    # About 100 KB of output, more than a pipe holds: the CLI is still writing when the reader closes, however
+    # fast it renders (with 12 KB it could finish first and exit 0).
+    detail = "Check the queue depth and the error rate before and after the restart. " * 28
+    stack.client.write([memory_input(ns, f"Runbook step {i} restarts worker pool {i}. {detail}", type="fact") for i in range(60)])
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
     env["MEMHUB_TOKEN"] = stack.token("tester")
     proc = subprocess.Popen(
