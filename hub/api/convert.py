@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 from memhub.v1 import memory_pb2 as pb
 
+from hub.api.wire_numbers import bounded_duration
 from hub.core import validation as v
 from hub.core.model import (
     DEFAULT_CHANNELS,
@@ -171,10 +172,7 @@ def new_memory(msg: pb.MemoryInput, field: str, now: datetime) -> NewMemory:
     if msg.HasField("ttl"):
         if expires_at is not None:
             raise InvalidArgument(at("ttl"), "set either ttl or expires_at, not both")
-        ttl = msg.ttl.ToTimedelta()
-        if not timedelta(0) < ttl <= MAX_TTL:
-            raise InvalidArgument(at("ttl"), f"is {ttl}; use a positive duration of at most {MAX_TTL.days} days")
-        expires_at = now + ttl
+        expires_at = now + bounded_duration(msg.ttl, at("ttl"), MAX_TTL)  # 2^62 s overflowed (issue 22)
     elif expires_at is not None and expires_at <= now:
         raise InvalidArgument(at("expires_at"), f"{expires_at.isoformat()} is in the past")
     expected = None
