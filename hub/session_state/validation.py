@@ -110,6 +110,9 @@ def ttl_seconds(seconds: int, nanos: int, present: bool, field: str, default_s: 
     """The entry's lifetime in seconds: the default when unset, else 1 second to ``max_s``."""
     if not present:
         return float(default_s)
+    # A Duration's nanos lie within one second and share the seconds' sign; anything else is no duration at all.
+    if not -1_000_000_000 < nanos < 1_000_000_000 or (seconds > 0 and nanos < 0) or (seconds < 0 and nanos > 0):
+        raise InvalidArgument(field, f"has nanos {nanos}, not a valid duration; use 1 to {max_s:,} seconds")
     total = seconds + nanos / 1e9
     if not 1.0 <= total <= max_s:
         raise InvalidArgument(field, f"is {total:g} seconds; use 1 to {max_s:,} seconds, or leave it unset for {default_s:,}")
