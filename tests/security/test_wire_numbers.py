@@ -11,6 +11,7 @@ INVALID_ARGUMENT must name the field. A field added to the protos later is swept
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -218,6 +219,8 @@ def test_every_number_at_the_wire_gets_a_clear_answer(stack: Stack, ns: str) -> 
             failures.append(f"{case}: {code.name} {details}")
         elif code == grpc.StatusCode.INVALID_ARGUMENT and case.field not in details:
             failures.append(f"{case}: INVALID_ARGUMENT without naming {case.field}: {details}")
+        elif code == grpc.StatusCode.INVALID_ARGUMENT and not re.search(r"\d", details.split(case.field, 1)[1]):
+            failures.append(f"{case}: INVALID_ARGUMENT without the allowed range: {details}")
         if case.path[-1] == "nanos" and code != grpc.StatusCode.INVALID_ARGUMENT:
             # Every NANOS value is outside what a Timestamp or a (positive) Duration may hold: no time at all.
             failures.append(f"{case}: {code.name if err else 'accepted'}, not INVALID_ARGUMENT")
