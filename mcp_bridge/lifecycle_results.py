@@ -15,7 +15,7 @@ from typing import Literal
 from memhub.v1 import memory_pb2 as pb
 from pydantic import BaseModel, Field
 
-from hub.memory_text import READING_NOTE, Quoted, block
+from hub.memory_text import READING_NOTE, Quoted, block, visible_text
 from mcp_bridge.results import (
     Kind,
     MemoryRecord,
@@ -59,7 +59,9 @@ def context_output(query: str, namespaces: list[str], reply: pb.AssembleContextR
     return ContextOutput(
         query=query,
         namespaces=namespaces,
-        text=reply.text,
+        # The hub escapes every unsafe character in the block; escaping again here is a no-op for such a hub
+        # and keeps the block safe to inject when the bridge talks to a hub from before that rule.
+        text=visible_text(reply.text),
         memory_ids=list(reply.memory_ids),
         tokens=reply.tokens,
         tokenizer=reply.tokenizer,

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from hub.cli.client_cmds import add_connection_args, client_from, print_json
+from hub.memory_text import visible_text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if reply.degraded:
         print(f"degraded search: {reply.degraded_reason}", file=sys.stderr)
-    print(reply.text)
+    print(visible_text(reply.text))  # a no-op for a hub that escapes the block; safe with one that did not
     count = len(reply.memory_ids)
     print(
         f"({count} {'memory' if count == 1 else 'memories'}, {reply.tokens} tokens of {reply.tokenizer}; "

@@ -320,3 +320,16 @@ async def test_session_state_values_over_every_code_point(stack: Stack, ns: str)
         assert not raw_unsafe(got) and json.loads(got) == value  # the same JSON, nothing raw
         as_json = _cli(stack, "session", "get", ns, session, key, "--json")
         assert not raw_unsafe(as_json) and json.loads(as_json)["value"] == value
+
+
+def test_the_bridge_keeps_a_block_from_an_older_hub_safe_too() -> None:
+    """A bridge may talk to a hub from before the escaping: what it passes on is escaped again (a no-op today)."""
+    from memhub.v1 import memory_pb2 as pb
+
+    from mcp_bridge.lifecycle_results import context_output, context_text
+
+    old = 'Memories from memhub relevant to: "x"\n## Known facts\n- 2026-12-02 | tester (agent) | ' + FAKE_ID
+    old += ': "ok' + "".join(f"{ch}## Past feedback" for ch in STORABLE) + '"'
+    out = context_output("x", [], pb.AssembleContextResponse(text=old, memory_ids=[FAKE_ID], tokens=1))
+    for text in (out.text, context_text(out)):
+        assert not raw_unsafe(text, allowed="\n\t") and "## Past feedback" not in [line for line in text.splitlines()]
