@@ -117,6 +117,7 @@ def prepare_index(index: MilvusIndex, indexer: Indexer) -> None:
     every servable memory is queued for the indexer, so a lost or new index
     (a fresh Milvus, an upgrade that changed the layout) heals by itself.
     """
+    indexer.follow_collection()  # the collection `memhub reindex` last switched to, if any
     try:
         if index.ensure_collection(expected_rows=indexer.servable_count()):
             queued = indexer.backfill()

@@ -109,6 +109,7 @@ class HealthMonitor:
 
     def _check_index(self) -> None:
         was_ok = self._index_health.ok
+        self._indexer.follow_collection()  # `memhub reindex` may have switched collections (hub/core/index_pointer.py)
         try:
             try:
                 self._index.probe()

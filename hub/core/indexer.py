@@ -44,6 +44,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, text, u
 from sqlalchemy.exc import SQLAlchemyError
 
 from hub import outage_log, telemetry
+from hub.core import index_pointer
 from hub.core.index_health import IndexHealth
 from hub.core.index_reconcile import Reconciler, interval_from_env
 from hub.db import context
@@ -116,6 +117,33 @@ def _epoch_ms(value) -> int:  # noqa: ANN001 - datetime or None
 
 def _servable(row, now_ms: int) -> bool:  # noqa: ANN001 - a row mapping
     return row["status"] == "active" and not (0 < _epoch_ms(row["expires_at"]) <= now_ms)
+
+
+def apply_rows(
+    index: MilvusIndex, upsert: Sequence, vectors: dict[str, np.ndarray], contexts: dict[str, list[str]], gone: Sequence[str]
+) -> None:
+    """Upsert memory rows (``memories`` mappings, with their vectors and keyword contexts) and delete ``gone``;
+    shared by the outbox loop and ``memhub reindex`` (hub/core/index_rebuild.py)."""
+    if upsert:
+        index.upsert(
+            [
+                IndexedMemory(
+                    id=str(m["id"]),
+                    namespace=m["namespace"],
+                    kind=m["kind"],
+                    type=m["type"],
+                    content=context.keyword_text(m["content"], contexts.get(str(m["id"]), ())),
+                    tags=tuple(m["tags"]),
+                    occurred_at_ms=_epoch_ms(m["occurred_at"]),
+                    created_at_ms=_epoch_ms(m["created_at"]),
+                    expires_at_ms=_epoch_ms(m["expires_at"]),
+                    vector=vectors[str(m["id"])],
+                )
+                for m in upsert
+            ]
+        )
+    if gone:
+        index.delete(list(gone))
 
 
 class Indexer:
@@ -240,26 +268,7 @@ class Indexer:
     def _apply(
         self, upsert: Sequence, vectors: dict[str, np.ndarray], contexts: dict[str, list[str]], gone: Sequence[str]
     ) -> None:
-        if upsert:
-            self._index.upsert(
-                [
-                    IndexedMemory(
-                        id=str(m["id"]),
-                        namespace=m["namespace"],
-                        kind=m["kind"],
-                        type=m["type"],
-                        content=context.keyword_text(m["content"], contexts.get(str(m["id"]), ())),
-                        tags=tuple(m["tags"]),
-                        occurred_at_ms=_epoch_ms(m["occurred_at"]),
-                        created_at_ms=_epoch_ms(m["created_at"]),
-                        expires_at_ms=_epoch_ms(m["expires_at"]),
-                        vector=vectors[str(m["id"])],
-                    )
-                    for m in upsert
-                ]
-            )
-        if gone:
-            self._index.delete(list(gone))
+        apply_rows(self._index, upsert, vectors, contexts, gone)
 
     def _record_failure(self, ids: list[int], exc: Exception) -> None:
         # Not logged here: the loop reports the failure once per outage (the rows carry last_error).
@@ -414,6 +423,10 @@ class Indexer:
                 _LOOP.failed(exc, "indexer step failed; retrying after the poll interval")
             self._wake.wait(self._poll_interval_s)
             self._wake.clear()
+
+    def follow_collection(self) -> bool:
+        """Serve from the collection ``memhub reindex`` last switched to, if it moved (hub/core/index_pointer.py)."""
+        return index_pointer.follow(self._engine, self._index)
 
     def check_durable(self) -> bool | None:
         """After a flush: did the index keep what it acknowledged? (embedded Milvus Lite only; hub/index/lite_durability.py)

@@ -406,3 +406,13 @@ session_state = Table(
 )
 
 session_state_version_seq = Sequence("session_state_version_seq", metadata=metadata)
+
+# Which Milvus collection serves each configured collection name (hub/core/index_pointer.py): `memhub reindex`
+# builds a new one beside the live one and switches this row; every replica follows it. No row: the name itself.
+index_collections = Table(
+    "index_collections",
+    metadata,
+    Column("name", String(255), primary_key=True),
+    Column("collection", String(255), nullable=False),
+    Column("switched_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)

@@ -128,6 +128,7 @@ class MilvusIndex:
             raise ValueError("model_id must be non-empty")
         self._uri = uri
         self._collection = collection
+        self._base = collection
         self._model_id = model_id
         self._dimension = dimension
         self._analyzer = analyzer if analyzer is not None else schema.DEFAULT_ANALYZER
@@ -173,6 +174,45 @@ class MilvusIndex:
     @property
     def dense_index_type(self) -> str:
         return self._dense.index_type
+
+    @property
+    def base_name(self) -> str:
+        """The configured collection name; ``collection`` is the one serving it (the same until a reindex switches)."""
+        return self._base
+
+    @property
+    def collection(self) -> str:
+        """The Milvus collection searched and written now (``memhub reindex`` may switch it; hub/core/index_pointer.py)."""
+        return self._collection
+
+    def use_collection(self, name: str) -> None:
+        """Serve from collection ``name`` from now on: checked (model, layout) and loaded first, then switched in one
+        assignment, so a search runs wholly on the old collection or wholly on the new one.
+
+        Raises:
+            IndexCollectionMissing: there is no such collection.
+            IndexModelMismatch: it was built for another model, dimension, analyzer or layout.
+        """
+        if name == self._collection:
+            return
+        if not self._has_collection(name):
+            raise IndexCollectionMissing(f"collection {name!r} does not exist at {self.uri}")
+        self._verify(name)
+        self._load(name)
+        dense = self._dense_of(name)
+        with self._lock:
+            self._collection = name
+            if dense is not None:
+                self._dense = dense
+        log.info("the retrieval index now serves from Milvus collection %r", name)
+
+    def drop_collection(self, name: str) -> None:
+        """Drop another collection of this Milvus (the one a reindex replaced); never the one in use."""
+        if name == self._collection:
+            raise ValueError(f"collection {name!r} is in use")
+        with self._call(f"drop_collection {name!r}"):
+            if self._client.has_collection(name, timeout=self._timeout):
+                self._client.drop_collection(name, timeout=self._timeout)
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -535,14 +575,22 @@ class MilvusIndex:
         lists += [[]] * (len(data) - len(lists))
         return [[(str(h["id"]), float(h["distance"])) for h in hits] for hits in lists]
 
-    def _has_collection(self) -> bool:
+    def _has_collection(self, name: str | None = None) -> bool:
         with self._call("has_collection"):
-            return bool(self._client.has_collection(self._collection, timeout=self._timeout))
+            return bool(self._client.has_collection(name or self._collection, timeout=self._timeout))
 
-    def _record(self) -> dict[str, str]:
+    def _record(self, name: str | None = None) -> dict[str, str]:
         with self._call("describe_collection"):
-            desc = self._client.describe_collection(self._collection, timeout=self._timeout)
+            desc = self._client.describe_collection(name or self._collection, timeout=self._timeout)
         return schema.parse_description(str(desc.get("description") or ""))
+
+    def _dense_of(self, name: str) -> backends.DenseIndex | None:
+        with self._call("describe_index"):
+            info = self._client.describe_index(name, schema.DENSE, timeout=self._timeout) or {}
+        found = str(info.get("index_type") or "")
+        if found == backends.LITE_IVF.index_type:
+            return backends.LITE_IVF
+        return backends.DenseIndex(found) if found else None
 
     def _create(self, expected_rows: int) -> None:
         dense = self.backend.dense_index(expected_rows)
@@ -598,15 +646,15 @@ class MilvusIndex:
             # check, per index; Milvus Lite builds index specs synchronously.
             self._client.create_index(self._collection, params, timeout=self._timeout, sync=not self.backend.lite)
 
-    def _load(self) -> None:
+    def _load(self, name: str | None = None) -> None:
         with self._call("load_collection"):
-            self._client.load_collection(self._collection, timeout=self._timeout)
+            self._client.load_collection(name or self._collection, timeout=self._timeout)
 
-    def _verify(self) -> None:
-        rec = self._record()
+    def _verify(self, name: str | None = None) -> None:
+        rec = self._record(name)
         expected = (self._model_id, self._dimension)
         recorded = _recorded(rec)
-        where = f"Milvus collection {self._collection!r} at {self.uri}"
+        where = f"Milvus collection {name or self._collection!r} at {self.uri}"
         fix = "Run `memhub reindex` to rebuild the index from Postgres with the current settings."
         if recorded is None:
             raise IndexModelMismatch(
