@@ -117,10 +117,15 @@ def _json_escape(ch: str) -> str:
 def json_safe(text: str, *, keep_whitespace: bool = False) -> str:
     """JSON text with every raw unsafe character written as a \\uXXXX escape: equal JSON, nothing that starts a
     line or reorders text. Raw unsafe characters can only stand inside strings, except the whitespace JSON
-    allows between tokens (tab, newline, carriage return), kept when ``keep_whitespace`` (indented JSON)."""
+    allows between tokens (tab, newline, carriage return): with ``keep_whitespace`` (indented JSON) tabs and
+    newlines are kept and a carriage return becomes a newline (equal JSON; a raw one would return a terminal's
+    cursor to the line start, over what was printed), else they are escaped too (one line, no longer JSON if
+    they stood between tokens)."""
     if text.isprintable():
         return text
-    return "".join(ch if (keep_whitespace and ch in "\t\n\r") or not is_unsafe(ch) else _json_escape(ch) for ch in text)
+    if keep_whitespace:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(ch if (keep_whitespace and ch in "\t\n") or not is_unsafe(ch) else _json_escape(ch) for ch in text)
 
 
 def json_string(value: str) -> str:

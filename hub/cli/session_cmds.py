@@ -19,6 +19,7 @@ from memhub.v1 import session_pb2 as pb
 from hub.cli.client_cmds import add_connection_args, client_from, parse_duration
 from hub.client import MemhubClient
 from hub.memory_text import json_safe, one_line
+from hub.session_state.json_text import one_line as one_line_json
 
 _PREVIEW_CHARS = 80
 
@@ -166,7 +167,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 shown += 1
                 line = f"{one_line(e.key)}  ({_describe(e)})"
                 if not args.keys_only:
-                    preview = json_safe(e.value_json, keep_whitespace=True).replace("\n", " ")
+                    preview = json_safe(one_line_json(e.value_json))  # compact: one line whatever the spacing
                     line += "  " + (preview if len(preview) <= _PREVIEW_CHARS else preview[: _PREVIEW_CHARS - 3] + "...")
                 print(line)
             if page.next_page_token and not args.all:

@@ -315,6 +315,13 @@ async def test_session_state_values_over_every_code_point(stack: Stack, ns: str)
             assert len(got.splitlines()) == 2 and not raw_unsafe(got)
     listed = _cli(stack, "session", "list", ns, session)
     assert len(listed.splitlines()) == len(values) and not raw_unsafe(listed)
+    # JSON allows a raw carriage return between tokens: `get` keeps the JSON equal without one (a terminal would
+    # return to the line start over what was printed), `list` shows one line.
+    stack.client.session_put(ns, session, "spaced", value_json='[1,\r"done",\r\n"by bob"]')
+    assert "\r" in stack.client.session_get(ns, session, "spaced").value_json  # stored as sent
+    got = _cli(stack, "session", "get", ns, session, "spaced")
+    assert "\r" not in got and json.loads(got) == [1, "done", "by bob"]
+    assert len(_cli(stack, "session", "list", ns, session).splitlines()) == len(values) + 1
     for key, value in values.items():
         got = _cli(stack, "session", "get", ns, session, key)
         assert not raw_unsafe(got) and json.loads(got) == value  # the same JSON, nothing raw
