@@ -28,7 +28,7 @@ from test_outage_logging import free_port, start_index_server
 from hub.client import MemhubClient, memory_input
 from hub.config import StoreConfig
 
-KNOWN = 120
+KNOWN = 1500
 COLLECTION = "live"
 
 
@@ -83,19 +83,19 @@ def test_reindex_on_a_serving_hub_misses_nothing(tmp_path: Path, index_server: i
             client = client_of(hub, address, "tester", ["testers"])
             writer = client_of(hub, address, "writer", ["testers"])
             known: dict[str, str] = {}
-            for lo in range(0, KNOWN, 40):
+            for lo in range(0, KNOWN, 100):
                 items = [
-                    memory_input(ns, f"Crate {code('kn', i)} is stored in hall seven", type="fact") for i in range(lo, lo + 40)
+                    memory_input(ns, f"Crate {code('kn', i)} is stored in hall seven", type="fact") for i in range(lo, lo + 100)
                 ]
                 reply = client.write(items, wait_indexed=True)
                 assert reply.indexed
-                known.update({code("kn", i): r.memory.id for i, r in zip(range(lo, lo + 40), reply.results, strict=True)})
+                known.update({code("kn", i): r.memory.id for i, r in zip(range(lo, lo + 100), reply.results, strict=True)})
 
             tally, stop = Tally(), threading.Event()
             written: dict[str, str] = {}
 
             def search_loop() -> None:
-                words = list(known)
+                words = list(known)[::-1]  # the last written first: on a refill in write order they come last
                 while not stop.is_set():
                     word = words[tally.searches % len(words)]
                     degraded, ids = search_ids(client, word, ns)
