@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from memhub.v1 import admin_pb2
 
 from hub.cli.client_cmds import add_connection_args, client_from, parse_duration, print_json
+from hub.memory_text import header_value, one_line
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -65,16 +66,24 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print_json(reply)
         return 0
     for e in reply.entries:
-        decision = "ALLOW" if e.decision == admin_pb2.DECISION_ALLOW else "DENY "
-        ids = ",".join(e.policy_ids) or ("(default deny)" if e.decision != admin_pb2.DECISION_ALLOW else "")
-        detail = " ".join(f"{k}={e.detail[k]}" for k in sorted(e.detail) if k not in ("first_at", "last_at"))
-        print(
-            f"{e.at.ToDatetime().isoformat(timespec='seconds')}  {decision} {e.agent_id or '-':<16} {e.action:<8} "
-            f"{e.namespace or '(hub)':<32} {ids}  {e.rpc.rsplit('/', 1)[-1]}" + (f"  {detail}" if detail else "")
-        )
+        print(audit_line(e))
     if not reply.entries:
         print("no audit entries match")
     return 0
+
+
+def audit_line(e: admin_pb2.AuditEntry) -> str:
+    """One audit entry as one line of text. Details may carry caller-chosen text (a release reason, the roots of a
+    scope): every value that is not a plain word is quoted with unsafe characters escaped, so no value can end the
+    line or pose as another field."""
+    decision = "ALLOW" if e.decision == admin_pb2.DECISION_ALLOW else "DENY "
+    ids = ",".join(e.policy_ids) or ("(default deny)" if e.decision != admin_pb2.DECISION_ALLOW else "")
+    detail = " ".join(f"{one_line(k)}={header_value(e.detail[k])}" for k in sorted(e.detail) if k not in ("first_at", "last_at"))
+    return (
+        f"{e.at.ToDatetime().isoformat(timespec='seconds')}  {decision} {header_value(e.agent_id or '-'):<16} "
+        f"{one_line(e.action):<8} {header_value(e.namespace or '(hub)'):<32} {one_line(ids)}  "
+        f"{one_line(e.rpc.rsplit('/', 1)[-1])}" + (f"  {detail}" if detail else "")
+    )
 
 
 def cmd_namespaces(args: argparse.Namespace) -> int:
