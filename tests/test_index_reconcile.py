@@ -34,6 +34,7 @@ from memhub.v1 import memory_pb2 as pb
 
 from hub.client import MemhubClient, memory_input
 from hub.config import HubConfig, StoreConfig
+from hub.index import IndexedMemory
 
 MEMORY = "memhub.v1.MemoryService"
 TMPFS_BYTES = 24 * 1024 * 1024
@@ -177,3 +178,31 @@ def test_rows_lost_at_a_restart_are_found_and_indexed_again(
         assert any("lacked 300 servable memories" in r.getMessage() for r in caplog.records)
         assert index_report(client).index_ok and client.healthy(service=MEMORY)
         client.close()
+
+
+def test_reconciliation_requeues_rows_lost_and_rows_left_behind(tmp_path: Path, external_pg_admin_url: str) -> None:
+    """Behind the hub's back one servable row is deleted from the index and a forgotten one put back: one pass
+    finds both, and the indexer brings the index in line (the lost one searchable, the forgotten one gone)."""
+    url = create_scratch_database(external_pg_admin_url)
+    (tmp_path / "data").mkdir(mode=0o700)
+    ns = f"rec/{uuid.uuid4().hex[:8]}"
+    try:
+        with serving(hub_config(tmp_path / "data", url, "reconcile")) as (hub, address):
+            client = client_of(hub, address, "tester", ["testers"])
+            written = write_batch(client, ns, 0, 50)
+            lost, forgotten = written[code(3)], written[code(7)]
+            client.forget(ids=[forgotten], reason="retired")
+            assert hub.indexer.wait_indexed([forgotten], timeout_s=30)
+            eventually(lambda: hub.indexer.reconciler.last is not None, "the reconciliation at start ran")
+            kept = hub.index.vectors([lost])[lost]
+            hub.index.delete([lost])
+            hub.index.upsert([IndexedMemory(forgotten, ns, "semantic", "fact", f"Parcel {code(7)} ships", (), 0, 0, 0, kept)])
+            found = hub.indexer.reconciler.run_once()
+            assert (found.missing, found.extra) == (1, 1)
+            eventually(lambda: hub.indexer.backlog() == 0, "the indexer applied the re-queued rows")
+            assert not unfound(client, ns, {code(3): lost})
+            assert forgotten not in hub.index.ids_in_range(None, None)
+            assert hub.indexer.reconciler.run_once().missing == 0
+            client.close()
+    finally:
+        drop_database(external_pg_admin_url, url)

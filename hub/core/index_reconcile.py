@@ -120,6 +120,7 @@ class Reconciler:
         self._first_delay = first_delay_s
         self._nudge = nudge
         self._stop = threading.Event()
+        self._soon = threading.Event()
         self._thread: threading.Thread | None = None
         self.last: Reconciled | None = None
         """The last finished pass (for reports and tests)."""
@@ -131,8 +132,13 @@ class Reconciler:
         self._thread = threading.Thread(target=self._run, name="memhub-index-reconcile", daemon=True)
         self._thread.start()
 
+    def soon(self) -> None:
+        """Run a pass now (the index came back after an outage: an engine that restarted may have lost rows)."""
+        self._soon.set()
+
     def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
+        self._soon.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
             self._thread = None
@@ -158,13 +164,17 @@ class Reconciler:
 
     def _run(self) -> None:
         wait = self._first_delay
-        while not self._stop.wait(wait):
+        while True:
+            self._soon.wait(wait if wait > 0 else None)
+            self._soon.clear()
+            if self._stop.is_set():
+                return
             wait = self._interval
             try:
                 self.run_once()
                 _SITE.ok()
+                if self._interval <= 0:
+                    wait = 0  # no schedule: only when told (soon())
             except Exception as exc:  # a store is down: try again sooner
                 _SITE.failed(exc, "index reconciliation failed, will retry")
-                wait = min(self._interval, 30.0)
-            if self._interval <= 0:
-                return
+                wait = min(self._interval, 30.0) if self._interval > 0 else 30.0

@@ -186,6 +186,9 @@ class Indexer:
             engine, index, interval_from_env() if reconcile_interval_s is None else reconcile_interval_s, nudge=self.nudge
         )
         self._last_repersist = 0.0
+        self._index_was_ok = True
+        if index_health is not None:
+            index_health.subscribe(self._on_index_health)
         self._durable: bool | None = None
         self._durability_due = False
         self._last_durability_check = 0.0
@@ -434,6 +437,11 @@ class Indexer:
                 _LOOP.failed(exc, "indexer step failed; retrying after the poll interval")
             self._wake.wait(self._poll_interval_s)
             self._wake.clear()
+
+    def _on_index_health(self, ok: bool, reason: str) -> None:
+        was_ok, self._index_was_ok = self._index_was_ok, ok
+        if ok and not was_ok:
+            self.reconciler.soon()  # the index is back: a restarted engine may have lost what it did not persist
 
     def follow_collection(self) -> bool:
         """Serve from the collection ``memhub reindex`` last switched to, if it moved (hub/core/index_pointer.py)."""
