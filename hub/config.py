@@ -196,9 +196,9 @@ class LimitsConfig:
 
     agent: CallLimit = CallLimit(concurrent=4, rate=100.0)
     """Every agent's own limit (MEMHUB_AGENT_MAX_CONCURRENT, MEMHUB_AGENT_RATE, MEMHUB_AGENT_BURST; bursts of twice
-    the rate unless set). Four calls at a time, the rest waiting in line, cut a flood's harm to another agent on
-    a 2-core replica by two thirds (bench/attack_search_flood.py); 100 calls/s is far above what an LLM agent
-    needs. Lower both for stronger isolation."""
+    the rate unless set). Four calls at a time, the rest waiting in line; while other agents are active the fair
+    share (below) holds it lower, so a flood leaves another agent's p50 under 2x on a 2-core replica
+    (bench/attack_search_flood.py); 100 calls/s is far above what an LLM agent needs."""
 
     agents: tuple[tuple[str, CallLimit], ...] = ()
     """Overrides for named agents (MEMHUB_AGENT_LIMITS="indexer-bot=16/500/1000,..."; CONCURRENT/RATE[/BURST],
