@@ -25,6 +25,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import Engine, select, text
@@ -78,20 +79,22 @@ def reconcile(engine: Engine, index: MilvusIndex, chunk: int = CHUNK) -> Reconci
                         q = q.where(memories.c.id > after)
                     ids = [str(r[0]) for r in conn.execute(q)]
                 last = ids[-1] if len(ids) == chunk else None  # None: this chunk runs to the end of the key space
-                # The index is read after Postgres: a memory indexed in between is found, not re-queued.
+                # Waiting in the outbox before the index is read: the indexer will bring those in line anyway.
+                pending = _waiting(engine, ids)
+                # The index is read after Postgres and the outbox: a memory indexed in between is found.
                 held = index.ids_in_range(after, last)
                 wanted = set(ids)
-                differ = (wanted - held) | (held - wanted)
+                differ = ((wanted - held - pending) | (held - wanted)) - pending
                 if differ:
+                    # Judged again now, so a write or forget racing with this pass is not counted as a fault.
+                    now_servable = _servable_now(engine, differ)
+                    lacking = {i for i in differ if i in now_servable and i not in held}
+                    stray = {i for i in differ if i in held and i not in now_servable}
                     with engine.begin() as conn:
-                        waiting = {
-                            str(r[0])
-                            for r in conn.execute(select(outbox.c.memory_id).where(outbox.c.memory_id.in_(sorted(differ))))
-                        }
-                        queue = sorted(differ - waiting)
+                        queue = sorted((lacking | stray) - _waiting(engine, lacking | stray))
                         enqueue_index(conn, queue, context_only=True)
-                    missing += len([i for i in queue if i in wanted])
-                    extra += len([i for i in queue if i not in wanted])
+                    missing += len(lacking & set(queue))
+                    extra += len(stray & set(queue))
                 checked += len(ids)
                 if last is None:
                     break
@@ -100,6 +103,20 @@ def reconcile(engine: Engine, index: MilvusIndex, chunk: int = CHUNK) -> Reconci
             lock_conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _LOCK_KEY})
             lock_conn.commit()
     return Reconciled(checked, missing, extra, time.perf_counter() - started)
+
+
+def _waiting(engine: Engine, ids: Iterable[str]) -> set[str]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return set()
+    with engine.connect() as conn:
+        return {str(r[0]) for r in conn.execute(select(outbox.c.memory_id).where(outbox.c.memory_id.in_(wanted)))}
+
+
+def _servable_now(engine: Engine, ids: Iterable[str]) -> set[str]:
+    with engine.connect() as conn:
+        q = select(memories.c.id).where(memories.c.id.in_(sorted(ids)), servable_condition())
+        return {str(r[0]) for r in conn.execute(q)}
 
 
 class Reconciler:
