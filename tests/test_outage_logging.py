@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import socket
 import subprocess
 import threading
@@ -27,6 +28,7 @@ from conftest import OPEN_POLICY, REPO, create_scratch_database, drop_database, 
 from security.spawned_hub import MEMHUB, SpawnedHub, hub_env, spawn_hub
 from test_store_healing import terminate_backends
 
+from hub import outage_log
 from hub.client import MemhubClient, memory_input
 
 MEMORY = "memhub.v1.MemoryService"
@@ -202,3 +204,31 @@ def test_a_postgres_outage_logs_once_when_it_goes_and_once_when_it_returns(serve
         assert len(back) == 1 and "failures over" in back[0]["msg"], "\n".join(json.dumps(e)[:300] for e in noisy)
     finally:
         client.close()
+
+
+def test_many_failures_of_one_dependency_from_several_loops_make_two_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """The record itself: 3 loops failing 100 times each on Postgres, then one success; a bug elsewhere is its own
+    streak. Real exceptions from a real refused connection, no store stubbed."""
+    logger = logging.getLogger("tests.outage")
+    caplog.set_level(logging.DEBUG, logger="tests.outage")
+    try:
+        psycopg.connect("postgresql://nobody@127.0.0.1:1/none", connect_timeout=1)
+    except psycopg.OperationalError as exc:
+        refused = exc
+    key = f"test-{uuid.uuid4().hex[:6]}"
+    loops = [outage_log.Site(f"{key} loop {i}", logger) for i in range(3)]
+    outage_log.outage("postgres").ok("test set-up", logger)  # no outage left over from another test
+    for _ in range(100):
+        for site in loops:
+            site.failed(refused, "step failed")
+    bug = outage_log.Site(f"{key} buggy loop", logger, depends=())
+    for _ in range(5):
+        bug.failed(KeyError("x"))
+    loops[1].ok()
+    bug.ok()
+    loud_lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.levelname for r in loud_lines] == ["ERROR", "ERROR", "WARNING", "WARNING"], [r.getMessage() for r in loud_lines]
+    assert loud_lines[0].exc_info is not None and "Postgres is failing" in loud_lines[0].getMessage()
+    assert "after 300 failures" in loud_lines[2].getMessage() and "Postgres works again" in loud_lines[2].getMessage()
+    assert "after 5 failures" in loud_lines[3].getMessage()
+    assert sum(1 for r in caplog.records if r.levelno == logging.DEBUG) == 299 + 4
