@@ -18,6 +18,7 @@ directory is then 0710 with that user's group: traverse, never list or read.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -81,6 +82,39 @@ def check_private_dir(path: Path, *, traverse_group: int | None = None) -> None:
             f"the data directory {path} is accessible to other users (mode {mode:04o}); it holds every memory "
             f"and the token secret. Run: chmod 700 {path}"
         )
+
+
+def startup_problem(exc: OSError, data_dir: Path) -> StartupError:
+    """One line for a file system error met while starting: the path, why, and what the operator can do.
+
+    Start-up touches many files (the data directory, the token secret, PGDATA, the Milvus Lite file, the
+    socket directory); whichever fails first, the operator needs the same three facts, not a traceback.
+    """
+    path = Path(exc.filename) if exc.filename else Path(data_dir)
+    inside = path == data_dir or data_dir in path.parents
+    elsewhere = (
+        "or give the hub another data directory with --data-dir (MEMHUB_DATA_DIR)"
+        if inside
+        else "or change the setting that names it"
+    )
+    code = exc.errno
+    if code == errno.EROFS:
+        return StartupError(f"cannot write {path}: the file system is read-only. Remount it read-write, {elsewhere}")
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return StartupError(
+            f"cannot write {path}: no space left on the device (or the user's disk quota is used up). "
+            f"Free space there (df {path.parent}), {elsewhere}"
+        )
+    if code in (errno.EACCES, errno.EPERM):
+        return StartupError(
+            f"cannot use {path}: permission denied to uid {os.geteuid()}. Give that user access to it "
+            f"(it must own the data directory), {elsewhere}"
+        )
+    if code == errno.ENOENT:
+        return StartupError(f"cannot use {path}: it does not exist (a parent directory is missing). Create it, {elsewhere}")
+    if code == errno.ENOTDIR:
+        return StartupError(f"cannot use {path}: a part of that path is a file, not a directory. Fix the path, {elsewhere}")
+    return StartupError(f"cannot use {path}: {exc.strerror or exc}. Fix that file system, {elsewhere}")
 
 
 def _tighten_files(path: Path) -> None:

@@ -98,7 +98,12 @@ def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig, args_console_p
     from hub.app import Hub
 
     console_config = _console_config(args_console_port)
-    hub = Hub.open(config)
+    try:
+        hub = Hub.open(config)
+    except OSError as exc:  # a read-only, full or foreign data directory: one line that says what to fix
+        from hub.data_dir import startup_problem
+
+        raise startup_problem(exc, config.store.data_dir) from None
     server, port, health = build_server(hub)
     server.start()
     hub.start_background()
