@@ -305,7 +305,7 @@ class Hub:
         )
         hub.consolidation_schedule = ScheduledConsolidation(consolidator, config.consolidation)
         hub.metrics = _open_metrics(hub)
-        hub.session_state = SessionStateService(engine, authorizer, config.session_state)
+        hub.session_state = SessionStateService(engine, authorizer, config.session_state, secrets=config.gate.secrets)
         hub.session_pruner = hub.session_state.pruner()
         return hub
 

@@ -865,6 +865,7 @@ class MemoryService:
         With expected versions the named memories are locked and compared first (hub/db/versions.py): one
         that changed since the caller read it fails the whole request with VersionMismatch.
         """
+        request = dataclasses.replace(request, reason=write_gate.screened_reason(request.reason, self._gate))
         # Every decision of this request commits with the tombstones it allowed (hub/audit/held.py).
         with self._hold_decisions() as held:
             scope = self._forgettable_namespaces(caller, request.filter.namespaces) if request.filter is not None else []

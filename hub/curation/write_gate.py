@@ -1,10 +1,13 @@
 """The gate every write passes before it is stored: secrets first, then the write filter.
 
-1. Secrets (hub/curation/secret_scan.py) are never stored as written:
-   MEMHUB_SECRETS=redact (default) replaces each with ``[REDACTED:<kind>]``
-   and the write result lists the kinds; ``refuse`` fails the whole write
-   with INVALID_ARGUMENT naming the memory, the kind and the position, never
-   the secret. `force` does not bypass this.
+1. Secrets (hub/curation/secret_scan.py) are never stored as written, in
+   any field (content, tags, entities, subject key: secret_fields.py):
+   MEMHUB_SECRETS=redact (default) replaces each in the content with
+   ``[REDACTED:<kind>]``, drops a tag or entity holding one, and the write
+   result lists the kinds; ``refuse`` fails the whole write with
+   INVALID_ARGUMENT naming the field, the kind and the position, never the
+   secret. A subject key holding one is refused in both modes. `force` does
+   not bypass this.
 2. The write filter (hub/curation/write_filter.py, MEMHUB_WRITE_FILTER=on|off)
    drops small talk, acknowledgements, process chatter and text too short
    to carry a fact: the write result says `filtered` and names the rule;
@@ -30,8 +33,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from hub.core.model import Kind, MemoryType, NewMemory
-from hub.curation import secret_scan, write_filter
-from hub.errors import InvalidArgument, StartupError
+from hub.curation import secret_fields, write_filter
+from hub.errors import StartupError
 
 SECRET_MODES = ("redact", "refuse")
 REMEMBERED_IMPORTANCE = 5
@@ -89,17 +92,9 @@ def gate(items: Sequence[NewMemory], config: GateConfig, *, unfiltered: frozense
     filtered: dict[int, str] = {}
     redacted: dict[int, tuple[str, ...]] = {}
     for i, item in enumerate(items):
-        hits = secret_scan.find(item.content)
-        if hits:
-            if config.secrets == "refuse":
-                first = hits[0]
-                raise InvalidArgument(
-                    f"memories[{i}].content",
-                    f"holds what looks like a {first.kind.replace('_', ' ')} at character {first.start}; memhub does not "
-                    "store secrets - remove it, or store where the secret is kept instead",
-                )
-            item = dataclasses.replace(item, content=secret_scan.redact(item.content, hits))
-            redacted[i] = tuple(dict.fromkeys(h.kind for h in hits))
+        item, kinds = screened_fields(item, f"memories[{i}]", config.secrets)
+        if kinds:
+            redacted[i] = kinds
         if config.filter_enabled:
             decision = write_filter.decide(item.content)
             if not decision.keep and item.namespace not in unfiltered:
@@ -112,6 +107,25 @@ def gate(items: Sequence[NewMemory], config: GateConfig, *, unfiltered: frozense
             item = dataclasses.replace(item, expires_at=datetime.now(timezone.utc) + ttl)
         kept.append((i, item))
     return Gated(kept, filtered, redacted)
+
+
+def screened_fields(item: NewMemory, field: str, mode: str) -> tuple[NewMemory, tuple[str, ...]]:
+    """``item`` with the secrets of every free-text field it stores redacted (hub/curation/secret_fields.py), and
+    the kinds found; in `refuse` mode the first secret raises InvalidArgument naming its field."""
+    secret_fields.subject_key(item.subject_key, f"{field}.subject_key")
+    content, found = secret_fields.text(item.content, f"{field}.content", mode)
+    tags, in_tags = secret_fields.labels(item.tags, f"{field}.tags", mode)
+    entities, in_entities = secret_fields.labels(item.entities, f"{field}.entities", mode)
+    kinds = tuple(dict.fromkeys(found + in_tags + in_entities))
+    if not kinds:
+        return item, ()
+    return dataclasses.replace(item, content=content, tags=tags, entities=entities), kinds
+
+
+def screened_reason(reason: str, config: GateConfig) -> str:
+    """A forget reason with its secrets redacted (refused in `refuse` mode): the tombstone keeps it for as long as
+    the memory's id lives, after the content is erased, and shows it to every reader of the namespace."""
+    return secret_fields.text(reason, "reason", config.secrets)[0]
 
 
 def _as_remembered(item: NewMemory) -> NewMemory:

@@ -11,11 +11,14 @@ reason. No new Cedar action: a team that shares a namespace shares its
 sessions, and every existing policy already says who that is.
 
 Request fields are validated before anything is decided (hub/api/session_servicer.py),
-so a malformed request is INVALID_ARGUMENT whatever the caller's rights.
+so a malformed request is INVALID_ARGUMENT whatever the caller's rights. A value's
+secrets are screened like a memory's (MEMHUB_SECRETS; hub/curation/secret_fields.py):
+other agents read it back and copy it into prompts just the same.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from sqlalchemy import Engine
@@ -23,7 +26,8 @@ from sqlalchemy import Engine
 from hub.core import paging
 from hub.core.access import Action, Authorizer, require
 from hub.core.model import Caller
-from hub.errors import NotFound
+from hub.curation import secret_fields
+from hub.errors import InvalidArgument, NotFound
 from hub.periodic import Periodic
 from hub.session_state import validation as sv
 from hub.session_state.config import SessionStateConfig
@@ -34,12 +38,15 @@ log = logging.getLogger(__name__)
 
 
 class SessionStateService:
-    def __init__(self, engine: Engine, authorizer: Authorizer, config: SessionStateConfig) -> None:
+    def __init__(self, engine: Engine, authorizer: Authorizer, config: SessionStateConfig, *, secrets: str = "redact") -> None:
+        """``secrets``: MEMHUB_SECRETS, redact or refuse (hub/curation/write_gate.py)."""
         self.config = config
+        self._secrets = secrets
         self._authorizer = authorizer
         self._store = SessionStore(engine, config)
 
     def put(self, caller: Caller, req: PutRequest) -> PutResult:
+        req = self._screened(req)
         self._may_change(caller, req.namespace)
         # Only an admin is told which agent holds most of a full quota (store.put).
         return self._store.put(caller.agent_id, req, lambda: self._authorizer.allowed(caller, Action.ADMIN, None))
@@ -90,6 +97,19 @@ class SessionStateService:
         return Periodic(
             self.prune, self.config.prune_interval_s, "memhub-session-prune", log, "pruning expired session state failed"
         )
+
+    def _screened(self, req: PutRequest) -> PutRequest:
+        """The put with the secrets of its value redacted (or refused), its size counted again."""
+        value_json, _ = secret_fields.json_value(req.value_json, "value_json", self._secrets)
+        if value_json == req.value_json:
+            return req
+        size = len(value_json.encode("utf-8"))
+        if size > self.config.max_value_bytes:
+            raise InvalidArgument(
+                "value_json",
+                f"is {size:,} bytes of UTF-8 once its secrets are redacted; the limit is {self.config.max_value_bytes:,}",
+            )
+        return dataclasses.replace(req, value_json=value_json, value_bytes=size)
 
     def _may_change(self, caller: Caller, namespace: str) -> None:
         require(self._authorizer, caller, Action.WRITE, namespace)
