@@ -269,3 +269,13 @@ def test_refuse_mode_refuses_every_field_and_stores_nothing(refusing: tuple[Stac
 def squash_free(message: str, case: Case) -> bool:
     """The refusal never repeats the secret."""
     return not stored_leaks(message, case)
+
+
+def test_a_subject_key_holding_a_secret_is_refused_even_in_redact_mode(stack: Stack, ns: str) -> None:
+    # A subject key cannot be redacted without naming another subject, and it is shown to every reader.
+    key = "user/sk-proj-" + uuid.uuid4().hex
+    with pytest.raises(grpc.RpcError) as err:
+        stack.client.write([memory_input(ns, "The user prefers replies in French", type="preference", subject_key=key)])
+    code, message = rpc_error(err)
+    assert code is grpc.StatusCode.INVALID_ARGUMENT and "memories[0].subject_key" in message and key[5:] not in message
+    assert _rows(stack, "SELECT subject_key FROM memories WHERE namespace = :ns", ns) == []
