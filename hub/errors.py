@@ -42,6 +42,18 @@ class Unavailable(HubError):
     """A store the hub depends on cannot be reached; retrying later may work."""
 
 
+class StorageFull(Unavailable):
+    """The database has no disk space left: nothing was written; retrying after the operator frees space works.
+
+    UNAVAILABLE, not RESOURCE_EXHAUSTED: that code means a quota of the caller's, which the caller fixes by
+    sending less; this is the hub's condition, fixed by its operator, and a retry (same request_id) is safe.
+    The message carries no path or setting: those are the operator's, and the hub's log names them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("the hub's database storage is full; nothing was written; the operator has been told")
+
+
 class StartupError(HubError):
     """The hub cannot start: the message says what is wrong and how to fix it."""
 

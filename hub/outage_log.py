@@ -25,18 +25,27 @@ from collections.abc import Iterable
 
 REMIND_S = 300.0
 
-_NAMES = {"postgres": "Postgres", "milvus": "the retrieval index (Milvus)", "embedder": "the embedder"}
+_NAMES = {
+    "postgres": "Postgres",
+    "milvus": "the retrieval index (Milvus)",
+    "embedder": "the embedder",
+    # Postgres answers but cannot write: its own record, ended by hub/db/disk_full.py's probe only.
+    "disk": "the Postgres storage (disk full)",
+}
 
 
 def classify(exc: BaseException) -> str | None:
-    """Which dependency ``exc`` says failed: "postgres", "milvus", "embedder", or None (not a store failure)."""
+    """Which dependency ``exc`` says failed: "disk" (Postgres out of space), "postgres", "milvus", "embedder", or None."""
     # Imported here: this module is imported by low-level ones (hub.periodic) that must not pull in the stores.
     import psycopg
     from sqlalchemy.exc import SQLAlchemyError
 
+    from hub.db.disk_full import is_disk_full
     from hub.embedding import EmbeddingError
     from hub.index.errors import IndexBackendError
 
+    if is_disk_full(exc):
+        return "disk"
     cur: BaseException | None = exc
     for _ in range(8):  # the cause chain, bounded
         if cur is None:

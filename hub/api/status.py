@@ -19,11 +19,13 @@ from concurrent.futures import Executor
 from typing import Any, Protocol, TypeVar
 
 import grpc
+import psycopg
 from opentelemetry import trace
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from hub import errors, outage_log
 from hub.core.quotas import QUOTA_SQLSTATES
+from hub.db import disk_full
 from hub.index import IndexBackendError
 
 log = logging.getLogger(__name__)
@@ -71,10 +73,15 @@ def status_for(exc: BaseException, method: str) -> tuple[grpc.StatusCode, str]:
         # Any index failure is the store's, not the caller's: retrying later may work.
         _RPCS.failed(exc, method)
         return grpc.StatusCode.UNAVAILABLE, "the retrieval index is unavailable; retry shortly"
+    if disk_full.is_disk_full(exc):
+        # Wrapped by SQLAlchemy or raw from a COPY (the audit's): the hub's condition, not the caller's quota.
+        _RPCS.failed(exc, method)  # one "disk full at <path>" line per outage (hub/db/disk_full.py)
+        full = errors.StorageFull()
+        return code_for(full), str(full)
     quota = _quota_refusal(exc)
     if quota:
         return grpc.StatusCode.RESOURCE_EXHAUSTED, quota
-    if isinstance(exc, OperationalError):
+    if isinstance(exc, OperationalError | psycopg.OperationalError):  # psycopg's own: raw from a COPY
         _RPCS.failed(exc, method)
         return grpc.StatusCode.UNAVAILABLE, "the database is unavailable; retry shortly"
     log.error("internal error in %s", method, exc_info=exc)

@@ -9,7 +9,9 @@ the index rebuilds itself. When the index answers again after an outage,
 outbox rows waiting out a back-off are released at once.
 
 Listeners (the gRPC health service) hear ``(database_ok, index_ok)``
-whenever either changes.
+whenever either changes. ``database_ok`` means Postgres answers and can
+write: after a write failed for a full disk, it stays False until a probe
+finds room again (hub/db/disk_full.py), while reads may still work.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from sqlalchemy import Engine, text
 from hub import outage_log
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
+from hub.db import disk_full
 from hub.index import IndexBackendError, IndexCollectionMissing, MilvusIndex
 
 log = logging.getLogger(__name__)
@@ -98,8 +101,13 @@ class HealthMonitor:
         try:
             with self._engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
-            ok = True
             _SITE.ok(("postgres",))
+            # A full disk leaves SELECT 1 answering while every write fails: after a write met it
+            # (any RPC or loop), "ok" also needs the probe to find room (hub/db/disk_full.py).
+            if disk_full.full():
+                disk_full.probe(self._engine)
+                _SITE.ok((disk_full.OUTAGE_KEY,))
+            ok = True
         except Exception as exc:
             _SITE.failed(exc, "Postgres health check failed")  # once per outage (hub/outage_log.py)
             ok = False

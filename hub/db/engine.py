@@ -29,7 +29,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, InvalidatePoolError, OperationalError
 
 from hub import telemetry
-from hub.db import embedded_pg
+from hub.db import disk_full, embedded_pg
 from hub.errors import StartupError
 from hub.metrics.postgres import time_statements
 
@@ -80,7 +80,19 @@ def connect(url: str, *, pool_size: int = 20) -> Engine:
     if int(version) < 150000:
         engine.dispose()
         raise StartupError(f"Postgres {int(version) // 10000} is too old; memhub needs Postgres 15 or newer")
+    _name_storage(engine, parsed)
     return engine
+
+
+def _name_storage(engine: Engine, url: URL) -> None:
+    """Learn now where the database's files are, for the "disk full at <path>" line: once the disk is full,
+    a query may be the thing that cannot run."""
+    server = f"{url.host or 'localhost'}:{url.port or 5432}" if url.host else str(url.query.get("host", "local socket"))
+    try:
+        with engine.connect() as conn:
+            disk_full.set_location(disk_full.locate(conn, server))
+    except Exception as exc:  # noqa: BLE001 - only a log line's detail is lost
+        log.warning("could not learn where Postgres keeps this database's files: %s", exc)
 
 
 # A pooled connection unused for longer than this is pinged before use.

@@ -1,0 +1,150 @@
+"""The embedded Postgres on a full disk: writes say so (UNAVAILABLE, no configuration in the message), the
+operator's log names the full path once, health is NOT_SERVING for MemoryService, and everything recovers
+when space is freed, with no acknowledged write lost.
+
+Real parts: the embedded Postgres with its data directory on a small tmpfs (root only: skipped with the reason
+otherwise), filled by a ballast file; the hub served over gRPC on loopback; Milvus Lite outside the tmpfs, so
+only Postgres meets the full disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import psycopg
+import pytest
+from conftest import OPEN_POLICY, client_of, eventually, hub_config, serving, write_policy_dir
+from security.spawned_hub import embedded_store_root
+
+from hub.api.status import status_for
+from hub.audit.writer import AuditEntry, _copy_rows
+from hub.client import memory_input
+
+MEMORY_SERVICE = "memhub.v1.MemoryService"
+AGENT_MESSAGE = "the hub's database storage is full; nothing was written; the operator has been told"
+
+
+@pytest.fixture
+def full_disk_root(tmp_path: Path) -> Iterator[Path]:
+    """A tmpfs (160 MiB: initdb's cluster, the memhub database and room for a few writes), unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    with contextlib.contextmanager(embedded_store_root)(tmp_path) as root:
+        mnt = root / "mnt"
+        mnt.mkdir(mode=0o700)
+        result = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=160m,mode=0700", "tmpfs", str(mnt)], capture_output=True, text=True
+        )
+        if result.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs: {result.stderr.strip()}")
+        try:
+            yield mnt
+        finally:
+            from hub.db import embedded_pg
+
+            (mnt / "ballast").unlink(missing_ok=True)  # a failed test leaves it: the server's stop needs room
+            embedded_pg.release(mnt / "data")  # the server holds files on the mount
+            subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fill(mnt: Path) -> Path:
+    """Append to a ballast file until the tmpfs has no byte left; return it."""
+    ballast = mnt / "ballast"
+    with open(ballast, "ab", buffering=0) as f:
+        for size in (1 << 20, 4096):  # then the last partial MiB
+            with contextlib.suppress(OSError):
+                while True:
+                    f.write(b"\0" * size)
+    return ballast
+
+
+def _disk_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The disk outage's log lines, oldest first: its full message for "is failing", "works again" for the end."""
+    lines = []
+    for record in caplog.records:
+        message = record.getMessage()
+        if "disk full" not in message:
+            continue
+        if " is failing (" in message:  # its tail says "logged once until it works again"
+            lines.append(message.split(" is failing (")[0] + " is failing")
+        elif " works again (" in message:
+            lines.append("works again")
+    return lines
+
+
+def _audit_entry(i: int) -> AuditEntry:
+    return AuditEntry("tester", ("testers",), "read", "disk/full", "allow", ("p0",), "v1", detail={"n": uuid.uuid4().hex * 8})
+
+
+def _content(i: int) -> str:
+    # Long and unlike each other: pages fill in a few writes, no write is folded into another.
+    return f"note {i}: " + " ".join(uuid.uuid4().hex for _ in range(60))
+
+
+def test_a_full_disk_is_named_health_says_so_and_writes_recover(
+    full_disk_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    data_dir = full_disk_root / "data"
+    config = hub_config(data_dir, None, "memhub_disk_full", write_policy_dir(tmp_path / "policies", OPEN_POLICY))
+    config = dataclasses.replace(config, store=dataclasses.replace(config.store, milvus_uri=str(tmp_path / "milvus.db")))
+    ns = "disk/full"
+    with serving(config) as (hub, address):
+        client = client_of(hub, address, "tester", ("testers",))
+        acknowledged: list[str] = []
+        for i in range(5):
+            acknowledged += [r.memory.id for r in client.write([memory_input(ns, _content(i))]).results]
+        assert client.healthy(service=MEMORY_SERVICE)
+
+        # Postgres may free a little on its own (a checkpoint, a vacuum truncating a table), which truly lets
+        # writes through again: the ballast is topped up before each step, so the disk stays full.
+        ballast = _fill(full_disk_root)
+        failures: list[tuple[grpc.StatusCode, str]] = []
+        for i in range(5, 400):
+            _fill(full_disk_root)
+            try:
+                reply = client.write([memory_input(ns, _content(i))])
+            except grpc.RpcError as exc:
+                failures.append((exc.code(), exc.details()))
+                if len(failures) >= 20:
+                    break
+            else:
+                acknowledged += [r.memory.id for r in reply.results]
+        assert len(failures) >= 20, f"the full disk refused only {len(failures)} writes"
+        assert {code for code, _ in failures} == {grpc.StatusCode.UNAVAILABLE}, failures
+        assert {details for _, details in failures} == {AGENT_MESSAGE}, failures
+        # The audit's COPY raises psycopg's own error, not SQLAlchemy's (it was INTERNAL): the same answer.
+        with pytest.raises(psycopg.Error) as raw:
+            with hub.engine.begin() as conn:
+                _fill(full_disk_root)
+                _copy_rows(conn, [_audit_entry(i) for i in range(5000)])
+        assert status_for(raw.value, "WriteMemories") == (grpc.StatusCode.UNAVAILABLE, AGENT_MESSAGE)
+        eventually(lambda: _fill(full_disk_root) and not client.healthy(service=MEMORY_SERVICE), "NOT_SERVING")
+        assert client.healthy(service="")  # the process is alive: restarting it would not help
+
+        pgdata = str(data_dir.resolve() / "postgres")
+        outage = _disk_lines(caplog)
+        assert outage, [r.getMessage() for r in caplog.records]
+        assert all(f"disk full at {pgdata}" in line for line in outage), outage
+        assert all(pgdata not in details for _, details in failures)
+        # One line when it starts, one when it ends: never one per failed write (>= 20 here, and the
+        # audit writer's retries), even if the disk freed and filled again in between.
+        assert outage[-1].endswith("is failing") and len(outage) <= 3, outage
+        assert not [r for r in caplog.records if "internal error" in r.getMessage()]
+
+        ballast.unlink()
+        eventually(lambda: client.healthy(service=MEMORY_SERVICE), "MemoryService says SERVING again")
+        acknowledged += [r.memory.id for r in client.write([memory_input(ns, _content(1000))]).results]
+        for memory_id in acknowledged:
+            assert client.get(memory_id).id == memory_id
+        after = _disk_lines(caplog)
+        assert after[-1] == "works again" and len(after) == len(outage) + 1, after
+        client.close()
