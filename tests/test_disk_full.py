@@ -1,10 +1,10 @@
-"""The embedded Postgres on a full disk: writes say so (UNAVAILABLE, no configuration in the message), the
+"""Postgres on a full disk: writes say so (UNAVAILABLE, no configuration in the message), the
 operator's log names the full path once, health is NOT_SERVING for MemoryService, and everything recovers
 when space is freed, with no acknowledged write lost.
 
-Real parts: the embedded Postgres with its data directory on a small tmpfs (root only: skipped with the reason
-otherwise), filled by a ballast file; the hub served over gRPC on loopback; Milvus Lite outside the tmpfs, so
-only Postgres meets the full disk.
+Real parts: the embedded Postgres with its data directory on a small tmpfs, and the external one with the
+database's tablespace on one (root only: skipped with the reason otherwise), filled by a ballast file; the hub
+served over gRPC on loopback; Milvus Lite outside the tmpfs, so only Postgres meets the full disk.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import pwd
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -21,38 +22,75 @@ from pathlib import Path
 import grpc
 import psycopg
 import pytest
-from conftest import OPEN_POLICY, client_of, eventually, hub_config, serving, write_policy_dir
+from conftest import OPEN_POLICY, client_of, drop_database, eventually, hub_config, serving, write_policy_dir
 from security.spawned_hub import embedded_store_root
+from sqlalchemy import make_url
 
 from hub.api.status import status_for
 from hub.audit.writer import AuditEntry, _copy_rows
 from hub.client import memory_input
+from hub.db import embedded_pg
 
 MEMORY_SERVICE = "memhub.v1.MemoryService"
 AGENT_MESSAGE = "the hub's database storage is full; nothing was written; the operator has been told"
 
 
-@pytest.fixture
-def full_disk_root(tmp_path: Path) -> Iterator[Path]:
-    """A tmpfs (160 MiB: initdb's cluster, the memhub database and room for a few writes), unmounted afterwards."""
+@dataclasses.dataclass(frozen=True)
+class FullDisk:
+    mnt: Path  # the tmpfs the ballast fills
+    data_dir: Path  # the hub's
+    database_url: str | None  # None: the embedded Postgres, in data_dir on the tmpfs
+    location: str  # what the log must name
+
+
+@contextlib.contextmanager
+def _tmpfs(where: Path, size: str, owner: int = 0) -> Iterator[Path]:
+    where.mkdir(mode=0o700)
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700,uid={owner}", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {result.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        (where / "ballast").unlink(missing_ok=True)  # a failed test leaves it: stopping the server needs room
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@pytest.fixture(params=["embedded-pg", "external-pg-tablespace"])
+def full_disk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FullDisk]:
+    """Embedded: its whole data directory on a 160 MiB tmpfs (initdb's cluster, the database, a few writes).
+    External: a scratch database whose default tablespace is a 24 MiB tmpfs owned by the server's user."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     with contextlib.contextmanager(embedded_store_root)(tmp_path) as root:
-        mnt = root / "mnt"
-        mnt.mkdir(mode=0o700)
-        result = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=160m,mode=0700", "tmpfs", str(mnt)], capture_output=True, text=True
-        )
-        if result.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs: {result.stderr.strip()}")
-        try:
-            yield mnt
-        finally:
-            from hub.db import embedded_pg
-
-            (mnt / "ballast").unlink(missing_ok=True)  # a failed test leaves it: the server's stop needs room
-            embedded_pg.release(mnt / "data")  # the server holds files on the mount
-            subprocess.run(["umount", "-l", str(mnt)], check=False)
+        if request.param == "embedded-pg":
+            with _tmpfs(root / "mnt", "160m") as mnt:
+                data_dir = mnt / "data"
+                try:
+                    yield FullDisk(mnt, data_dir, None, str(data_dir.resolve() / "postgres"))
+                finally:
+                    (mnt / "ballast").unlink(missing_ok=True)
+                    embedded_pg.release(data_dir)  # the server holds files on the mount
+            return
+        admin = request.getfixturevalue("external_pg_admin_url")
+        root.chmod(0o711)  # the server's user passes through to its tablespace
+        with _tmpfs(root / "ts", "24m", owner=pwd.getpwnam("postgres").pw_uid) as mnt:
+            name = f"memhub_full_{uuid.uuid4().hex[:8]}"
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f"CREATE TABLESPACE {name} LOCATION '{mnt}'")
+                conn.execute(f'CREATE DATABASE "{name}" TABLESPACE {name}')
+            url = make_url(admin).set(database=name).render_as_string(hide_password=False)
+            try:
+                yield FullDisk(mnt, root / "data", url, f"{mnt} (tablespace {name})")
+            finally:
+                (mnt / "ballast").unlink(missing_ok=True)
+                drop_database(admin, url)
+                with psycopg.connect(admin, autocommit=True) as conn:
+                    conn.execute(f"DROP TABLESPACE IF EXISTS {name}")
 
 
 def _fill(mnt: Path) -> Path:
@@ -90,11 +128,13 @@ def _content(i: int) -> str:
 
 
 def test_a_full_disk_is_named_health_says_so_and_writes_recover(
-    full_disk_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    full_disk: FullDisk, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    data_dir = full_disk_root / "data"
-    config = hub_config(data_dir, None, "memhub_disk_full", write_policy_dir(tmp_path / "policies", OPEN_POLICY))
+    full_disk_root = full_disk.mnt
+    config = hub_config(
+        full_disk.data_dir, full_disk.database_url, "memhub_disk_full", write_policy_dir(tmp_path / "policies", OPEN_POLICY)
+    )
     config = dataclasses.replace(config, store=dataclasses.replace(config.store, milvus_uri=str(tmp_path / "milvus.db")))
     ns = "disk/full"
     with serving(config) as (hub, address):
@@ -130,7 +170,7 @@ def test_a_full_disk_is_named_health_says_so_and_writes_recover(
         eventually(lambda: _fill(full_disk_root) and not client.healthy(service=MEMORY_SERVICE), "NOT_SERVING")
         assert client.healthy(service="")  # the process is alive: restarting it would not help
 
-        pgdata = str(data_dir.resolve() / "postgres")
+        pgdata = full_disk.location
         outage = _disk_lines(caplog)
         assert outage, [r.getMessage() for r in caplog.records]
         assert all(f"disk full at {pgdata}" in line for line in outage), outage
