@@ -188,3 +188,21 @@ def test_a_full_disk_is_named_health_says_so_and_writes_recover(
         after = _disk_lines(caplog)
         assert after[-1] == "works again" and len(after) == len(outage) + 1, after
         client.close()
+
+
+def test_the_last_hub_out_stops_the_embedded_postgres_on_a_full_disk(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    with contextlib.contextmanager(embedded_store_root)(tmp_path) as root, _tmpfs(root / "mnt", "160m") as mnt:
+        data_dir = mnt / "data"
+        config = hub_config(data_dir, None, "memhub_disk_full", write_policy_dir(tmp_path / "policies", OPEN_POLICY))
+        config = dataclasses.replace(config, store=dataclasses.replace(config.store, milvus_uri=str(tmp_path / "m.db")))
+        try:
+            with serving(config):
+                _fill(mnt)
+            # Its list of users cannot be rewritten on a full disk; the server must stop all the same.
+            embedded_pg.release(data_dir)
+            assert not (data_dir / "postgres" / "postmaster.pid").exists()
+        finally:
+            (mnt / "ballast").unlink(missing_ok=True)
+            embedded_pg.release(data_dir)

@@ -153,7 +153,7 @@ class EmbeddedPostgres:
         self._url = None
         with self._locked():
             users = [u for u in self._live_users() if u.pid != os.getpid()]
-            self._write_users(users)
+            self._write_users(users, leaving=True)
             if users:
                 return
             running = self._running_postmaster()
@@ -359,12 +359,23 @@ class EmbeddedPostgres:
             )
         return live
 
-    def _write_users(self, users: list[_User]) -> None:
+    def _write_users(self, users: list[_User], *, leaving: bool = False) -> None:
         tmp = self._users_file.with_name(f".{self._users_file.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump([{"pid": u.pid, "started": u.started} for u in users], f)
-        os.replace(tmp, self._users_file)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump([{"pid": u.pid, "started": u.started} for u in users], f)
+            os.replace(tmp, self._users_file)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            if not leaving:  # starting: a hub that cannot register must not run (start-up says why)
+                raise
+            # Leaving, on a full or read-only disk: the last one out must still stop the server. An empty list
+            # is no file at all (removing needs no space); otherwise this entry stays, and is dropped as dead.
+            if not users:
+                with contextlib.suppress(OSError):
+                    self._users_file.unlink(missing_ok=True)
+            log.warning("could not update %s (%s); going on", self._users_file, exc.strerror or exc)
 
 
 _instances: dict[Path, EmbeddedPostgres] = {}
