@@ -292,7 +292,7 @@ class Hub:
             admin,
             events,
             UsageFolder(engine),
-            Archiver(engine, config.archive, indexer.nudge),
+            Archiver(engine, config.archive, indexer.nudge, recorder.flush),
             retrieval_log=retrieval_log,
         )
         hub.consolidator = consolidator

@@ -41,7 +41,7 @@ def test_only_old_unrecalled_unimportant_episodes_are_archived(stack: Stack, ns:
     eventually(lambda: stack.client.get(recalled).recall.recall_count > 0, "the recall is counted")
     _age(stack, [old, important, fact, recalled], days=31)
 
-    assert stack.hub.archiver.run_once() >= 1
+    assert stack.hub.archiver.run_once(grace_s=0) >= 1
     statuses = {mid: stack.client.get(mid).status for mid in (old, important, fact, recalled, recent)}
     assert statuses == {
         old: pb.MEMORY_STATUS_ARCHIVED,
@@ -62,7 +62,7 @@ def test_only_old_unrecalled_unimportant_episodes_are_archived(stack: Stack, ns:
 def test_restore_brings_it_back_and_needs_the_right_to_write(stack: Stack, ns: str) -> None:
     mid = _write(stack, ns, "The standup moved to the small room", importance=2)
     _age(stack, [mid], days=40)
-    stack.hub.archiver.run_once()
+    stack.hub.archiver.run_once(grace_s=0)
     with stack.client_as("outsider", groups=()) as outsider, pytest.raises(grpc.RpcError) as excinfo:
         outsider.restore([mid])
     assert rpc_error(excinfo)[0] == grpc.StatusCode.NOT_FOUND
@@ -75,7 +75,7 @@ def test_restore_brings_it_back_and_needs_the_right_to_write(stack: Stack, ns: s
 def test_restore_refuses_when_the_same_content_is_active_again(stack: Stack, ns: str) -> None:
     mid = _write(stack, ns, "The standup moved to the small room", importance=2)
     _age(stack, [mid], days=40)
-    stack.hub.archiver.run_once()
+    stack.hub.archiver.run_once(grace_s=0)
     again = _write(stack, ns, "The standup moved to the small room", importance=2)
     assert again != mid
     with pytest.raises(grpc.RpcError) as excinfo:
@@ -96,7 +96,7 @@ def test_restore_arguments_are_checked(stack: Stack) -> None:
 def test_cli_restore(stack: Stack, ns: str) -> None:
     mid = _write(stack, ns, "The standup moved to the small room", importance=2)
     _age(stack, [mid], days=40)
-    stack.hub.archiver.run_once()
+    stack.hub.archiver.run_once(grace_s=0)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": stack.token("tester")}
     done = subprocess.run(
         [sys.executable, "-m", "hub.cli.main", "restore", mid, "--hub", stack.address],

@@ -13,6 +13,16 @@ Several rules: ``MEMHUB_ARCHIVE_RULES="*:episodic:30d:3,teams/ops:episodic+seman
 ``off`` turns archiving off. Age counts from when the hub stored the memory
 (created_at), not from when it happened: importing last year's history must
 not archive it on arrival.
+
+"Never returned by a search" is recall_count = 0, and recall counts reach
+Postgres in background batches (hub/core/recall_stats.py, every 2 s, kept
+and retried when a flush fails). So a run never acts on counts that may
+still be on their way: it first flushes this process's counts, picks its
+candidates, waits ``grace_s`` (MEMHUB_ARCHIVE_GRACE_S, 60 s by default,
+well past every replica's flush interval and a retry), flushes again, and
+archives only the candidates that are still at recall_count = 0 and still
+match. A memory a search returned just before the run, on any replica
+whose recorder is alive, has its count by then.
 """
 
 from __future__ import annotations
@@ -20,11 +30,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import Connection, Engine, and_, func, or_, select, update
+from sqlalchemy import ARRAY, Connection, Engine, Text, and_, any_, bindparam, cast, func, or_, select, update
+from sqlalchemy.dialects.postgresql import UUID
 
 from hub.core.model import Kind, Status
 from hub.core.namespaces import validate_namespace
@@ -38,6 +50,11 @@ log = logging.getLogger(__name__)
 DEFAULT_RULES = "*:episodic:30d:3"
 BATCH = 1000
 """Memories archived per transaction: a first run over a large old store must not hold one huge lock set."""
+
+DEFAULT_GRACE_S = 60.0
+"""Between picking candidates and archiving them: longer than any replica's recall flush (2 s) and its retries."""
+CANDIDATES = 50 * BATCH
+"""Candidates one run picks (and then waits the grace for); the next run takes the rest."""
 
 _AGE = re.compile(r"(\d+)([hd])")
 
@@ -55,6 +72,7 @@ class ArchiveRule:
 class ArchiveConfig:
     rules: tuple[ArchiveRule, ...]
     interval_s: float = 3600.0
+    grace_s: float = DEFAULT_GRACE_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> ArchiveConfig:
@@ -67,7 +85,15 @@ class ArchiveConfig:
             raise StartupError(f"MEMHUB_ARCHIVE_INTERVAL_S={interval!r} is not a number of seconds") from None
         if seconds <= 0:
             raise StartupError(f"MEMHUB_ARCHIVE_INTERVAL_S={interval!r} must be positive")
-        return cls(rules, seconds)
+        raw_grace = env.get("MEMHUB_ARCHIVE_GRACE_S", "").strip()
+        try:
+            grace = float(raw_grace) if raw_grace else DEFAULT_GRACE_S
+        except ValueError:
+            raise StartupError(f"MEMHUB_ARCHIVE_GRACE_S={raw_grace!r} is not a number of seconds") from None
+        if not 10.0 <= grace <= 86_400.0:
+            # Below 10 s a slow recall flush on another replica could still be on its way.
+            raise StartupError(f"MEMHUB_ARCHIVE_GRACE_S={raw_grace!r} must be between 10 and 86400 seconds")
+        return cls(rules, seconds, grace)
 
 
 def parse_rule(text: str) -> ArchiveRule:
@@ -95,13 +121,30 @@ def parse_rule(text: str) -> ArchiveRule:
     return ArchiveRule(prefix, parsed_kinds, min_age, int(importance))
 
 
-def archive_due(conn: Connection, rules: tuple[ArchiveRule, ...], limit: int = BATCH) -> list[str]:
-    """Archive up to ``limit`` memories that some rule matches; returns their ids (queued for removal from the index)."""
+def _due(rules: tuple[ArchiveRule, ...]):  # noqa: ANN202 - a SQLAlchemy condition
+    return and_(memories.c.status == Status.ACTIVE.value, memories.c.recall_count == 0, or_(*(_matches(r) for r in rules)))
+
+
+def candidates(conn: Connection, rules: tuple[ArchiveRule, ...], limit: int = CANDIDATES) -> list[str]:
+    """Up to ``limit`` memories some rule matches now (nothing locked: they are checked again when archived)."""
     if not rules:
         return []
+    return [str(r[0]) for r in conn.execute(select(memories.c.id).where(_due(rules)).limit(limit))]
+
+
+def archive_due(
+    conn: Connection, rules: tuple[ArchiveRule, ...], limit: int = BATCH, among: Sequence[str] | None = None
+) -> list[str]:
+    """Archive up to ``limit`` memories that some rule matches (of ``among``, when given); returns their ids
+    (queued for removal from the index)."""
+    if not rules:
+        return []
+    where = _due(rules)
+    if among is not None:
+        where = and_(where, memories.c.id == any_(cast(bindparam("among", list(among), type_=ARRAY(Text)), ARRAY(UUID()))))
     due = (
         select(memories.c.id)
-        .where(memories.c.status == Status.ACTIVE.value, memories.c.recall_count == 0, or_(*(_matches(r) for r in rules)))
+        .where(where)
         .limit(limit)
         .with_for_update(skip_locked=True)  # another replica's job takes other rows
         .scalar_subquery()
@@ -170,21 +213,39 @@ def restore(conn: Connection, ids: list[str]) -> list[str]:
 class Archiver:
     """The periodic archive job of one hub process; replicas share the work through SKIP LOCKED."""
 
-    def __init__(self, engine: Engine, config: ArchiveConfig, nudge: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        config: ArchiveConfig,
+        nudge: Callable[[], None],
+        flush_counts: Callable[[], None] = lambda: None,
+    ) -> None:
+        """``flush_counts`` writes this process's pending recall counts (RecallRecorder.flush)."""
         self.config = config
         self._engine = engine
         self._nudge = nudge  # the indexer takes the archived memories out of Milvus
+        self._flush_counts = flush_counts
+        self._stopping = threading.Event()
         self._runner = Periodic(self.run_once, config.interval_s, "memhub-archiver", log, "archive run failed; retrying later")
 
-    def run_once(self) -> int:
-        """Archive everything due now, a batch per transaction; returns how many."""
+    def run_once(self, grace_s: float | None = None) -> int:
+        """Archive what is due and stays due through the grace (``grace_s``, else the config's), a batch per
+        transaction; returns how many."""
+        if not self.config.rules:
+            return 0
+        self._flush_counts()
+        with self._engine.connect() as conn:
+            picked = candidates(conn, self.config.rules)
+        if not picked:
+            return 0
+        # Counts of searches on other replicas (or this one, racing the pick) land meanwhile.
+        if self._stopping.wait(self.config.grace_s if grace_s is None else grace_s):
+            return 0
+        self._flush_counts()
         total = 0
-        while True:
+        for start in range(0, len(picked), BATCH):
             with self._engine.begin() as conn:
-                ids = archive_due(conn, self.config.rules)
-            total += len(ids)
-            if len(ids) < BATCH:
-                break
+                total += len(archive_due(conn, self.config.rules, among=picked[start : start + BATCH]))
         if total:
             log.info("archived %d memories (old, never recalled, low importance)", total)
             self._nudge()
@@ -192,7 +253,9 @@ class Archiver:
 
     def start(self) -> None:
         if self.config.rules:
+            self._stopping.clear()
             self._runner.start()
 
     def stop(self) -> None:
+        self._stopping.set()  # a run waiting out its grace ends now, archiving nothing
         self._runner.stop()
