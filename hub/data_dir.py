@@ -91,7 +91,8 @@ def startup_problem(exc: OSError, data_dir: Path) -> StartupError:
     socket directory); whichever fails first, the operator needs the same three facts, not a traceback.
     """
     path = Path(exc.filename) if exc.filename else Path(data_dir)
-    inside = path == data_dir or data_dir in path.parents
+    data_dir = Path(data_dir)
+    inside = path == data_dir or data_dir in path.parents or path in data_dir.parents  # or on the way to it
     elsewhere = (
         "or give the hub another data directory with --data-dir (MEMHUB_DATA_DIR)"
         if inside
@@ -112,8 +113,8 @@ def startup_problem(exc: OSError, data_dir: Path) -> StartupError:
         )
     if code == errno.ENOENT:
         return StartupError(f"cannot use {path}: it does not exist (a parent directory is missing). Create it, {elsewhere}")
-    if code == errno.ENOTDIR:
-        return StartupError(f"cannot use {path}: a part of that path is a file, not a directory. Fix the path, {elsewhere}")
+    if code in (errno.ENOTDIR, errno.EEXIST):  # EEXIST: mkdir(parents=True) met a file where a directory goes
+        return StartupError(f"cannot use {path}: it, or a part of that path, is not a directory. Fix the path, {elsewhere}")
     return StartupError(f"cannot use {path}: {exc.strerror or exc}. Fix that file system, {elsewhere}")
 
 

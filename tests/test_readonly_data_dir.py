@@ -120,3 +120,10 @@ def test_a_full_file_system_under_the_data_directory(tmp_path: Path) -> None:
                     f.flush()
         result = _serve(tmp_path, data_dir)
     _assert_one_clear_line(result, mnt, "no space left", "free space")
+
+
+def test_a_data_directory_under_a_regular_file(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    result = _serve(tmp_path, blocker / "data")
+    _assert_one_clear_line(result, blocker, "not a directory", "--data-dir")
