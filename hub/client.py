@@ -431,9 +431,23 @@ class MemhubClient:
         )
         return self._call(self._stub.AssembleContext, req)
 
-    def history(self, memory_id: str, *, limit: int = 0) -> pb.GetMemoryHistoryResponse:
-        """Every version of the subject ``memory_id`` belongs to, oldest first."""
-        return self._call(self._stub.GetMemoryHistory, pb.GetMemoryHistoryRequest(id=memory_id, limit=limit))
+    def history(self, memory_id: str, *, limit: int = 0, page_size: int = 0, page_token: str = "") -> pb.GetMemoryHistoryResponse:
+        """Versions of the subject ``memory_id`` belongs to, oldest first: the newest ``limit``, or with
+        ``page_size``/``page_token`` one page of the whole chain."""
+        req = pb.GetMemoryHistoryRequest(id=memory_id, limit=limit, page_size=page_size, page_token=page_token)
+        return self._call(self._stub.GetMemoryHistory, req)
+
+    def full_history(self, memory_id: str, *, page_size: int = 200) -> pb.GetMemoryHistoryResponse:
+        """Every version of the subject, oldest first, following GetMemoryHistory's pages to the end."""
+        whole = pb.GetMemoryHistoryResponse()
+        token = ""
+        while True:
+            reply = self.history(memory_id, page_size=page_size, page_token=token)
+            whole.subject_key = reply.subject_key
+            whole.versions.extend(reply.versions)
+            token = reply.next_page_token
+            if not token:
+                return whole
 
     def lineage(
         self, memory_id: str, *, max_depth: int = 0, max_memories: int = 0, namespaces: Sequence[str] = ()

@@ -11,6 +11,7 @@ from memhub.v1 import memory_pb2_grpc as pb_grpc
 from hub.api import convert, convert_consolidate, convert_context, convert_lineage, convert_retrieval_log
 from hub.api.identity import current_caller
 from hub.api.status import blocking_rpc
+from hub.core import history_paging
 from hub.core import validation as v
 from hub.core.consolidation import Consolidator
 from hub.core.context_recall import assemble_context
@@ -104,6 +105,14 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @blocking_rpc
     def GetMemoryHistory(self, request: pb.GetMemoryHistoryRequest, context: None) -> pb.GetMemoryHistoryResponse:
+        want = history_paging.paging_of(request.limit, request.page_size, request.page_token)
+        if want is not None:  # the whole chain, a page at a time (hub/core/history_paging.py)
+            caller = current_caller()
+            subject, versions, token = self._service.history_page(caller, v.memory_id(request.id, "id"), want)
+            versions = self._service.readable_links(caller, versions)
+            return pb.GetMemoryHistoryResponse(
+                subject_key=subject, versions=[convert.memory(m) for m in versions], next_page_token=token
+            )
         limit = request.limit or 50
         if not 1 <= limit <= 200:
             raise InvalidArgument("limit", f"is {request.limit}; use 1 to 200 (0 means 50)")

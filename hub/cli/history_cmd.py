@@ -10,14 +10,17 @@ from hub.cli.client_cmds import add_connection_args, client_from, format_memory,
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("history", help="show every version of a memory's subject, oldest first, and who changed it")
     p.add_argument("id", help="any version's id")
-    p.add_argument("--limit", type=int, default=0, help="newest versions to show, 1 to 200 (default 50)")
+    p.add_argument(
+        "--limit", type=int, default=0, help="only the newest versions, 1 to 200 (default: every version, read in pages)"
+    )
     add_connection_args(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     with client_from(args) as client:
-        reply = client.history(args.id, limit=args.limit)
+        # Without --limit the whole chain: GetMemoryHistory's pages followed to the end.
+        reply = client.history(args.id, limit=args.limit) if args.limit else client.full_history(args.id)
     if args.json:
         print_json(reply)
         return 0

@@ -34,6 +34,8 @@ from hub.audit.held import HeldDecisions, NotHeld
 from hub.audit.writer import AuditWriter
 from hub.core import extracted_facts, fusion, lineage, paging, priors, relevance, response_size, screening, visible_links
 from hub.core.access import Action, Authorizer, denied, require
+from hub.core.history_paging import HistoryPaging, refuse_token
+from hub.core.history_paging import page as history_page
 from hub.core.index_health import IndexHealth
 from hub.core.indexer import Indexer
 from hub.core.model import (
@@ -776,6 +778,16 @@ class MemoryService:
         with self._reads.connect() as conn:
             versions, truncated = memories_db.subject_history(conn, record.namespace, record.subject_key, limit)
         return record.subject_key, [_with_effective_status(v) for v in versions], truncated
+
+    def history_page(self, caller: Caller, memory_id: str, want: HistoryPaging) -> tuple[str, list[MemoryRecord], str]:
+        """``history`` one page at a time through the whole chain (hub/core/history_paging.py)."""
+        record = self.get(caller, memory_id)  # the right to read, checked again on every page
+        if record.subject_key is None:
+            refuse_token(want)  # its own whole history: one page, no token to follow
+            return "", [record], ""
+        with self._reads.connect() as conn:
+            versions, token = history_page(conn, record.namespace, record.subject_key, want)
+        return record.subject_key, [_with_effective_status(v) for v in versions], token
 
     def readable_links(self, caller: Caller, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """``records`` as ``caller`` may see them: derived_from naming only memories it may read."""

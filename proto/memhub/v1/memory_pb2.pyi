@@ -650,22 +650,28 @@ class ListRetrievalLogResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[RetrievalLogEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetMemoryHistoryRequest(_message.Message):
-    __slots__ = ("id", "limit")
+    __slots__ = ("id", "limit", "page_size", "page_token")
     ID_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     id: str
     limit: int
-    def __init__(self, id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, id: _Optional[str] = ..., limit: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class GetMemoryHistoryResponse(_message.Message):
-    __slots__ = ("subject_key", "versions", "truncated")
+    __slots__ = ("subject_key", "versions", "truncated", "next_page_token")
     SUBJECT_KEY_FIELD_NUMBER: _ClassVar[int]
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     subject_key: str
     versions: _containers.RepeatedCompositeFieldContainer[Memory]
     truncated: bool
-    def __init__(self, subject_key: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, subject_key: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., truncated: _Optional[bool] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetMemoryLineageRequest(_message.Message):
     __slots__ = ("id", "max_depth", "max_memories", "namespaces")
