@@ -29,7 +29,7 @@ from sqlalchemy import make_url
 from hub.api.status import status_for
 from hub.audit.writer import AuditEntry, _copy_rows
 from hub.client import memory_input
-from hub.db import embedded_pg
+from hub.db import disk_full, embedded_pg
 
 MEMORY_SERVICE = "memhub.v1.MemoryService"
 AGENT_MESSAGE = "the hub's database storage is full; nothing was written; the operator has been told"
@@ -210,3 +210,23 @@ def test_the_last_hub_out_stops_the_embedded_postgres_on_a_full_disk(tmp_path: P
         finally:
             (mnt / "ballast").unlink(missing_ok=True)
             embedded_pg.release(data_dir)
+
+
+def test_a_role_that_may_not_read_the_data_directory_still_names_the_server(external_pg_admin_url: str) -> None:
+    from sqlalchemy import create_engine
+
+    role = f"memhub_plain_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(external_pg_admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+    try:
+        url = make_url(external_pg_admin_url).set(drivername="postgresql+psycopg", username=role, database="postgres")
+        engine = create_engine(url)
+        try:
+            with engine.connect() as conn:
+                where = disk_full.locate(conn, f"{url.host}:{url.port or 5432}")
+        finally:
+            engine.dispose()
+        assert where == f"the data directory of the Postgres server at {url.host}:{url.port or 5432}"
+    finally:
+        with psycopg.connect(external_pg_admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP ROLE IF EXISTS {role}")
