@@ -13,7 +13,11 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -130,3 +134,17 @@ def quit_driver(driver) -> None:  # noqa: ANN001
     finally:
         if profile:
             shutil.rmtree(profile, ignore_errors=True)
+
+
+@contextmanager
+def headless_browser(width: int = 1280, height: int = 900) -> Iterator[object]:
+    """A headless Chromium for one module's tests (installed with apt-get on first use), quit afterwards. A machine
+    where it cannot be installed skips the browser tests, saying why."""
+    problem = ensure_chromium()
+    if problem:
+        pytest.skip(f"browser tests need headless Chromium: {problem}")
+    driver = new_driver(width, height)
+    try:
+        yield driver
+    finally:
+        quit_driver(driver)

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import grpc
 import pytest
-from browser_support import ensure_chromium, new_driver, quit_driver, submit_and_wait
+from browser_support import headless_browser, submit_and_wait
 from conftest import Fleet, eventually
 from console_support import RunningConsole, running_console, session_base_of
 
@@ -41,14 +41,8 @@ def console(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    problem = ensure_chromium()
-    if problem:
-        pytest.skip(f"browser tests need headless Chromium: {problem}")
-    driver = new_driver(1280, 900)
-    try:
+    with headless_browser() as driver:
         yield driver
-    finally:
-        quit_driver(driver)
 
 
 def operator_token(fleet: Fleet, agent: str = "ops", ttl: timedelta = timedelta(hours=1)) -> str:

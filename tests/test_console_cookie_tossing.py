@@ -16,7 +16,7 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
-from browser_support import ensure_chromium, new_driver, quit_driver, submit_and_wait
+from browser_support import headless_browser, submit_and_wait
 from conftest import Fleet
 from console_support import RunningConsole, running_console, sign_in
 
@@ -33,14 +33,8 @@ def console(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    problem = ensure_chromium()
-    if problem:
-        pytest.skip(f"browser tests need headless Chromium: {problem}")
-    driver = new_driver(1280, 900)
-    try:
+    with headless_browser() as driver:
         yield driver
-    finally:
-        quit_driver(driver)
 
 
 class AttackerSite:
