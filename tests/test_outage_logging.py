@@ -156,16 +156,7 @@ def test_a_milvus_outage_logs_once_when_it_goes_and_once_when_it_returns(served:
         eventually(lambda: client.healthy(service=MEMORY), "the memory service is back", 120)
         time.sleep(3)
     try:
-        entries = log_entries(hub, start)
-        noisy = loud(entries)
-        tracebacks = [e for e in entries if e.get("exc") and e.get("level") != "debug"]
-        assert traffic.calls > 100
-        shown = (e["msg"][:160] for e in noisy)
-        print(f"{traffic.calls} calls; {len(noisy)} WARNING/ERROR lines, {len(tracebacks)} tracebacks:", *shown, sep="\n  ")
-        assert len(noisy) <= 6, "\n".join(json.dumps(e)[:300] for e in noisy)
-        assert len(tracebacks) <= 1, "\n".join(json.dumps(e)[:300] for e in tracebacks)
-        back = [e for e in noisy if "works again (seen" in e["msg"]]
-        assert len(back) == 1 and "failures over" in back[0]["msg"], "\n".join(json.dumps(e)[:300] for e in noisy)
+        _assert_one_outage_logged(hub, start, traffic.calls, max_lines=6, max_tracebacks=1, dependency="")
     finally:
         client.close()
 
@@ -192,16 +183,7 @@ def test_a_postgres_outage_logs_once_when_it_goes_and_once_when_it_returns(serve
         eventually(lambda: client.healthy(service=MEMORY), "the memory service is back", 120)
         time.sleep(3)
     try:
-        entries = log_entries(hub, start)
-        noisy = loud(entries)
-        tracebacks = [e for e in entries if e.get("exc") and e.get("level") != "debug"]
-        assert traffic.calls > 100
-        shown = (e["msg"][:160] for e in noisy)
-        print(f"{traffic.calls} calls; {len(noisy)} WARNING/ERROR lines, {len(tracebacks)} tracebacks:", *shown, sep="\n  ")
-        assert len(noisy) <= 8, "\n".join(json.dumps(e)[:300] for e in noisy)
-        assert len(tracebacks) <= 2, "\n".join(json.dumps(e)[:300] for e in tracebacks)
-        back = [e for e in noisy if "works again (seen" in e["msg"] and "Postgres" in e["msg"]]
-        assert len(back) == 1 and "failures over" in back[0]["msg"], "\n".join(json.dumps(e)[:300] for e in noisy)
+        _assert_one_outage_logged(hub, start, traffic.calls, max_lines=8, max_tracebacks=2, dependency="Postgres")
     finally:
         client.close()
 
@@ -232,3 +214,20 @@ def test_many_failures_of_one_dependency_from_several_loops_make_two_lines(caplo
     assert "after 300 failures" in loud_lines[2].getMessage() and "Postgres works again" in loud_lines[2].getMessage()
     assert "after 5 failures" in loud_lines[3].getMessage()
     assert sum(1 for r in caplog.records if r.levelno == logging.DEBUG) == 299 + 4
+
+
+def _assert_one_outage_logged(
+    hub: SpawnedHub, start: int, calls: int, *, max_lines: int, max_tracebacks: int, dependency: str
+) -> None:
+    """The log since line ``start`` holds a handful of WARNING/ERROR lines for the outage, tracebacks at most
+    ``max_tracebacks``, and exactly one "works again" line (of ``dependency`` when named) with its count."""
+    entries = log_entries(hub, start)
+    noisy = loud(entries)
+    tracebacks = [e for e in entries if e.get("exc") and e.get("level") != "debug"]
+    assert calls > 100
+    shown = (e["msg"][:160] for e in noisy)
+    print(f"{calls} calls; {len(noisy)} WARNING/ERROR lines, {len(tracebacks)} tracebacks:", *shown, sep="\n  ")
+    assert len(noisy) <= max_lines, "\n".join(json.dumps(e)[:300] for e in noisy)
+    assert len(tracebacks) <= max_tracebacks, "\n".join(json.dumps(e)[:300] for e in tracebacks)
+    back = [e for e in noisy if "works again (seen" in e["msg"] and dependency in e["msg"]]
+    assert len(back) == 1 and "failures over" in back[0]["msg"], "\n".join(json.dumps(e)[:300] for e in noisy)
