@@ -302,8 +302,9 @@ class MemhubClient:
     def healthy(self, timeout_s: float = 5.0, service: str = "") -> bool:
         """True when the hub answers SERVING within timeout_s, for the whole process ("") or one service.
 
-        ``memhub.v1.MemoryService`` is SERVING only while Postgres and the retrieval index both answer;
-        ``memhub.v1.AdminService`` while Postgres answers.
+        ``memhub.v1.MemoryService`` is SERVING only while Postgres answers and accepts writes (not after a write
+        failed for a full disk, until there is room again) and the retrieval index answers;
+        ``memhub.v1.AdminService``, ``SessionStateService`` and ``ChangeFeedService`` follow Postgres alone.
         """
         try:
             reply = self._health.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)

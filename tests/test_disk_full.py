@@ -170,6 +170,8 @@ def test_a_full_disk_is_named_health_says_so_and_writes_recover(
         eventually(lambda: _fill(full_disk_root) and not client.healthy(service=MEMORY_SERVICE), "NOT_SERVING")
         assert client.healthy(service="")  # the process is alive: restarting it would not help
         assert not client.healthy(service="memhub.v1.AdminService")  # it writes too (tokens, policies, audit)
+        assert not client.healthy(service="memhub.v1.SessionStateService")
+        assert not client.healthy(service="memhub.v1.ChangeFeedService")
         # Reads still answer from what is stored.
         assert client.get(acknowledged[0]).id == acknowledged[0]
         assert client.search("note", [ns]).hits

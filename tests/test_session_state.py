@@ -19,7 +19,7 @@ import pytest
 from conftest import Stack, eventually, rpc_error
 from sqlalchemy import text
 
-from hub.api.server import SESSION_SERVICE_NAME
+from hub.api.server import FEED_SERVICE_NAME, SESSION_SERVICE_NAME
 from hub.client import conflict_version
 from hub.core.access import AllowAll
 from hub.session_state.config import MAX_JSON_DEPTH, SessionStateConfig
@@ -377,3 +377,5 @@ def test_the_tables_are_unlogged_and_the_version_sequence_is_not(stack: Stack) -
 def test_the_service_reports_its_health(stack: Stack) -> None:
     """SERVING while Postgres answers (it needs no index)."""
     eventually(lambda: stack.client.healthy(service=SESSION_SERVICE_NAME), f"{SESSION_SERVICE_NAME} reports SERVING")
+    # Every service the hub serves has a status of its own (the change feed had none: NOT_FOUND).
+    eventually(lambda: stack.client.healthy(service=FEED_SERVICE_NAME), f"{FEED_SERVICE_NAME} reports SERVING")

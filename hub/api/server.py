@@ -219,9 +219,12 @@ def _report_health(reporter: HealthReporter, database_ok: bool, index_ok: bool) 
 
     MemoryService needs both stores (while only the index is down, searches
     still answer from Postgres, marked degraded, but a load balancer should
-    prefer a replica that answers fully); AdminService and SessionStateService need Postgres only.
+    prefer a replica that answers fully); AdminService, SessionStateService and ChangeFeedService need Postgres
+    only. ``database_ok`` is false while Postgres is down and, after a write failed for a full disk, until the
+    monitor's probe finds room again.
     """
     serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
     reporter.set(SERVICE_NAME, serving if database_ok and index_ok else not_serving)
     reporter.set(ADMIN_SERVICE_NAME, serving if database_ok else not_serving)
     reporter.set(SESSION_SERVICE_NAME, serving if database_ok else not_serving)
+    reporter.set(FEED_SERVICE_NAME, serving if database_ok else not_serving)  # its events live in Postgres
