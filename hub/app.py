@@ -30,7 +30,7 @@ from hub.core.index_report import IndexReporter
 from hub.core.indexer import Indexer
 from hub.core.model import Channel
 from hub.core.policy_authorizer import PolicyAuthorizer
-from hub.core.recall_stats import RecallRecorder
+from hub.core.recall_stats import RECALL_JOURNAL, RecallRecorder
 from hub.core.retrieval import RetrievalSettings
 from hub.core.service import MemoryService
 from hub.core.usage_folder import UsageFolder
@@ -224,7 +224,7 @@ class Hub:
         )
         prepare_index(index, indexer)
         monitor = HealthMonitor(engine, index, index_health, indexer)
-        recorder = RecallRecorder(engine)
+        recorder = RecallRecorder(engine, journal=config.store.data_dir / RECALL_JOURNAL)  # survives kill -9
         audit = AuditWriter(engine, retention_days=config.audit.retention_days)
         retrieval_log = RetrievalLogWriter(engine, config.retrieval_log) if config.retrieval_log.enabled else None
         authorizer = authorizer or PolicyAuthorizer(policies, audit)

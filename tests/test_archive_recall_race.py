@@ -8,14 +8,18 @@ Real parts: the hub served over gRPC, its recorder and archive job, Postgres (em
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
-from conftest import Stack
+from conftest import Stack, create_scratch_database, drop_database
 from memhub.v1 import memory_pb2 as pb
+from security.spawned_hub import spawn_hub
 from sqlalchemy import text
 
-from hub.client import memory_input
-from hub.curation.archive import DEFAULT_GRACE_S, ArchiveConfig
+from hub.client import MemhubClient, memory_input
+from hub.core.recall_stats import RECALL_JOURNAL, RecallRecorder
+from hub.curation.archive import DEFAULT_GRACE_S, ArchiveConfig, Archiver
+from hub.db import engine as db_engine
 from hub.errors import StartupError
 
 
@@ -80,3 +84,47 @@ def test_the_grace_is_configured_within_bounds() -> None:
     for bad in ("1", "-5", "nan", "1e9", "soon"):
         with pytest.raises(StartupError, match="MEMHUB_ARCHIVE_GRACE_S"):
             ArchiveConfig.from_env({"MEMHUB_ARCHIVE_GRACE_S": bad})
+
+
+def test_counts_of_a_killed_hub_reach_the_archive_job_of_the_next(tmp_path: Path, external_pg_admin_url: str) -> None:
+    """kill -9 right after a search: the counts never reached Postgres, yet the next hub on that data directory
+    must not archive the returned memories as never recalled (its recorder replays the journal the killed one left)."""
+    url = create_scratch_database(external_pg_admin_url)
+    data_dir = tmp_path / "data"
+    try:
+        hub = spawn_hub(tmp_path, data_dir, database_url=url)
+        try:
+            client = MemhubClient(hub.address, token=hub.token("tester"))
+            ns = f"test/{uuid.uuid4().hex[:8]}"
+            reply = client.write(
+                [memory_input(ns, f"episode {i}: the {uuid.uuid4().hex} deploy failed", importance=1) for i in range(20)],
+                wait_indexed=True,
+            )
+            ids = [r.memory.id for r in reply.results]
+            engine = db_engine.connect(url, pool_size=2)
+            with engine.begin() as conn:
+                conn.execute(
+                    text("UPDATE memories SET created_at = now() - interval '40 days' WHERE id = ANY(CAST(:ids AS uuid[]))"),
+                    {"ids": ids},
+                )
+            returned = {h.memory.id for h in client.search("deploy failed", [ns], top_k=20).hits}
+            assert returned == set(ids)
+            hub.kill()  # within the 2 s before its recorder's flush
+            client.close()
+        finally:
+            hub.kill()
+        # The next hub on this data directory: its recorder and archive job, as hub/app.py builds them.
+        recorder = RecallRecorder(engine, journal=data_dir / RECALL_JOURNAL)
+        try:
+            Archiver(engine, ArchiveConfig.from_env({}), lambda: None, recorder.flush).run_once(grace_s=0)
+        finally:
+            recorder.stop()
+        with engine.connect() as conn:
+            archived = conn.execute(
+                text("SELECT count(*) FROM memories WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'archived'"),
+                {"ids": ids},
+            ).scalar_one()
+        engine.dispose()
+        assert archived == 0, f"{archived} of 20 memories returned just before a kill -9 archived as never recalled"
+    finally:
+        drop_database(external_pg_admin_url, url)
