@@ -105,3 +105,38 @@ def test_an_edited_admin_token_is_invalid_argument(stack: Stack, ns: str, which:
     code, details = rpc_error(exc)
     assert code == grpc.StatusCode.INVALID_ARGUMENT, details
     assert details.startswith("page_token: ")
+
+
+@pytest.fixture
+def history_token(stack: Stack, ns: str) -> tuple[str, str]:
+    """(a version's id, the next_page_token of its subject's first one-version page)."""
+    ids = [
+        stack.client.write([memory_input(ns, f"the gate is {i}", kind="semantic", type="fact", subject_key="gate/code")])
+        .results[0]
+        .memory.id
+        for i in range(3)
+    ]
+    token = stack.client.history(ids[0], page_size=1).next_page_token
+    assert token
+    return ids[0], token
+
+
+@pytest.mark.parametrize("case", [*EDITS, "not base64", "too long", "a list token"])
+def test_an_edited_history_token_is_invalid_argument(
+    stack: Stack, ns: str, history_token: tuple[str, str], listed: str, case: str
+) -> None:
+    mid, token = history_token
+    if case == "not base64":
+        bad = "%%%" + token
+    elif case == "too long":
+        bad = token + "A" * 2000
+    elif case == "a list token":
+        bad = listed  # a real token of this hub, for another call's filters
+    else:
+        bad = _token(EDITS[case](_payload(token)))
+    with pytest.raises(grpc.RpcError) as exc:
+        stack.client.history(mid, page_size=1, page_token=bad)
+    code, details = rpc_error(exc)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, (case, details)
+    assert details.startswith("page_token: ")
+    assert len(stack.client.history(mid, page_size=1, page_token=token).versions) == 1  # the untouched one pages
