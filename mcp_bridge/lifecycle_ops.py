@@ -137,10 +137,11 @@ class LifecycleOperations:
 
     # -- memory_history -----------------------------------------------------------------------------------
 
-    async def history(self, memory_id: str, *, limit: int) -> HistoryOutput:
+    async def history(self, memory_id: str, *, limit: int, page_token: str = "") -> HistoryOutput:
         # Read first, so a memory outside the fence answers as GetMemory answers a missing id (no oracle).
         await fenced_get(self.hub, self.call, self.narrowing, [memory_id])
-        reply = await self.call(lambda: self.hub.history(memory_id, limit=limit))
+        # Pages of the whole chain, oldest first (the hub checks the token and the right to read on every page).
+        reply = await self.call(lambda: self.hub.history(memory_id, page_size=limit, page_token=page_token))
         # Every version shares the subject's namespace; checking each costs nothing and assumes nothing.
         self._within_narrowing(memory_id, reply.versions)
         return history_output(memory_id, reply)

@@ -228,7 +228,10 @@ class HistoryOutput(BaseModel):
     id: str = Field(description="The memory asked about.")
     subject_key: str | None = Field(description="The subject all versions share; null when it has none (its own history).")
     versions: list[HistoryVersion] = Field(description="Oldest first.")
-    truncated: bool = Field(description="Older versions exist beyond limit.")
+    truncated: bool = Field(description="Always false now: see next_page_token.")
+    next_page_token: str | None = Field(
+        default=None, description="Newer versions follow: call again with this as page_token; null on the last page."
+    )
 
 
 def history_output(memory_id: str, reply: pb.GetMemoryHistoryResponse) -> HistoryOutput:
@@ -241,7 +244,13 @@ def history_output(memory_id: str, reply: pb.GetMemoryHistoryResponse) -> Histor
         )
         for m in reply.versions
     ]
-    return HistoryOutput(id=memory_id, subject_key=reply.subject_key or None, versions=versions, truncated=reply.truncated)
+    return HistoryOutput(
+        id=memory_id,
+        subject_key=reply.subject_key or None,
+        versions=versions,
+        truncated=reply.truncated,
+        next_page_token=reply.next_page_token or None,
+    )
 
 
 def history_text(out: HistoryOutput) -> str:

@@ -85,7 +85,9 @@ HISTORY_DESCRIPTION = """\
 Call this to find out why a memory says what it says and how it changed: when a recalled fact, preference or \
 rule looks outdated or conflicts with what the user says ("didn't we agree on something else?"), or before \
 replacing one. Give any version's id: you get every version of its subject, oldest first, with who wrote \
-each, its status (active, superseded, forgotten, archived) and what replaced it."""
+each, its status (active, superseded, forgotten, archived) and what replaced it. Long histories come in pages \
+of at most `limit` versions: when the result has next_page_token, call again with it as page_token for the \
+newer versions."""
 
 
 EXPLAIN_DESCRIPTION = """\
@@ -206,10 +208,13 @@ def lifecycle_tools(ops: LifecycleOperations, *, can_mark: bool) -> dict[str, To
     async def memory_history(
         id: Annotated[MemoryId, Field(description="Any version's id, as the other tools return it.")],  # noqa: A002
         limit: Annotated[
-            int, Field(ge=1, le=MAX_HISTORY_VERSIONS, description="At most this many versions, the newest ones.")
+            int, Field(ge=1, le=MAX_HISTORY_VERSIONS, description="At most this many versions per page, oldest first.")
         ] = DEFAULT_HISTORY_VERSIONS,
+        page_token: Annotated[
+            str, Field(max_length=4096, description="next_page_token of the previous call; empty for the first page.")
+        ] = "",
     ) -> Annotated[CallToolResult, HistoryOutput]:
-        out = await ops.history(id, limit=limit)
+        out = await ops.history(id, limit=limit, page_token=page_token)
         return tool_result(out, history_text(out))
 
     async def explain_memory(
