@@ -22,7 +22,9 @@ candidates, waits ``grace_s`` (MEMHUB_ARCHIVE_GRACE_S, 60 s by default,
 well past every replica's flush interval and a retry), flushes again, and
 archives only the candidates that are still at recall_count = 0 and still
 match. A memory a search returned just before the run, on any replica
-whose recorder is alive, has its count by then.
+whose recorder is alive, has its count by then; the counts of a hub killed
+with -9 are in its data directory's recall journal, flushed by the next hub
+on it before its archive job starts (hub/core/recall_stats.py).
 """
 
 from __future__ import annotations
