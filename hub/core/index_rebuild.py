@@ -38,7 +38,7 @@ from hub.core.index_pointer import current, switch
 from hub.core.index_reconcile import Reconciled, reconcile
 from hub.core.indexer import _servable, apply_rows
 from hub.db import context
-from hub.db.memories import servable_condition
+from hub.db.memories import servable_ids_after
 from hub.db.schema import memories
 from hub.embedding import Embedder, embed_bulk
 from hub.index import MilvusIndex
@@ -89,10 +89,7 @@ def fill(engine: Engine, index: MilvusIndex, embedder: Embedder, window: context
     total = 0
     while True:
         with engine.connect() as conn:
-            q = select(memories.c.id).where(servable_condition()).order_by(memories.c.id).limit(BATCH)
-            if after is not None:
-                q = q.where(memories.c.id > after)
-            ids = [str(r[0]) for r in conn.execute(q)]
+            ids = servable_ids_after(conn, after, BATCH)
         if not ids:
             return total
         total += _write(engine, index, embedder, window, ids)

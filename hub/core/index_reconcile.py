@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, select, text
 
 from hub import outage_log
-from hub.db.memories import enqueue_index, servable_condition
+from hub.db.memories import enqueue_index, servable_condition, servable_ids_after
 from hub.db.schema import memories, outbox
 from hub.env_settings import env_float
 from hub.index import MilvusIndex
@@ -74,10 +74,7 @@ def reconcile(engine: Engine, index: MilvusIndex, chunk: int = CHUNK) -> Reconci
             after: str | None = None
             while True:
                 with engine.connect() as conn:
-                    q = select(memories.c.id).where(servable_condition()).order_by(memories.c.id).limit(chunk)
-                    if after is not None:
-                        q = q.where(memories.c.id > after)
-                    ids = [str(r[0]) for r in conn.execute(q)]
+                    ids = servable_ids_after(conn, after, chunk)
                 last = ids[-1] if len(ids) == chunk else None  # None: this chunk runs to the end of the key space
                 # Waiting in the outbox before the index is read: the indexer will bring those in line anyway.
                 pending = _waiting_in_range(engine, after, last)

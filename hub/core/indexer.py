@@ -41,7 +41,6 @@ import psycopg
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
-from sqlalchemy.exc import SQLAlchemyError
 
 from hub import outage_log, telemetry
 from hub.core import index_pointer
@@ -50,8 +49,8 @@ from hub.core.index_reconcile import Reconciler, interval_from_env
 from hub.db import context
 from hub.db.memories import enqueue_index, servable_condition
 from hub.db.schema import memories, outbox
-from hub.embedding import Embedder, EmbeddingError, embed_bulk
-from hub.index import IndexBackendError, IndexedMemory, IndexUnavailable, MilvusIndex
+from hub.embedding import Embedder, embed_bulk
+from hub.index import IndexedMemory, IndexUnavailable, MilvusIndex
 from hub.metrics import record
 
 log = logging.getLogger(__name__)
@@ -102,15 +101,12 @@ class _BatchSpan:
             self.span.end()
 
 
+_OUTCOMES = {"milvus": "index_error", "embedder": "embedding_error", "postgres": "database_error", "disk": "database_error"}
+
+
 def _outcome(exc: Exception) -> str:
-    """The metrics outcome of a failed batch: which store (or the embedder) failed."""
-    if isinstance(exc, IndexBackendError):
-        return "index_error"
-    if isinstance(exc, EmbeddingError):
-        return "embedding_error"
-    if isinstance(exc, SQLAlchemyError | psycopg.Error):
-        return "database_error"
-    return "other_error"
+    """The metrics outcome of a failed batch: which store (or the embedder) failed, as the outage log names it."""
+    return _OUTCOMES.get(outage_log.classify(exc) or "", "other_error")
 
 
 def _epoch_ms(value) -> int:  # noqa: ANN001 - datetime or None

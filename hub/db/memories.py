@@ -469,6 +469,15 @@ def servable_condition() -> ColumnElement[bool]:
     )
 
 
+def servable_ids_after(conn: Connection, after: str | None, limit: int) -> list[str]:
+    """The next ``limit`` servable memory ids above ``after`` (None: from the start), in id order: how a rebuild or a
+    reconciliation walks every memory the index should hold, a page at a time."""
+    q = select(memories.c.id).where(servable_condition()).order_by(memories.c.id).limit(limit)
+    if after is not None:
+        q = q.where(memories.c.id > after)
+    return [str(r[0]) for r in conn.execute(q)]
+
+
 def hydrate(conn: Connection, ids: Sequence[str], flt: MemoryFilter, allowed: Sequence[str]) -> dict[str, MemoryRecord]:
     """Load search hits and re-check them: servable, inside the filter. Missing ids are simply absent."""
     if not ids:
