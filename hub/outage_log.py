@@ -10,7 +10,10 @@ embedder) has one process-wide record of its outage, shared by every loop:
   dependency, the loop that saw it and the error;
 - later failures are counted, their traceback at DEBUG only;
 - an outage still going logs one WARNING every REMIND_S with the count;
-- the first success after it logs one WARNING: back after N failures over T s.
+- the first success after it logs one WARNING: back after N failures over T s;
+- a dependency that fails again within RELAPSE_S of coming back (Milvus Lite
+  answers a restart with a few failed searches while it loads) starts a new
+  outage with one WARNING and no traceback: the first one already showed it.
 
 A failure no class below recognises (a bug rather than a store) gets a
 record of its own per loop, so it is still logged once per streak.
@@ -24,6 +27,7 @@ import time
 from collections.abc import Iterable
 
 REMIND_S = 300.0
+RELAPSE_S = 60.0
 
 _NAMES = {
     "postgres": "Postgres",
@@ -69,6 +73,7 @@ class Outage:
         self._since: float | None = None
         self._failures = 0
         self._reminded = 0.0
+        self._recovered: float | None = None  # when the last outage ended
 
     @property
     def down(self) -> bool:
@@ -83,6 +88,8 @@ class Outage:
         now = time.monotonic()
         with self._lock:
             first = self._since is None
+            relapse = first and self._recovered is not None and now - self._recovered < RELAPSE_S
+            back_for = now - self._recovered if relapse and self._recovered is not None else 0.0
             if first:
                 self._since = self._reminded = now
                 self._failures = 0
@@ -92,7 +99,16 @@ class Outage:
             if remind:
                 self._reminded = now
         what = f"{message}: " if message else ""
-        if first:
+        if relapse:
+            logger.warning(
+                "%s is failing again %.1f s after it came back (seen by the %s): %s%s; logged once until it works again",
+                self.name,
+                back_for,
+                where,
+                what,
+                exc,
+            )
+        elif first:
             logger.error(
                 "%s is failing (seen by the %s): %s%s; logged once until it works again",
                 self.name,
@@ -115,6 +131,7 @@ class Outage:
             count, lasted = self._failures, time.monotonic() - self._since
             self._since = None
             self._failures = 0
+            self._recovered = time.monotonic()
         logger.warning("%s works again (seen by the %s) after %d failures over %.1f s", self.name, where, count, lasted)
 
 
