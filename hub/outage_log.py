@@ -135,33 +135,51 @@ class Outage:
         logger.warning("%s works again (seen by the %s) after %d failures over %.1f s", self.name, where, count, lasted)
 
 
-_registry_lock = threading.Lock()
-_registry: dict[str, Outage] = {}
+class Records:
+    """Outage records by key. The hub keeps one process-wide set (``outage``); a test that must not see the
+    hub's own loops (other hubs run in the same test process) keeps its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_key: dict[str, Outage] = {}
+
+    def get(self, key: str) -> Outage:
+        with self._lock:
+            found = self._by_key.get(key)
+            if found is None:
+                found = self._by_key[key] = Outage(_NAMES.get(key, key))
+            return found
+
+
+_PROCESS_RECORDS = Records()
 
 
 def outage(key: str) -> Outage:
     """The process-wide record for ``key`` ("postgres", "milvus", "embedder", or a loop's own key)."""
-    with _registry_lock:
-        found = _registry.get(key)
-        if found is None:
-            found = _registry[key] = Outage(_NAMES.get(key, key))
-        return found
+    return _PROCESS_RECORDS.get(key)
 
 
 class Site:
     """One loop that reports to the outage records: ``failed(exc)`` in its except clause, ``ok()`` after a success."""
 
-    def __init__(self, where: str, logger: logging.Logger, depends: Iterable[str] = ("postgres",)) -> None:
+    def __init__(
+        self,
+        where: str,
+        logger: logging.Logger,
+        depends: Iterable[str] = ("postgres",),
+        records: Records = _PROCESS_RECORDS,
+    ) -> None:
         """``where`` names the loop in the lines ("indexer"); ``depends``: what a success of it proves works."""
         self.where = where
         self._logger = logger
         self._depends = tuple(depends)
+        self._records = records
         self._seen: set[str] = set()
 
     def failed(self, exc: BaseException, message: str = "") -> None:
         key = classify(exc) or f"{self.where} ({type(exc).__name__})"
         self._seen.add(key)
-        outage(key).failed(exc, self.where, self._logger, message)
+        self._records.get(key).failed(exc, self.where, self._logger, message)
 
     def ok(self, depends: Iterable[str] | None = None) -> None:
         """A step succeeded: the dependencies it used (default: those given at construction) work, and so does
@@ -170,4 +188,4 @@ class Site:
         own = {k for k in self._seen if k not in _NAMES}
         self._seen -= own
         for key in keys | own:
-            outage(key).ok(self.where, self._logger)
+            self._records.get(key).ok(self.where, self._logger)

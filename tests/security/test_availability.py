@@ -29,6 +29,7 @@ from hub.client import MemhubClient, memory_input
 from hub.config import CallLimit, LimitsConfig, ServerConfig
 from security.hubs import SpecialStack, special_hub, tally
 
+LOCK_TIMEOUT = "30s"  # the test's own row locks: a wait it did not foresee fails the test instead of hanging it
 SLOW = 1 / 60  # one call a minute: a spent bucket stays spent for the whole test, however slow the machine
 LIMITS = LimitsConfig(
     agent=CallLimit(concurrent=1, rate=0, burst=0),
@@ -178,8 +179,9 @@ class Held:
 @pytest.fixture
 def held_call(limited: SpecialStack, ns: str) -> Iterator[Held]:
     """Agent "busy" with one call in progress until the test calls release(): a forget blocked on a row lock."""
-    memory = limited.client.write([memory_input(ns, "locked by the test")]).results[0].memory
+    memory = limited.client.write([memory_input(ns, "locked by the test")], wait_indexed=True).results[0].memory
     lock = psycopg.connect(limited.hub.database_url.replace("postgresql+psycopg://", "postgresql://"))
+    lock.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
     lock.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (memory.id,))
     busy = limited.client_as("busy")
     pool = ThreadPoolExecutor(1)
@@ -337,11 +339,16 @@ def fair_hub(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url: st
 
 
 class RowLocks:
-    """Memories whose rows the test holds locked, so forgets of them hold their call slots until released."""
+    """Memories whose rows the test holds locked, so forgets of them hold their call slots until released.
+
+    Take them only once the rows are indexed (``wait_indexed``): the indexer updates a batch of rows in one
+    transaction, and one blocked on a row the test already holds would hold the next rows the test asks for, a
+    deadlock between the test and the hub. ``lock_timeout`` turns any wait the test did not foresee into an error."""
 
     def __init__(self, stack: SpecialStack, ids: list[str]) -> None:
         self.ids = ids
         self._conn = psycopg.connect(stack.hub.database_url.replace("postgresql+psycopg://", "postgresql://"))
+        self._conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
         self._conn.execute("SELECT 1 FROM memories WHERE id = ANY(%s) FOR UPDATE", (self.ids,))
 
     def release(self) -> None:
@@ -355,7 +362,8 @@ class RowLocks:
 def test_a_flooding_agent_is_held_to_its_fair_share_while_another_is_active(fair_hub: SpecialStack, ns: str) -> None:
     # Written before any lock is taken: a write may look at (and wait for) the namespace's other rows.
     topics = ["tide tables", "violin strings", "tax forms", "cactus care", "jazz chords", "bus timetables"]
-    ids = [r.memory.id for r in fair_hub.client.write([memory_input(ns, f"notes on {t}") for t in topics]).results]
+    written = fair_hub.client.write([memory_input(ns, f"notes on {t}") for t in topics], wait_indexed=True)
+    ids = [r.memory.id for r in written.results]
     first, later, victims = RowLocks(fair_hub, ids[:3]), RowLocks(fair_hub, ids[3:5]), RowLocks(fair_hub, ids[5:])
     heavy, victim = fair_hub.client_as("heavy"), fair_hub.client_as("victim")
     pool = ThreadPoolExecutor(6)
@@ -447,7 +455,8 @@ def windowed_hub(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url
 
 def test_a_waiting_call_gets_its_slot_once_the_other_agents_window_passes(windowed_hub: SpecialStack, ns: str) -> None:
     """No call of heavy's ends: only the hub's own timer can let its waiting call in."""
-    ids = [r.memory.id for r in windowed_hub.client.write([memory_input(ns, f"note {t}") for t in ("owl", "elm", "ore")]).results]
+    written = windowed_hub.client.write([memory_input(ns, f"note {t}") for t in ("owl", "elm", "ore")], wait_indexed=True)
+    ids = [r.memory.id for r in written.results]
     heavy_rows, victim_rows = RowLocks(windowed_hub, ids[:2]), RowLocks(windowed_hub, ids[2:])
     heavy, victim = windowed_hub.client_as("heavy"), windowed_hub.client_as("victim")
     pool = ThreadPoolExecutor(3)
