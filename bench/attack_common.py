@@ -18,11 +18,11 @@ from pathlib import Path
 
 import grpc
 from hubproc import BENCH_POLICY, REPO, RunningHub, bench_policy_dir
-from memhub.v1 import admin_pb2
 
-from hub.auth import issue_token, load_secret
-from hub.auth.config import LOCAL_SECRET_NAME
-from hub.client import MemhubClient
+from memhub.auth import issue_token, load_secret
+from memhub.auth.config import LOCAL_SECRET_NAME
+from memhub.client import MemhubClient
+from memhub.v1 import admin_pb2
 
 # The shipped default (every agent owns agents/<its id>/**) plus the benchmark's all-powerful group "bench".
 FLEET_POLICY = (REPO / "policies" / "default.cedar").read_text() + "\n" + BENCH_POLICY

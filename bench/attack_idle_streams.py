@@ -28,7 +28,7 @@ from attack_common import client_for, describe, fleet_policy_env, timed_calls, t
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc  # noqa: E402
 from hubproc import running_hub  # noqa: E402
 
-from hub.client import memory_input  # noqa: E402
+from memhub.client import memory_input  # noqa: E402
 
 
 class IdleStream:

@@ -22,7 +22,7 @@ import grpc  # noqa: E402
 from attack_common import audit_rows, client_for, describe, fleet_policy_env, settle_audit, timed_calls  # noqa: E402
 from hubproc import running_hub  # noqa: E402
 
-from hub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
 
 
 def measure(label: str, bob: MemhubClient, admin: MemhubClient, searches: int) -> None:

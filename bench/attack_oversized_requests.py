@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import grpc  # noqa: E402
 from attack_common import audit_rows, client_for, fleet_policy_env, settle_audit, token_for  # noqa: E402
 from hubproc import running_hub  # noqa: E402
+
+from memhub.client import MemhubClient, memory_input  # noqa: E402
 from memhub.v1 import memory_pb2 as pb  # noqa: E402
 from memhub.v1 import memory_pb2_grpc as pb_grpc  # noqa: E402
-
-from hub.client import MemhubClient, memory_input  # noqa: E402
 
 
 def timed(label: str, call) -> object:  # noqa: ANN001

@@ -33,7 +33,7 @@ from attack_common import client_for, describe, fleet_policy_env, pct, timed_cal
 from hubproc import running_hub, wait_until_indexed  # noqa: E402
 from locomo import DEFAULT_PATH, load  # noqa: E402
 
-from hub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
 
 
 def main() -> None:

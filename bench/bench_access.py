@@ -26,18 +26,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from locomo import DEFAULT_PATH, load  # noqa: E402
-from memhub.v1 import memory_pb2 as pb  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from hub.api.convert import write_request  # noqa: E402
-from hub.app import Hub  # noqa: E402
-from hub.client import memory_input  # noqa: E402
-from hub.config import HubConfig, PolicyConfig, StoreConfig  # noqa: E402
-from hub.core.access import Action, AllowAll  # noqa: E402
-from hub.core.model import Caller, Channel, MemoryFilter, SearchQuery  # noqa: E402
-from hub.core.policy_authorizer import PolicyAuthorizer  # noqa: E402
-from hub.core.service import MemoryService  # noqa: E402
-from hub.policy import PolicyStore  # noqa: E402
+from memhub.api.convert import write_request  # noqa: E402
+from memhub.app import Hub  # noqa: E402
+from memhub.client import memory_input  # noqa: E402
+from memhub.config import HubConfig, PolicyConfig, StoreConfig  # noqa: E402
+from memhub.core.access import Action, AllowAll  # noqa: E402
+from memhub.core.model import Caller, Channel, MemoryFilter, SearchQuery  # noqa: E402
+from memhub.core.policy_authorizer import PolicyAuthorizer  # noqa: E402
+from memhub.core.service import MemoryService  # noqa: E402
+from memhub.policy import PolicyStore  # noqa: E402
+from memhub.v1 import memory_pb2 as pb  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 GRANT = (

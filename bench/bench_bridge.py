@@ -6,8 +6,8 @@ For each tracing setting, one `memhub serve` process (bench/hubproc.py, embedded
 defaults, scratch data directory) holding the same memories, and three ways to
 make the same call, measured in one run, round-robin with a rotating order so
 machine noise hits every path alike:
-- direct gRPC: hub.client.MemhubClient in this process (the baseline);
-- bridge in memory: mcp_bridge.build_bridge + the SDK's in-process
+- direct gRPC: memhub.client.MemhubClient in this process (the baseline);
+- bridge in memory: memhub.bridge.build_bridge + the SDK's in-process
   `mcp.Client(server)`: the bridge's own cost (SDK dispatch, argument
   validation, worker thread, result building) without any transport;
 - bridge over HTTP: `memhub bridge --transport http` as its own process,
@@ -49,9 +49,9 @@ from locomo import DEFAULT_PATH, load  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from hub import telemetry  # noqa: E402
-from hub.client import MemhubClient, memory_input  # noqa: E402
-from mcp_bridge import BridgeSettings, Narrowing, build_bridge  # noqa: E402
+from memhub import telemetry  # noqa: E402
+from memhub.bridge import BridgeSettings, Narrowing, build_bridge  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
 
 NAMESPACE = "bench/bridge"
 HTTP_TOKEN = "bench-" + uuid.uuid4().hex
@@ -85,7 +85,7 @@ def http_bridge(address: str, token: str, env_extra: dict[str, str]) -> Iterator
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMHUB_", "OTEL_"))}
     env |= {"MEMHUB_TOKEN": token, "MEMHUB_BRIDGE_HTTP_TOKEN": HTTP_TOKEN} | env_extra
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hub.cli.main", "bridge", "--hub", address, "--transport", "http", "--port", "0"]
+        [sys.executable, "-m", "memhub.cli.main", "bridge", "--hub", address, "--transport", "http", "--port", "0"]
         + ["--log-level", "warning"],
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

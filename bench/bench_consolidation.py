@@ -25,7 +25,7 @@ from bench_locomo import load_conversations  # noqa: E402
 from hubproc import running_hub, wait_until_indexed  # noqa: E402
 from locomo import DEFAULT_PATH, load  # noqa: E402
 
-from hub.client import MemhubClient  # noqa: E402
+from memhub.client import MemhubClient  # noqa: E402
 
 
 def consolidate(client: MemhubClient, ns: str, group_by: str, target: str) -> None:

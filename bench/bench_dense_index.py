@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from locomo import DEFAULT_PATH, load  # noqa: E402
 
-from hub.embedding import EmbeddingConfig, build_embedder  # noqa: E402
-from hub.index import lite_server, schema  # noqa: E402
+from memhub.embedding import EmbeddingConfig, build_embedder  # noqa: E402
+from memhub.index import lite_server, schema  # noqa: E402
 
 SCRATCH = "dense_choice"
 

@@ -33,10 +33,10 @@ from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hub.core.index_reconcile import reconcile  # noqa: E402
-from hub.db import engine as db_engine  # noqa: E402
-from hub.db import migrate  # noqa: E402
-from hub.index import IndexedMemory, IndexFilter, MilvusIndex  # noqa: E402
+from memhub.core.index_reconcile import reconcile  # noqa: E402
+from memhub.db import engine as db_engine  # noqa: E402
+from memhub.db import migrate  # noqa: E402
+from memhub.index import IndexedMemory, IndexFilter, MilvusIndex  # noqa: E402
 
 
 def scratch_db(admin_url: str) -> str:
@@ -115,7 +115,7 @@ def main() -> None:
         timed("reconcile, index matches", lambda: reconcile(engine, index))
         timed("unpersisted, file holds every row (count path)", lambda: index.unpersisted())
         # The durability check's id-diff path: compare the live ids with what the file holds.
-        from hub.index import lite_durability
+        from memhub.index import lite_durability
 
         timed(
             "lite_durability.missing_ids (id-diff path, all ids)",

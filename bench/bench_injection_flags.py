@@ -3,7 +3,7 @@
     /work/main/.venv/bin/python bench/bench_injection_flags.py [--locomo PATH] [--show 10]
 
 Prints the share of the injection battery (bench/injection_battery.py,
-English and Chinese) that hub/core/instruction_rules.py flags, the share of
+English and Chinese) that memhub/core/instruction_rules.py flags, the share of
 the subtle paraphrases it flags, and the false-flag rate on every LoCoMo
 turn (read from /work/shared/data/locomo/, never copied into the repo),
 with the flagged turns and the rules that matched them, and the same for
@@ -24,7 +24,7 @@ import chinese_set  # noqa: E402
 import locomo  # noqa: E402
 from injection_battery import CHINESE, ENGLISH, SUBTLE  # noqa: E402
 
-from hub.core.instruction_rules import matching_rules  # noqa: E402
+from memhub.core.instruction_rules import matching_rules  # noqa: E402
 
 
 def _share(texts: tuple[str, ...]) -> tuple[int, int]:

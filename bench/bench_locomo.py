@@ -34,7 +34,7 @@ from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
 from locomo import CATEGORIES, DEFAULT_PATH, Conversation, load  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from hub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
 
 # Query modes (rows of the ablation): keyword arguments of MemhubClient.search beyond query, namespace, top_k.
 _OFF = {"neighbour_smoothing": False, "expansion": False, "rerank": False, "priors": False}

@@ -39,7 +39,7 @@ from hubproc import running_hub, wait_until_indexed  # noqa: E402
 from locomo import DEFAULT_PATH, load  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from hub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
 
 NAMESPACE = "bench/metrics"
 

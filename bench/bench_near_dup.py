@@ -1,6 +1,6 @@
 """How the near-duplicate rule behaves on real text: false merges among LoCoMo turns, true merges of rewritten copies.
 
-The hub folds a write into an active memory when both hold (hub/curation/near_dup.py): the embeddings are
+The hub folds a write into an active memory when both hold (memhub/curation/near_dup.py): the embeddings are
 within the cosine threshold (MEMHUB_NEAR_DUP_COSINE, 0.85) and the content words are the same. This
 script measures, with the hub's own embedder and rule, on LoCoMo turns (../shared/data; the utterance
 without its "[date] Speaker:" label):
@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from locomo import DEFAULT_PATH, load  # noqa: E402
 
-from hub.curation.near_dup import same_content  # noqa: E402
-from hub.embedding import EmbeddingConfig, build_embedder, embed_bulk  # noqa: E402
+from memhub.curation.near_dup import same_content  # noqa: E402
+from memhub.embedding import EmbeddingConfig, build_embedder, embed_bulk  # noqa: E402
 
 LABEL = re.compile(r"^\[[^\]]*\] [^:]+: ")
 _FILLERS = ("Just so you know, ", "Also, ", "Really, ")

@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import cedarpy  # noqa: E402
 
-from hub.policy import PolicyEngine, Principal  # noqa: E402
-from hub.policy.entities import entities_json  # noqa: E402
+from memhub.policy import PolicyEngine, Principal  # noqa: E402
+from memhub.policy.entities import entities_json  # noqa: E402
 
 FILES = ["default.cedar", "examples/fleet.cedar"]
 PRINCIPALS = [

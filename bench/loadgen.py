@@ -19,8 +19,8 @@ import psutil
 from hubproc import RunningHub, wait_until_indexed
 from tqdm import tqdm
 
-from hub.client import MemhubClient, memory_input
-from hub.embedding import EmbeddingConfig, build_embedder, embed_bulk
+from memhub.client import MemhubClient, memory_input
+from memhub.embedding import EmbeddingConfig, build_embedder, embed_bulk
 
 Call = Callable[[MemhubClient], object]
 

@@ -11,7 +11,7 @@ then, in another terminal (the hub's address and secret are found as `memhub` co
 Each agent has its own token (issued here with `memhub token issue` unless RESEARCHER_TOKEN and
 WRITER_TOKEN are set) and its own rights: the researcher may write findings, the writer may only read
 and subscribe to them, and keeps the draft. The writer never polls: it holds a SubscribeChanges stream
-(hub/client_feed.py follows it across disconnects) and redrafts whenever a finding lands, storing each
+(memhub/client_feed.py follows it across disconnects) and redrafts whenever a finding lands, storing each
 draft under one subject key so the previous one becomes history.
 """
 
@@ -32,9 +32,9 @@ sys.path.insert(0, str(REPO))
 import grpc  # noqa: E402
 from memhub.v1 import memory_pb2 as pb  # noqa: E402
 
-from hub import client_config  # noqa: E402
-from hub.client import MemhubClient, memory_input  # noqa: E402
-from hub.client_feed import FeedFollower  # noqa: E402
+from memhub import client_config  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.client_feed import FeedFollower  # noqa: E402
 
 FINDINGS = [
     "The checkout latency regression started with release 2.7 on 28 November.",
@@ -48,7 +48,7 @@ DRAFT_SUBJECT = "report/checkout-latency"
 def issue(agent: str, group: str) -> str:
     """A token for ``agent`` in ``group``, as `memhub token issue` makes one (1 hour)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "token", "issue", "--agent", agent, "--groups", group, "--ttl", "1h"],
+        [sys.executable, "-m", "memhub.cli.main", "token", "issue", "--agent", agent, "--groups", group, "--ttl", "1h"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -25,16 +25,16 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # browser_support: Chromium from Debian's packages, as the tests use it
 
 import grpc  # noqa: E402
-from memhub.v1 import admin_pb2 as apb  # noqa: E402
 
-from hub.api.server import build_server  # noqa: E402
-from hub.app import Hub  # noqa: E402
-from hub.auth import issue_token, load_secret  # noqa: E402
-from hub.client import MemhubClient, memory_input  # noqa: E402
-from hub.config import HubConfig, PolicyConfig, ServerConfig, StoreConfig  # noqa: E402
-from hub.console.config import ConsoleConfig  # noqa: E402
-from hub.console.server import ConsoleServer  # noqa: E402
-from hub.db import embedded_pg  # noqa: E402
+from memhub.api.server import build_server  # noqa: E402
+from memhub.app import Hub  # noqa: E402
+from memhub.auth import issue_token, load_secret  # noqa: E402
+from memhub.client import MemhubClient, memory_input  # noqa: E402
+from memhub.config import HubConfig, PolicyConfig, ServerConfig, StoreConfig  # noqa: E402
+from memhub.console.config import ConsoleConfig  # noqa: E402
+from memhub.console.server import ConsoleServer  # noqa: E402
+from memhub.db import embedded_pg  # noqa: E402
+from memhub.v1 import admin_pb2 as apb  # noqa: E402
 
 # The operator administers the hub (admins) and may read every namespace but change none (the fleet
 # example's auditors): the console shows only what its token may see.
@@ -141,7 +141,7 @@ def shoot(console_url: str, token: str, ids: dict[str, str], out: Path) -> list[
         driver.get(console_url + "/signin")
         driver.find_element(By.ID, "token").send_keys(token)
         submit_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form[action='/signin'] button"), "/namespaces")
-        # Signed-in pages live under the session's prefix /s/<page key> (hub/console/binding.py).
+        # Signed-in pages live under the session's prefix /s/<page key> (memhub/console/binding.py).
         pages_url = driver.current_url.removesuffix("/namespaces")
         pages = [
             ("namespaces", "/namespaces"),

@@ -2,8 +2,9 @@
 
 Usage: python scripts/gen_proto.py [--out DIR]
 
-The stubs are written beside the .proto files (proto/ is an import root, so
-the generated imports `from memhub.v1 import ...` resolve). tests/test_proto_stubs.py
+The .proto files under proto/ are the API's source; the stubs are written
+into the package, under memhub/v1/ (the generated imports are
+`from memhub.v1 import ...`). tests/test_proto_stubs.py
 regenerates into a temporary folder and fails when the committed stubs differ.
 """
 
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from grpc_tools import protoc
 
-PROTO_ROOT = Path(__file__).resolve().parent.parent / "proto"
+REPO = Path(__file__).resolve().parent.parent
+PROTO_ROOT = REPO / "proto"
 
 
 def proto_files() -> list[Path]:
@@ -42,7 +44,7 @@ def generate(out_dir: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=PROTO_ROOT, help="output root (default: proto/)")
+    parser.add_argument("--out", type=Path, default=REPO, help="output root (default: the repository, so memhub/v1/)")
     generate(parser.parse_args().out)
     print(f"generated stubs for {len(proto_files())} file(s)", file=sys.stderr)
 

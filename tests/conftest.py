@@ -28,14 +28,14 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from hub.api.server import build_server
-from hub.app import Hub
-from hub.auth import AuthConfig, issue_token, load_secret
-from hub.client import MemhubClient
-from hub.config import HubConfig, IndexerConfig, PolicyConfig, ServerConfig, StoreConfig
-from hub.core.model import Caller
-from hub.db import engine as db_engine
-from hub.index import IndexedMemory, MilvusIndex
+from memhub.api.server import build_server
+from memhub.app import Hub
+from memhub.auth import AuthConfig, issue_token, load_secret
+from memhub.client import MemhubClient
+from memhub.config import HubConfig, IndexerConfig, PolicyConfig, ServerConfig, StoreConfig
+from memhub.core.model import Caller
+from memhub.db import engine as db_engine
+from memhub.index import IndexedMemory, MilvusIndex
 
 REPO = Path(__file__).resolve().parent.parent
 # The policy most hub tests run under: group "testers" may do everything. The
@@ -44,7 +44,7 @@ OPEN_POLICY = '@id("tests-open")\npermit(principal in Group::"testers", action, 
 TESTER = Caller("tester", groups=("testers",))
 
 # `memhub serve` records its address for client commands in $XDG_CONFIG_HOME/memhub/client.json
-# (hub/client_config.py): the hubs tests start must not rewrite the developer's own file, and a test
+# (memhub/client_config.py): the hubs tests start must not rewrite the developer's own file, and a test
 # must not find a hub another test recorded. Subprocesses inherit this; tests that exercise the file
 # point XDG_CONFIG_HOME at their own directory.
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="memhub-test-config-")

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from conftest import Fleet
 
-from hub.console.config import ConsoleConfig
-from hub.console.server import ConsoleServer
+from memhub.console.config import ConsoleConfig
+from memhub.console.server import ConsoleServer
 
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]{64})"')
 SESSION_BASE = re.compile(r"/s/[A-Za-z0-9_-]{43}")

@@ -10,9 +10,9 @@ from typing import Any
 
 import grpc
 import pytest
-from memhub.v1 import changes_pb2 as cpb
 
-from hub.client import MemhubClient, change_name
+from memhub.client import MemhubClient, change_name
+from memhub.v1 import changes_pb2 as cpb
 
 WAIT_S = 60.0
 """How long a test waits for a message before it fails (the machine is shared and slow at times)."""

@@ -17,11 +17,11 @@ import pytest
 from conftest import Fleet, rpc_error
 from cryptography.hazmat.primitives.asymmetric import rsa
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from memhub.auth import issue_token
+from memhub.client import MemhubClient, memory_input
 from memhub.v1 import admin_pb2
 from memhub.v1 import memory_pb2 as pb
-
-from hub.auth import issue_token
-from hub.client import MemhubClient, memory_input
 
 
 def _write(client: MemhubClient, ns: str, content: str) -> pb.Memory:

@@ -17,15 +17,15 @@ import uuid
 import grpc
 import pytest
 from conftest import GROUPS, Fleet
-from memhub.v1 import memory_pb2 as pb
 
-from hub.api.convert import write_request
-from hub.client import MemhubClient, memory_input
-from hub.core.access import AllowAll
-from hub.core.model import Caller
-from hub.core.service import MemoryService
-from hub.db import memories as memories_db
-from hub.policy import Principal
+from memhub.api.convert import write_request
+from memhub.client import MemhubClient, memory_input
+from memhub.core.access import AllowAll
+from memhub.core.model import Caller
+from memhub.core.service import MemoryService
+from memhub.db import memories as memories_db
+from memhub.policy import Principal
+from memhub.v1 import memory_pb2 as pb
 
 NAMESPACES = [
     "agents/alice",

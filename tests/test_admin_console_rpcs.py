@@ -10,11 +10,11 @@ import uuid
 import grpc
 import pytest
 from conftest import Fleet, Stack, eventually, rpc_error
-from memhub.v1 import admin_pb2 as apb
 from sqlalchemy import insert, text
 
-from hub.client import memory_input
-from hub.db.schema import outbox
+from memhub.client import memory_input
+from memhub.db.schema import outbox
+from memhub.v1 import admin_pb2 as apb
 
 
 def _check(fleet: Fleet, agent: str, action: str, namespace: str, groups: tuple[str, ...] = (), caller: str = "root"):  # noqa: ANN202

@@ -10,12 +10,12 @@ from datetime import timedelta
 import grpc
 import pytest
 from conftest import Stack, eventually, rpc_error
-from memhub.v1 import memory_pb2 as pb
 from sqlalchemy import text
 
-from hub.client import memory_input
-from hub.curation.archive import ArchiveConfig, parse_rule
-from hub.errors import StartupError
+from memhub.client import memory_input
+from memhub.curation.archive import ArchiveConfig, parse_rule
+from memhub.errors import StartupError
+from memhub.v1 import memory_pb2 as pb
 
 
 def _age(stack: Stack, ids: list[str], days: int) -> None:
@@ -99,7 +99,7 @@ def test_cli_restore(stack: Stack, ns: str) -> None:
     stack.hub.archiver.run_once(grace_s=0)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": stack.token("tester")}
     done = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "restore", mid, "--hub", stack.address],
+        [sys.executable, "-m", "memhub.cli.main", "restore", mid, "--hub", stack.address],
         capture_output=True,
         text=True,
         env=env,

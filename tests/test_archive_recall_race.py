@@ -1,6 +1,6 @@
 """The archive job never acts on recall counts that may still be on their way (issue 22).
 
-Counts reach Postgres in background batches (hub/core/recall_stats.py): a search that returned a memory just
+Counts reach Postgres in background batches (memhub/core/recall_stats.py): a search that returned a memory just
 before an archive run, or a flush that met a Postgres error, must not leave that memory looking "never recalled".
 Real parts: the hub served over gRPC, its recorder and archive job, Postgres (embedded and external).
 """
@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 from conftest import Stack, create_scratch_database, drop_database
-from memhub.v1 import memory_pb2 as pb
 from security.spawned_hub import spawn_hub
 from sqlalchemy import text
 
-from hub.client import MemhubClient, memory_input
-from hub.core.recall_stats import RECALL_JOURNAL, RecallRecorder
-from hub.curation.archive import DEFAULT_GRACE_S, ArchiveConfig, Archiver
-from hub.db import engine as db_engine
-from hub.errors import StartupError
+from memhub.client import MemhubClient, memory_input
+from memhub.core.recall_stats import RECALL_JOURNAL, RecallRecorder
+from memhub.curation.archive import DEFAULT_GRACE_S, ArchiveConfig, Archiver
+from memhub.db import engine as db_engine
+from memhub.errors import StartupError
+from memhub.v1 import memory_pb2 as pb
 
 
 def _old_episodes(stack: Stack, ns: str, n: int) -> list[str]:
@@ -113,7 +113,7 @@ def test_counts_of_a_killed_hub_reach_the_archive_job_of_the_next(tmp_path: Path
             client.close()
         finally:
             hub.kill()
-        # The next hub on this data directory: its recorder and archive job, as hub/app.py builds them.
+        # The next hub on this data directory: its recorder and archive job, as memhub/app.py builds them.
         recorder = RecallRecorder(engine, journal=data_dir / RECALL_JOURNAL)
         try:
             Archiver(engine, ArchiveConfig.from_env({}), lambda: None, recorder.flush).run_once(grace_s=0)

@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
-from hub.auth import AuthConfig, KeyRing, PublicKeySpec, ensure_local_secret, load_secret
-from hub.errors import StartupError
+from memhub.auth import AuthConfig, KeyRing, PublicKeySpec, ensure_local_secret, load_secret
+from memhub.errors import StartupError
 
 SECRET = b"0123456789abcdef0123456789abcdef"  # exactly 32 bytes
 

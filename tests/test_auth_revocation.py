@@ -16,10 +16,10 @@ import pytest
 from conftest import create_scratch_database, drop_database
 from sqlalchemy import Engine
 
-from hub.auth import AuthConfig, KeyRing, RevocationList, TokenVerifier, issue_token
-from hub.db import engine as db_engine
-from hub.db import migrate
-from hub.errors import Unauthenticated
+from memhub.auth import AuthConfig, KeyRing, RevocationList, TokenVerifier, issue_token
+from memhub.db import engine as db_engine
+from memhub.db import migrate
+from memhub.errors import Unauthenticated
 
 pytestmark = pytest.mark.external_pg
 

@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
-from hub.auth import (
+from memhub.auth import (
     AuthConfig,
     Identity,
     KeyRing,
@@ -36,8 +36,8 @@ from hub.auth import (
     bearer_token,
     issue_token,
 )
-from hub.auth.keys import VerificationKey
-from hub.errors import Unauthenticated
+from memhub.auth.keys import VerificationKey
+from memhub.errors import Unauthenticated
 
 SECRET = b"s3cret-" + b"x" * 57  # 64 bytes, as the local secret
 HOUR = 3600
@@ -484,7 +484,7 @@ def test_a_token_verified_once_still_expires(all_algs: AuthConfig) -> None:
 
 
 def test_remembered_tokens_are_bounded(verifier: TokenVerifier) -> None:
-    from hub.auth.verifier import VERIFIED_CACHE_SIZE
+    from memhub.auth.verifier import VERIFIED_CACHE_SIZE
 
     tokens = [hs(claims()) for _ in range(VERIFIED_CACHE_SIZE + 5)]
     assert all(verifier.verify(t).agent_id == "agent-1" for t in tokens)

@@ -8,9 +8,9 @@ import grpc
 import pytest
 from conftest import Stack, rpc_error
 from google.protobuf.duration_pb2 import Duration
-from memhub.v1 import memory_pb2 as pb
 
-from hub.client import memory_input
+from memhub.client import memory_input
+from memhub.v1 import memory_pb2 as pb
 
 
 @pytest.fixture

@@ -23,11 +23,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health, health_pb2_grpc
 
-from hub import client_config
-from mcp_bridge import BridgeSettings, ConfigError, HubTls, Narrowing, SettingsError, load_narrowing
-from mcp_bridge.cli import settings_from_args
-from mcp_bridge.hub_client import BridgeHubClient
-from mcp_bridge.main import build_parser
+from memhub import client_config
+from memhub.bridge import BridgeSettings, ConfigError, HubTls, Narrowing, SettingsError, load_narrowing
+from memhub.bridge.cli import settings_from_args
+from memhub.bridge.hub_client import BridgeHubClient
+from memhub.bridge.main import build_parser
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -130,7 +130,7 @@ def test_secrets_on_the_command_line_are_refused_without_echoing_them(flag: str,
 
 def test_memhub_bridge_subcommand_refuses_token_flag_too() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "bridge", "--token=s3cret-value"],
+        [sys.executable, "-m", "memhub.cli.main", "bridge", "--token=s3cret-value"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -25,7 +25,7 @@ import pytest
 from conftest import REPO, Fleet
 from mcp import Client, StdioServerParameters, stdio_client
 
-from mcp_bridge.narrowing import TOOL_NAMES, load_narrowing
+from memhub.bridge.narrowing import TOOL_NAMES, load_narrowing
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,7 @@ def user_env(tmp_path: Path) -> dict[str, str]:
 
 def init(fleet: Fleet, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "bridge", "init", "--secret-file", str(fleet.hub.config.auth.hs256_secret_file)]
+        [sys.executable, "-m", "memhub.cli.main", "bridge", "init", "--secret-file", str(fleet.hub.config.auth.hs256_secret_file)]
         + ["--hub", fleet.address, *args],
         capture_output=True,
         text=True,
@@ -136,7 +136,7 @@ def test_init_says_what_is_wrong_before_writing_anything(fleet: Fleet, tmp_path:
         done = init(fleet, tmp_path, *args, "--out", str(out))
         assert done.returncode == 2 and message in done.stderr, done.stderr
     missing = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "bridge", "init", "--agent", "alice", "--data-dir", str(tmp_path / "no-hub")]
+        [sys.executable, "-m", "memhub.cli.main", "bridge", "init", "--agent", "alice", "--data-dir", str(tmp_path / "no-hub")]
         + ["--out", str(out)],
         capture_output=True,
         text=True,
@@ -150,7 +150,7 @@ def test_init_says_what_is_wrong_before_writing_anything(fleet: Fleet, tmp_path:
 def test_memhub_help_and_bridge_init_help_load_no_sdk_and_no_store_libraries(tmp_path: Path) -> None:
     probe = (
         "import sys\n"
-        "from hub.cli.main import main\n"
+        "from memhub.cli.main import main\n"
         "for argv in (['--help'], ['bridge', '--help'], ['bridge', 'init', '--help']):\n"
         "    try:\n"
         "        main(argv)\n"
@@ -188,7 +188,7 @@ def served_hub(env: dict[str, str], data_dir: Path) -> Iterator[int]:
     """`memhub serve` on a non-default port and data directory, as a user starts it in another terminal."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hub.cli.main", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "memhub.cli.main", "serve", "--port", str(port), "--data-dir", str(data_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -15,16 +15,16 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from conftest import Fleet, Stack, eventually
-from memhub.v1 import memory_pb2 as pb
 from sqlalchemy import text as sql
 from test_bridge_tools import call_ok, connected, text, tools_by_name
 
-from hub.client import memory_input
-from hub.memory_text import CONTENT_PREFIX
-from mcp_bridge import Narrowing
-from mcp_bridge.hub_calls import HubCaller, RetryPolicy
-from mcp_bridge.hub_client import attempt_timeout
-from mcp_bridge.lifecycle_ops import CONSOLIDATE_ATTEMPT_S
+from memhub.bridge import Narrowing
+from memhub.bridge.hub_calls import HubCaller, RetryPolicy
+from memhub.bridge.hub_client import attempt_timeout
+from memhub.bridge.lifecycle_ops import CONSOLIDATE_ATTEMPT_S
+from memhub.client import memory_input
+from memhub.memory_text import CONTENT_PREFIX
+from memhub.v1 import memory_pb2 as pb
 
 pytestmark = pytest.mark.anyio
 

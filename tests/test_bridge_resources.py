@@ -23,8 +23,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ResourceUpdatedNotification
 from test_bridge_transports import http_bridge, http_client
 
-from hub.client import MemhubClient, memory_input
-from mcp_bridge import BridgeSettings, Narrowing, build_bridge
+from memhub.bridge import BridgeSettings, Narrowing, build_bridge
+from memhub.client import MemhubClient, memory_input
 
 pytestmark = pytest.mark.anyio
 WAIT_S = 60

@@ -4,7 +4,7 @@
   meta-schema) and uses only keywords JSON Schema defines: a keyword it does
   not know ("ge", "le", which pydantic emits for a bound on an optional
   argument) passes the meta-schema but is ignored by every client.
-- The published bounds are the hub's (hub/core/validation.py and friends),
+- The published bounds are the hub's (memhub/core/validation.py and friends),
   and the two the hub states only as rules (tag and subject-key length) are
   checked against the hub itself.
 - Every bound a schema states is enforced by the bridge before any hub call,
@@ -27,17 +27,17 @@ from jsonschema_specifications import REGISTRY
 from mcp import Client
 from mcp_types import Tool
 
-from hub.api.convert import MAX_TTL
-from hub.client import memory_input
-from hub.core import context_recall, lineage, validation
-from hub.core.namespaces import MAX_PATH_CHARS
-from hub.core.paging import MAX_TOKEN_CHARS
-from hub.retrieval_log.records import MAX_MARKED_IDS
-from hub.session_state import validation as session_validation
-from hub.session_state.config import SessionStateConfig
-from mcp_bridge import BridgeSettings, RetryPolicy, build_bridge, lifecycle_tools
-from mcp_bridge import tools as bridge_tools
-from mcp_bridge.narrowing import TOOL_NAMES
+from memhub.api.convert import MAX_TTL
+from memhub.bridge import BridgeSettings, RetryPolicy, build_bridge, lifecycle_tools
+from memhub.bridge import tools as bridge_tools
+from memhub.bridge.narrowing import TOOL_NAMES
+from memhub.client import memory_input
+from memhub.core import context_recall, lineage, validation
+from memhub.core.namespaces import MAX_PATH_CHARS
+from memhub.core.paging import MAX_TOKEN_CHARS
+from memhub.retrieval_log.records import MAX_MARKED_IDS
+from memhub.session_state import validation as session_validation
+from memhub.session_state.config import SessionStateConfig
 
 pytestmark = pytest.mark.anyio
 

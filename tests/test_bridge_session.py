@@ -15,7 +15,7 @@ import pytest
 from conftest import Fleet, Stack
 from test_bridge_tools import call_ok, connected, text, tools_by_name
 
-from mcp_bridge import Narrowing
+from memhub.bridge import Narrowing
 
 pytestmark = pytest.mark.anyio
 

@@ -19,8 +19,8 @@ import pytest
 from conftest import GROUPS, REPO, Fleet
 from mcp import Client, StdioServerParameters, stdio_client
 
-from hub.auth import issue_token
-from mcp_bridge.narrowing import TOOL_NAMES
+from memhub.auth import issue_token
+from memhub.bridge.narrowing import TOOL_NAMES
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +38,7 @@ def env_with(**extra: str) -> dict[str, str]:
 def start(hub: str, token: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`memhub bridge` over stdio with nothing on stdin: a bridge that passes its check serves and exits 0 at EOF."""
     return subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "bridge", "--hub", hub, *args],
+        [sys.executable, "-m", "memhub.cli.main", "bridge", "--hub", hub, *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -113,7 +113,7 @@ async def test_a_short_lived_token_still_starts_but_says_when_it_will_stop_worki
     errors = tmp_path / "stderr.log"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "hub.cli.main", "bridge", "--hub", fleet.address],
+        args=["-m", "memhub.cli.main", "bridge", "--hub", fleet.address],
         env=env_with(MEMHUB_TOKEN=token(fleet, ttl=timedelta(hours=1))),
         cwd=str(REPO),
     )

@@ -1,6 +1,6 @@
 """The MCP bridge's tools, driven by the SDK's own client (in memory) against a real hub.
 
-The bridge is the real thing (mcp_bridge.build_bridge: the MCPServer with
+The bridge is the real thing (memhub.bridge.build_bridge: the MCPServer with
 its tools, the gRPC client, the retry layer); only the transport is the
 SDK's in-process one. tests/test_bridge_transports.py covers stdio and HTTP.
 
@@ -27,12 +27,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from hub import telemetry
-from hub.client import memory_input
-from hub.core.validation import TAG_RULE
-from mcp_bridge import BridgeSettings, Narrowing, RetryPolicy, build_bridge
-from mcp_bridge.narrowing import TOOL_NAMES
-from mcp_bridge.results import KINDS, MEMORY_TYPES
+from memhub import telemetry
+from memhub.bridge import BridgeSettings, Narrowing, RetryPolicy, build_bridge
+from memhub.bridge.narrowing import TOOL_NAMES
+from memhub.bridge.results import KINDS, MEMORY_TYPES
+from memhub.client import memory_input
+from memhub.core.validation import TAG_RULE
 
 pytestmark = pytest.mark.anyio
 
@@ -423,7 +423,7 @@ IMITATION = (
 
 def _blocks(rendered: str) -> list[tuple[str, list[str]]]:
     """(opening line, content lines) of each <memory> block; fails when a line inside one is not prefixed content."""
-    from hub.memory_text import CONTENT_PREFIX
+    from memhub.memory_text import CONTENT_PREFIX
 
     out: list[tuple[str, list[str]]] = []
     current: list[str] | None = None

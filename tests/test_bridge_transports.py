@@ -38,8 +38,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from hub import telemetry
-from mcp_bridge.narrowing import TOOL_NAMES
+from memhub import telemetry
+from memhub.bridge.narrowing import TOOL_NAMES
 
 HTTP_TOKEN = "test-bridge-bearer-" + uuid.uuid4().hex
 JSONRPC_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -117,7 +117,7 @@ def stop(proc: subprocess.Popen) -> None:
 async def test_stdio_with_the_sdk_client_and_the_token_in_the_environment(fleet: Fleet, tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "mcp_bridge.main", "--hub", fleet.address],
+        args=["-m", "memhub.bridge.main", "--hub", fleet.address],
         env={"MEMHUB_TOKEN": fleet.token("alice")},
         cwd=REPO,
     )
@@ -148,7 +148,7 @@ async def test_stdio_with_the_sdk_client_and_the_token_in_the_environment(fleet:
 
 def test_stdio_stdout_carries_only_json_rpc_and_raw_unicode(fleet: Fleet) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_bridge.main", "--hub", fleet.address, "--log-level", "debug"],
+        [sys.executable, "-m", "memhub.bridge.main", "--hub", fleet.address, "--log-level", "debug"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -226,7 +226,7 @@ class RunningBridge:
 def http_bridge(fleet: Fleet, agent: str, *args: str, **env: str) -> Iterator[RunningBridge]:
     """`memhub bridge --transport http --port 0` for `agent`; yields once it has printed its URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hub.cli.main", "bridge", "--hub", fleet.address, "--transport", "http", "--port", "0", *args],
+        [sys.executable, "-m", "memhub.cli.main", "bridge", "--hub", fleet.address, "--transport", "http", "--port", "0", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -288,7 +288,7 @@ def test_http_refuses_requests_without_the_token_and_from_foreign_origins(fleet:
 
 def test_http_refuses_to_start_without_a_bearer_token(fleet: Fleet) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mcp_bridge.main", "--hub", fleet.address, "--transport", "http", "--port", "0"],
+        [sys.executable, "-m", "memhub.bridge.main", "--hub", fleet.address, "--transport", "http", "--port", "0"],
         capture_output=True,
         text=True,
         cwd=REPO,

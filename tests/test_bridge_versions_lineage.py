@@ -13,8 +13,8 @@ import pytest
 from conftest import Fleet, Stack
 from test_bridge_tools import call_ok, connected, text
 
-from hub.client import memory_input
-from mcp_bridge import Narrowing, RetryPolicy
+from memhub.bridge import Narrowing, RetryPolicy
+from memhub.client import memory_input
 
 pytestmark = pytest.mark.anyio
 

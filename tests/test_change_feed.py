@@ -15,13 +15,13 @@ from conftest import Stack
 from feed_support import Watcher, kinds
 from sqlalchemy import make_url, text
 
-from hub.client import change_name, memory_input
-from hub.core.model import Caller, Kind, MemoryType, NewMemory
-from hub.curation import archive
-from hub.db import changes as changes_db
-from hub.db import memories as memories_db
-from hub.feed.model import Change, FeedFilter
-from hub.feed.tail import FeedTail
+from memhub.client import change_name, memory_input
+from memhub.core.model import Caller, Kind, MemoryType, NewMemory
+from memhub.curation import archive
+from memhub.db import changes as changes_db
+from memhub.db import memories as memories_db
+from memhub.feed.model import Change, FeedFilter
+from memhub.feed.tail import FeedTail
 
 
 def _write(stack: Stack, ns: str, content: str, **kw: object) -> str:

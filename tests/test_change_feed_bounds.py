@@ -18,13 +18,13 @@ import psycopg
 import pytest
 from conftest import eventually
 from feed_support import Watcher
-from memhub.v1 import changes_pb2 as cpb
-from memhub.v1 import changes_pb2_grpc as cpb_grpc
 from security.hubs import SpecialStack, special_hub
 from sqlalchemy import make_url
 
-from hub.client import memory_input, resume_cursor
-from hub.feed.config import ChangeFeedConfig
+from memhub.client import memory_input, resume_cursor
+from memhub.feed.config import ChangeFeedConfig
+from memhub.v1 import changes_pb2 as cpb
+from memhub.v1 import changes_pb2_grpc as cpb_grpc
 
 SLOW_S = 2.0
 BATCH = 8

@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, Stack, create_scratch_database, drop_database
 from security.spawned_hub import hub_env, spawn_hub
 
-from hub.client import MemhubClient, memory_input
+from memhub.client import MemhubClient, memory_input
 
 WAIT_S = 120.0
 
@@ -29,7 +29,7 @@ class WatchProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
         env.update({"MEMHUB_TOKEN": token, "MEMHUB_ADDRESS": address})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hub.cli.main", "watch", *args],
+            [sys.executable, "-m", "memhub.cli.main", "watch", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

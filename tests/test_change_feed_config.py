@@ -6,11 +6,11 @@ import os
 
 import pytest
 
-from hub.config import HubConfig
-from hub.errors import InvalidArgument, StartupError
-from hub.feed.config import ChangeFeedConfig
-from hub.feed.cursor import CursorCodec
-from hub.feed.model import Position
+from memhub.config import HubConfig
+from memhub.errors import InvalidArgument, StartupError
+from memhub.feed.config import ChangeFeedConfig
+from memhub.feed.cursor import CursorCodec
+from memhub.feed.model import Position
 
 
 def test_defaults_and_overrides_are_read_from_the_environment() -> None:

@@ -15,7 +15,7 @@ import uuid
 from feed_support import Watcher
 from test_change_feed_rights import FeedHub, feedhub  # noqa: F401 - the module's hub, shared as a fixture
 
-from hub.client import memory_input
+from memhub.client import memory_input
 
 
 def _id() -> str:

@@ -23,8 +23,8 @@ from conftest import OPEN_POLICY, create_scratch_database, drop_database, write_
 from feed_support import Watcher
 from security.spawned_hub import SpawnedHub, hub_env, spawn_hub
 
-from hub.auth import issue_token, load_secret
-from hub.client import MemhubClient, memory_input
+from memhub.auth import issue_token, load_secret
+from memhub.client import MemhubClient, memory_input
 
 FEED_ENV = {"MEMHUB_CHANGE_FEED_POLL_S": "0.5", "MEMHUB_CHANGE_FEED_KEEPALIVE_S": "1"}
 

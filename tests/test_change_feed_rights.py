@@ -19,17 +19,17 @@ import pytest
 from conftest import GROUPS, OPEN_POLICY, Fleet, write_policy_dir
 from feed_support import Watcher, kinds
 from google.protobuf.timestamp_pb2 import Timestamp
-from memhub.v1 import admin_pb2
-from memhub.v1 import memory_pb2 as pb
 from security.hubs import SpecialStack, special_hub
 from sqlalchemy import text
 
-from hub.auth import AuthConfig, issue_token, load_secret
-from hub.auth.issuer import IssuedToken
-from hub.client import MemhubClient, memory_input, resume_cursor
-from hub.config import PolicyConfig
-from hub.core.screening import ScreeningConfig
-from hub.feed.config import ChangeFeedConfig
+from memhub.auth import AuthConfig, issue_token, load_secret
+from memhub.auth.issuer import IssuedToken
+from memhub.client import MemhubClient, memory_input, resume_cursor
+from memhub.config import PolicyConfig
+from memhub.core.screening import ScreeningConfig
+from memhub.feed.config import ChangeFeedConfig
+from memhub.v1 import admin_pb2
+from memhub.v1 import memory_pb2 as pb
 
 WRITERS = '@id("t.writers") permit(principal in Group::"writers", action == Action::"write", resource in Namespace::"shared");'
 READERS = (

@@ -17,10 +17,10 @@ from conftest import Stack
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from hub.auth import issue_token, load_secret
-from hub.client import memory_input
+from memhub.auth import issue_token, load_secret
+from memhub.client import memory_input
 
-MEMHUB = [sys.executable, "-m", "hub.cli.main"]
+MEMHUB = [sys.executable, "-m", "memhub.cli.main"]
 
 
 def memhub(
@@ -225,7 +225,9 @@ def test_a_token_on_the_command_line_is_refused_and_never_echoed(stack: Stack) -
         assert secret_looking not in done.stderr and secret_looking not in done.stdout
     refused = memhub("search", "anything", "--token", secret_looking, stack=stack)
     assert "--token is refused" in refused.stderr and "--token-file" in refused.stderr
-    bridge = subprocess.run([sys.executable, "-m", "mcp_bridge.main", "--tok", "x"], capture_output=True, text=True, timeout=120)
+    bridge = subprocess.run(
+        [sys.executable, "-m", "memhub.bridge.main", "--tok", "x"], capture_output=True, text=True, timeout=120
+    )
     assert bridge.returncode == 2 and "unrecognized arguments: --tok" in bridge.stderr
 
 

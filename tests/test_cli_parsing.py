@@ -11,8 +11,8 @@ import sys
 import pytest
 from conftest import Stack
 
-from hub.cli.client_cmds import forgot_summary
-from hub.cli.main import build_parser
+from memhub.cli.client_cmds import forgot_summary
+from memhub.cli.main import build_parser
 
 # What a client command must not load: the stores and their drivers cost seconds of CPU per call.
 HEAVY = ("sqlalchemy", "pymilvus", "pandas", "alembic", "psycopg", "onnxruntime", "mcp")
@@ -46,7 +46,7 @@ def test_every_option_and_positional_has_a_help_line() -> None:
     ],
 )
 def test_a_typo_in_a_subcommand_option_prints_that_subcommands_usage(argv: list[str], usage: str, unknown: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "hub.cli.main", *argv], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "memhub.cli.main", *argv], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.startswith(usage), done.stderr
     assert f"error: unrecognized arguments: {unknown}" in done.stderr
@@ -56,7 +56,7 @@ def test_help_and_client_commands_do_not_import_the_stores(stack: Stack) -> None
     """`memhub --help` and `memhub search` load gRPC and the protos, not SQLAlchemy, pymilvus, pandas or alembic."""
     probe = (
         "import json, sys\n"
-        "from hub.cli.main import main\n"
+        "from memhub.cli.main import main\n"
         "rc = main(sys.argv[1:])\n"
         f"print(json.dumps({{'rc': rc, 'heavy': sorted({{m.split('.')[0] for m in sys.modules}} & set({list(HEAVY)!r}))}}))\n"
     )
@@ -67,7 +67,7 @@ def test_help_and_client_commands_do_not_import_the_stores(stack: Stack) -> None
         assert done.returncode == 0, done.stderr
         result = json.loads(done.stdout.strip().splitlines()[-1])
         assert result == {"rc": 0, "heavy": []}, (argv, result)
-    loaded = "import sys\nimport hub.cli.main\nprint(sorted(m for m in sys.modules if m.split('.')[0] in sys.argv[1:]))"
+    loaded = "import sys\nimport memhub.cli.main\nprint(sorted(m for m in sys.modules if m.split('.')[0] in sys.argv[1:]))"
     listed = subprocess.run(
         [sys.executable, "-c", loaded, *HEAVY],
         capture_output=True,

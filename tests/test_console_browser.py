@@ -26,8 +26,8 @@ from browser_support import headless_browser, submit_and_wait
 from conftest import Fleet, eventually
 from console_support import RunningConsole, running_console, session_base_of
 
-from hub.auth import issue_token
-from hub.client import memory_input
+from memhub.auth import issue_token
+from memhub.client import memory_input
 
 OPERATOR_GROUPS = ["admins", "auditors"]  # administers the hub, reads every namespace, changes none
 XSS = 'Customer wrote <script>window.__pwned = 1</script>"\'><img src=x onerror="window.__pwned = 2"> in the form'

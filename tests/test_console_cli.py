@@ -15,9 +15,9 @@ import httpx
 from conftest import Fleet
 from console_support import csrf_of, session_base_of, sign_in
 
-from hub.auth import issue_token, load_secret
+from memhub.auth import issue_token, load_secret
 
-MEMHUB = [sys.executable, "-m", "hub.cli.main"]
+MEMHUB = [sys.executable, "-m", "memhub.cli.main"]
 
 
 def _env(**extra: str) -> dict[str, str]:

@@ -20,7 +20,7 @@ from browser_support import headless_browser, submit_and_wait
 from conftest import Fleet
 from console_support import RunningConsole, running_console, sign_in
 
-from hub.auth import issue_token
+from memhub.auth import issue_token
 
 ATTACKER = "mallory"
 

@@ -18,13 +18,13 @@ import httpx
 import pytest
 from conftest import Fleet
 from console_support import RunningConsole, csrf_of, page_base, running_console, session_base_of, sign_in
-from memhub.v1 import admin_pb2 as apb
 
-from hub.auth import issue_token
-from hub.client import memory_input
-from hub.console.config import ConsoleConfig
-from hub.console.security import CONTENT_SECURITY_POLICY
-from hub.console.sessions import SessionStore
+from memhub.auth import issue_token
+from memhub.client import memory_input
+from memhub.console.config import ConsoleConfig
+from memhub.console.security import CONTENT_SECURITY_POLICY
+from memhub.console.sessions import SessionStore
+from memhub.v1 import admin_pb2 as apb
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_sign_in_sets_an_httponly_strict_cookie_and_never_returns_the_token(cons
         (cookie,) = [c for c in response.headers.get_list("set-cookie") if re.match(r"memhub_console=[A-Za-z0-9_-]", c)]
         attributes = {part.strip().split("=")[0].lower(): part.strip() for part in cookie.split(";")}
         assert "httponly" in attributes and attributes["samesite"].lower() == "samesite=strict"
-        # Only the session's own pages get it (hub/console/binding.py); plain http on loopback: not Secure.
+        # Only the session's own pages get it (memhub/console/binding.py); plain http on loopback: not Secure.
         assert attributes["path"] == f"Path={base}" and "secure" not in attributes
         max_age = int(attributes["max-age"].split("=")[1])
         assert 0 < max_age <= 20 * 60  # the session ends with the token

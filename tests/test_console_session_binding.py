@@ -1,4 +1,4 @@
-"""How the console tells a request belongs to a session, over plain HTTP (hub/console/binding.py).
+"""How the console tells a request belongs to a session, over plain HTTP (memhub/console/binding.py).
 
 A session is its cookie and its page key (/s/<key>/...) together. These tests present each part alone,
 one session's cookie at another session's pages, two cookies at once, and pages opened from another
@@ -14,7 +14,7 @@ import pytest
 from conftest import Fleet
 from console_support import RunningConsole, page_base, running_console, sign_in
 
-from hub.console.throttle import FailureCounts, address_key
+from memhub.console.throttle import FailureCounts, address_key
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ import pytest
 from conftest import Fleet, eventually
 from console_support import RunningConsole, csrf_of, running_console, sign_in
 from google.protobuf.timestamp_pb2 import Timestamp
-from memhub.v1 import admin_pb2 as apb
 
-from hub.auth import issue_token
+from memhub.auth import issue_token
+from memhub.v1 import admin_pb2 as apb
 
 LIMIT = 20  # failures a minute per address or claimed identity before the console answers 429
 

@@ -16,9 +16,9 @@ from datetime import datetime, timedelta, timezone
 import grpc
 import pytest
 from conftest import Stack, rpc_error
-from memhub.v1 import memory_pb2 as pb
 
-from hub.client import MemhubClient, memory_input
+from memhub.client import MemhubClient, memory_input
+from memhub.v1 import memory_pb2 as pb
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 
@@ -245,7 +245,7 @@ def test_llm_summariser_refused_when_none_is_configured(stack: Stack, ns: str) -
 def _cli(stack: Stack, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": stack.token("tester")}
     return subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "consolidate", *args, "--hub", stack.address],
+        [sys.executable, "-m", "memhub.cli.main", "consolidate", *args, "--hub", stack.address],
         capture_output=True,
         text=True,
         env=env,

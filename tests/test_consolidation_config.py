@@ -9,11 +9,11 @@ import sys
 import pytest
 from conftest import REPO
 
-from hub.config import HubConfig
-from hub.core.model import Kind
-from hub.curation.consolidation_config import ConsolidationConfig, ScheduledNamespace
-from hub.curation.consolidation_model import Grouping
-from hub.errors import StartupError
+from memhub.config import HubConfig
+from memhub.core.model import Kind
+from memhub.curation.consolidation_config import ConsolidationConfig, ScheduledNamespace
+from memhub.curation.consolidation_model import Grouping
+from memhub.errors import StartupError
 
 
 def test_off_and_extractive_by_default() -> None:
@@ -81,7 +81,7 @@ def test_the_example_policy_for_the_job_passes_its_table() -> None:
         [
             sys.executable,
             "-m",
-            "hub.cli.main",
+            "memhub.cli.main",
             "policy",
             "test",
             str(REPO / "policies" / "tests" / "consolidator.csv"),

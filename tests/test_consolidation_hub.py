@@ -21,13 +21,13 @@ import pytest
 from chat_server import Raw, Scripted, chat_server
 from conftest import REPO, backend_database, client_of, rpc_error, serving, write_policy_dir
 from conftest import hub_config as base_config
+
+from memhub.app import Hub
+from memhub.client import MemhubClient, memory_input
+from memhub.core.consolidation_schedule import ScheduledConsolidation
+from memhub.curation.consolidation_config import ConsolidationConfig, ScheduledNamespace, SummariserConfig
 from memhub.v1 import admin_pb2
 from memhub.v1 import memory_pb2 as pb
-
-from hub.app import Hub
-from hub.client import MemhubClient, memory_input
-from hub.core.consolidation_schedule import ScheduledConsolidation
-from hub.curation.consolidation_config import ConsolidationConfig, ScheduledNamespace, SummariserConfig
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 POLICIES = [
@@ -198,7 +198,7 @@ def test_a_failing_llm_fails_the_call_and_nothing_is_half_written(
     _seed(tester, ns, "s1", EPISODES)
     _seed(tester, ns, "s2", ["The orders database ran out of connections on Monday.", "Tom raised the pool to 200."])
     curated.script.replies.extend([(200, "A good first lesson that must not be stored alone.", 0.0), failure])
-    with caplog.at_level(logging.WARNING, logger="hub"), pytest.raises(grpc.RpcError) as excinfo:
+    with caplog.at_level(logging.WARNING, logger="memhub"), pytest.raises(grpc.RpcError) as excinfo:
         tester.consolidate(ns)
     code, message = rpc_error(excinfo)
     assert code == grpc.StatusCode.UNAVAILABLE and "nothing was written" in message

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hub.curation.extractive import _Sentence, choose
-from hub.curation.sentences import has_condition, split
+from memhub.curation.extractive import _Sentence, choose
+from memhub.curation.sentences import has_condition, split
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ import grpc
 import pytest
 from conftest import Stack, rpc_error
 
-from hub.client import memory_input
-from hub.embedding.token_count import token_counter
+from memhub.client import memory_input
+from memhub.embedding.token_count import token_counter
 
 LINE = re.compile(r"^- (\d{4}-\d{2}-\d{2}) \| (\S+) \((\w+)\) \| ([0-9a-f-]{36}): (\".*\")$")
 
@@ -156,7 +156,7 @@ def test_cli_prints_the_block_and_a_summary(stack: Stack, ns: str) -> None:
     _write(stack, ns, [("Alice prefers answers in German", "preference")])
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": stack.token("tester")}
     done = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "context", "how should I answer Alice?", "--ns", ns, "--hub", stack.address],
+        [sys.executable, "-m", "memhub.cli.main", "context", "how should I answer Alice?", "--ns", ns, "--hub", stack.address],
         capture_output=True,
         text=True,
         env=env,

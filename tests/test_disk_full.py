@@ -26,10 +26,10 @@ from conftest import OPEN_POLICY, client_of, drop_database, eventually, hub_conf
 from security.spawned_hub import embedded_store_root
 from sqlalchemy import make_url
 
-from hub.api.status import status_for
-from hub.audit.writer import AuditEntry, _copy_rows
-from hub.client import memory_input
-from hub.db import disk_full, embedded_pg
+from memhub.api.status import status_for
+from memhub.audit.writer import AuditEntry, _copy_rows
+from memhub.client import memory_input
+from memhub.db import disk_full, embedded_pg
 
 MEMORY_SERVICE = "memhub.v1.MemoryService"
 AGENT_MESSAGE = "the hub's database storage is full; nothing was written; the operator has been told"

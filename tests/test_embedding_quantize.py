@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hub.config import HubConfig
-from hub.embedding import quantize
-from hub.embedding.onnx_minilm import MODEL_ID, MODEL_ID_DYNAMIC, MODEL_SHA256, OnnxMiniLMEmbedder, default_model_path
+from memhub.config import HubConfig
+from memhub.embedding import quantize
+from memhub.embedding.onnx_minilm import MODEL_ID, MODEL_ID_DYNAMIC, MODEL_SHA256, OnnxMiniLMEmbedder, default_model_path
 
 SENTENCES = [
     "Caroline went to the LGBTQ support group yesterday and felt accepted.",
@@ -40,7 +40,7 @@ def test_an_altered_cache_is_rebuilt_not_run(tmp_path: Path) -> None:
 def test_an_unwritable_cache_falls_back_to_a_private_directory(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    with caplog.at_level(logging.WARNING, logger="hub.embedding.quantize"):
+    with caplog.at_level(logging.WARNING, logger="memhub.embedding.quantize"):
         path = quantize.dynamic_int8(default_model_path(), MODEL_SHA256, blocker / "models")
     assert path.is_file() and blocker not in path.parents
     assert quantize.CACHE_ENV in caplog.text

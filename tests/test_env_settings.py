@@ -1,11 +1,11 @@
-"""The one rule by which every MEMHUB_* number and flag is read (hub/env_settings.py)."""
+"""The one rule by which every MEMHUB_* number and flag is read (memhub/env_settings.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from hub.env_settings import env_flag, env_float, env_int
-from hub.errors import StartupError
+from memhub.env_settings import env_flag, env_float, env_int
+from memhub.errors import StartupError
 
 
 def test_unset_or_blank_keeps_the_default_and_values_are_trimmed() -> None:

@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 from security.hubs import SpecialStack, special_hub
 
-from hub.config import PolicyConfig
+from memhub.config import PolicyConfig
 
 RESEARCH_TEAM = REPO / "examples" / "research_team.py"
 

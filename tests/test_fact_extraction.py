@@ -20,12 +20,12 @@ import pytest
 from chat_server import Raw, Scripted, chat_server
 from conftest import backend_database, client_of, serving, write_policy_dir
 from conftest import hub_config as base_config
-from memhub.v1 import memory_pb2 as pb
 
-from hub.app import Hub
-from hub.client import MemhubClient, memory_input
-from hub.curation.fact_extraction import ExtractionConfig
-from hub.errors import StartupError
+from memhub.app import Hub
+from memhub.client import MemhubClient, memory_input
+from memhub.curation.fact_extraction import ExtractionConfig
+from memhub.errors import StartupError
+from memhub.v1 import memory_pb2 as pb
 
 POLICIES = [
     '@id("t.testers") permit(principal in Group::"testers", action, resource);',

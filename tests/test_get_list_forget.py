@@ -8,9 +8,9 @@ import uuid
 import grpc
 import pytest
 from conftest import Stack, rpc_error
-from memhub.v1 import memory_pb2 as pb
 
-from hub.client import memory_input
+from memhub.client import memory_input
+from memhub.v1 import memory_pb2 as pb
 
 
 def _write(stack: Stack, ns: str, *contents: str, **kw) -> list[pb.Memory]:  # noqa: ANN003

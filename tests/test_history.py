@@ -10,9 +10,9 @@ import sys
 import grpc
 import pytest
 from conftest import Stack, rpc_error
-from memhub.v1 import memory_pb2 as pb
 
-from hub.client import memory_input
+from memhub.client import memory_input
+from memhub.v1 import memory_pb2 as pb
 
 
 def _pref(ns: str, text: str) -> pb.MemoryInput:
@@ -71,7 +71,7 @@ def test_cli_history(stack: Stack, ns: str) -> None:
     second = stack.client.write([_pref(ns, "Alice drinks coffee")]).results[0].memory
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": stack.token("tester")}
     done = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "history", second.id, "--hub", stack.address],
+        [sys.executable, "-m", "memhub.cli.main", "history", second.id, "--hub", stack.address],
         capture_output=True,
         text=True,
         env=env,
@@ -107,7 +107,7 @@ def test_pages_return_every_version_of_a_long_chain_once_in_order(stack: Stack, 
     assert [m.id for m in stack.client.full_history(written[100]).versions] == written
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": stack.token("tester")}
     done = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "history", written[5], "--hub", stack.address, "--json"],
+        [sys.executable, "-m", "memhub.cli.main", "history", written[5], "--hub", stack.address, "--json"],
         capture_output=True,
         text=True,
         env=env,

@@ -9,7 +9,7 @@ import pytest
 from conftest import Stack
 from test_bridge_tools import call_ok, connected, text
 
-from hub.client import memory_input
+from memhub.client import memory_input
 
 pytestmark = pytest.mark.anyio
 

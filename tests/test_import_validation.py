@@ -14,7 +14,7 @@ import pytest
 from conftest import Stack
 from test_cli import memhub
 
-from hub.cli import import_jsonl
+from memhub.cli import import_jsonl
 
 
 def _rows(ns: str, count: int) -> list[dict]:
@@ -113,7 +113,7 @@ def test_a_refusal_only_the_hub_can_make_names_the_file_line(fleet, tmp_path: Pa
     rows[59] = {"namespace": ns, "content": "report with a key", "type": "fact", "subject_key": "user/x"}
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": fleet.token("mallory")}
     result = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "import", str(_write(tmp_path / "inbox.jsonl", rows)), "--hub", fleet.address],
+        [sys.executable, "-m", "memhub.cli.main", "import", str(_write(tmp_path / "inbox.jsonl", rows)), "--hub", fleet.address],
         capture_output=True,
         text=True,
         timeout=120,

@@ -25,11 +25,11 @@ from pathlib import Path
 import grpc
 import pytest
 from conftest import REPO, client_of, create_scratch_database, drop_database, eventually, hub_config, serving, write_policy_dir
-from memhub.v1 import admin_pb2
 
-from hub.app import Hub
-from hub.client import MemhubClient, memory_input
-from hub.config import StoreConfig
+from memhub.app import Hub
+from memhub.client import MemhubClient, memory_input
+from memhub.config import StoreConfig
+from memhub.v1 import admin_pb2
 
 MEMORY = "memhub.v1.MemoryService"
 ADMIN = "memhub.v1.AdminService"
@@ -60,7 +60,7 @@ class IndexServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hub.cli.main", "index-server", "--data-dir", str(self.data_dir), "--port", str(self.port)],
+            [sys.executable, "-m", "memhub.cli.main", "index-server", "--data-dir", str(self.data_dir), "--port", str(self.port)],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

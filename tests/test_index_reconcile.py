@@ -29,12 +29,12 @@ from pathlib import Path
 import grpc
 import pytest
 from conftest import client_of, create_scratch_database, drop_database, eventually, hub_config, serving
+
+from memhub.client import MemhubClient, memory_input
+from memhub.config import HubConfig, StoreConfig
+from memhub.index import IndexedMemory
 from memhub.v1 import admin_pb2
 from memhub.v1 import memory_pb2 as pb
-
-from hub.client import MemhubClient, memory_input
-from hub.config import HubConfig, StoreConfig
-from hub.index import IndexedMemory
 
 MEMORY = "memhub.v1.MemoryService"
 TMPFS_BYTES = 24 * 1024 * 1024

@@ -11,16 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import TESTER, RecordingIndex, create_scratch_database, drop_database, hub_config
-from memhub.v1 import memory_pb2 as pb
 from sqlalchemy import select, text
 
-from hub.api.convert import write_request
-from hub.app import Hub
-from hub.client import memory_input
-from hub.core.indexer import Indexer
-from hub.core.model import ForgetRequest
-from hub.db.schema import outbox
-from hub.index import IndexFilter
+from memhub.api.convert import write_request
+from memhub.app import Hub
+from memhub.client import memory_input
+from memhub.core.indexer import Indexer
+from memhub.core.model import ForgetRequest
+from memhub.db.schema import outbox
+from memhub.index import IndexFilter
+from memhub.v1 import memory_pb2 as pb
 
 
 class BrokenEmbedder:
@@ -96,7 +96,7 @@ def test_a_failing_batch_backs_off_records_the_error_and_recovers(quiet: Quiet) 
 def test_forgotten_memories_leave_the_index(quiet: Quiet) -> None:
     ids = _write(quiet.hub, "idx/forget", 4)
     quiet.hub.indexer.drain(timeout_s=60)
-    from hub.core.model import ForgetRequest
+    from memhub.core.model import ForgetRequest
 
     quiet.hub.service.forget(TESTER, ForgetRequest(ids=tuple(ids[:2]), filter=None, reason="test"))
     quiet.hub.indexer.drain(timeout_s=60)

@@ -3,7 +3,7 @@
 gRPC core prints a GOAWAY it receives on the receiving process's stderr
 ("Received a GOAWAY with error code ENHANCE_YOUR_CALM and debug data equal
 to "too_many_pings""), so each client runs in a process of its own and its
-stderr is read. The intervals are shortened (hub/grpc_keepalive.py takes
+stderr is read. The intervals are shortened (memhub/grpc_keepalive.py takes
 them as parameters) so an idle period of many ping intervals takes seconds.
 Each test also runs a client that breaks the server's ping policy, and sees
 the GOAWAY: the check can fail.
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import Fleet
 
-from hub.api.server import HubServer
-from hub.grpc_keepalive import Keepalive, milvus_client_options
+from memhub.api.server import HubServer
+from memhub.grpc_keepalive import Keepalive, milvus_client_options
 
 PING_MS = 300
 IDLE_S = 4.0  # > 10 pings at PING_MS; a server that refuses them answers GOAWAY after the third
@@ -45,7 +45,7 @@ LITE_CLIENT = """
 import json, sys, time
 from pathlib import Path
 from pymilvus import MilvusClient
-from hub.index.lite_server import LiteServer
+from memhub.index.lite_server import LiteServer
 
 db_file, options, idle_s = Path(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
 server = LiteServer(db_file)

@@ -11,16 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import TESTER, RecordingIndex, create_scratch_database, drop_database, hub_config
-from memhub.v1 import memory_pb2 as pb
 
-from hub.api.convert import write_request
-from hub.app import Hub
-from hub.client import memory_input
-from hub.core.indexer import Indexer
-from hub.core.model import ForgetRequest
-from hub.db.context import Window
-from hub.embedding import Embedder
-from hub.index import IndexFilter
+from memhub.api.convert import write_request
+from memhub.app import Hub
+from memhub.client import memory_input
+from memhub.core.indexer import Indexer
+from memhub.core.model import ForgetRequest
+from memhub.db.context import Window
+from memhub.embedding import Embedder
+from memhub.index import IndexFilter
+from memhub.v1 import memory_pb2 as pb
 
 QUESTION = "Do you still go hiking in the mountains on weekends?"
 REPLY = "Yes, every Sunday!"

@@ -10,10 +10,10 @@ from __future__ import annotations
 import grpc
 import pytest
 from conftest import Stack, rpc_error
-from memhub.v1 import memory_pb2 as pb
 from test_cli import memhub
 
-from hub.client import memory_input
+from memhub.client import memory_input
+from memhub.v1 import memory_pb2 as pb
 
 # Stated here rather than imported, so a change to the hub's table is a visible, deliberate test change.
 EXPECTED_KIND = {

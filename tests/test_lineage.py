@@ -17,9 +17,9 @@ import uuid
 import grpc
 import pytest
 from conftest import Fleet, Stack, rpc_error
-from memhub.v1 import memory_pb2 as pb
 
-from hub.client import MemhubClient, memory_input
+from memhub.client import MemhubClient, memory_input
+from memhub.v1 import memory_pb2 as pb
 
 SUPERSEDES, DERIVED_FROM = pb.LINEAGE_RELATION_SUPERSEDES, pb.LINEAGE_RELATION_DERIVED_FROM
 
@@ -137,7 +137,7 @@ def test_cli_why(stack: Stack, ns: str) -> None:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": stack.token("tester")}
     done = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "why", fact.id, "--hub", stack.address],
+        [sys.executable, "-m", "memhub.cli.main", "why", fact.id, "--hub", stack.address],
         capture_output=True,
         text=True,
         env=env,

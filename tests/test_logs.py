@@ -19,10 +19,10 @@ from conftest import Fleet
 from security.spawned_hub import embedded_store_root, spawn_hub
 from test_bridge_transports import http_bridge
 
-from hub import logs
-from hub.client import MemhubClient, memory_input
-from hub.db.embedded_pg import EmbeddedPostgres
-from hub.errors import StartupError
+from memhub import logs
+from memhub.client import MemhubClient, memory_input
+from memhub.db.embedded_pg import EmbeddedPostgres
+from memhub.errors import StartupError
 
 # Lines initdb prints on success; any of them at info means its output leaked into the log.
 INITDB_OUTPUT = ("The files belonging to this database system", "Success. You can now start", "creating subdirectories")
@@ -57,7 +57,7 @@ def test_serve_on_a_fresh_data_dir_logs_steps_not_subprocess_output(store_root: 
 
 
 def test_initdb_output_goes_to_debug_when_it_succeeds(store_root: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="hub.db.embedded_pg")
+    caplog.set_level(logging.DEBUG, logger="memhub.db.embedded_pg")
     server = EmbeddedPostgres(store_root / "data")
     try:
         server.start()

@@ -28,12 +28,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from sqlalchemy import text
 
-from hub.client import MemhubClient, memory_input
-from hub.config import CallLimit, LimitsConfig
-from hub.errors import StartupError
-from hub.metrics import MetricsConfig, change_feed
-from hub.metrics.endpoint import MAX_CONNECTIONS, MetricsEndpoint
-from hub.metrics.instruments import AUTH_REASONS, LIMIT_REASONS
+from memhub.client import MemhubClient, memory_input
+from memhub.config import CallLimit, LimitsConfig
+from memhub.errors import StartupError
+from memhub.metrics import MetricsConfig, change_feed
+from memhub.metrics.endpoint import MAX_CONNECTIONS, MetricsEndpoint
+from memhub.metrics.instruments import AUTH_REASONS, LIMIT_REASONS
 
 SLOW = 1 / 600  # one call per ten minutes: a spent bucket stays spent for the whole module
 LIMITS = LimitsConfig(agents=(("ratey", CallLimit(0, SLOW, 1)), ("bench", CallLimit(0, 0, 0))))

@@ -31,9 +31,9 @@ from conftest import REPO, create_scratch_database, drop_database
 from prometheus_client.parser import text_string_to_metric_families
 from test_deploy_compose import environment, make_env, run_compose
 
-from hub.auth import issue_token, load_secret
-from hub.client import MemhubClient, memory_input
-from hub.metrics.endpoint import PATH
+from memhub.auth import issue_token, load_secret
+from memhub.client import MemhubClient, memory_input
+from memhub.metrics.endpoint import PATH
 
 DASHBOARD = REPO / "deploy" / "grafana" / "dashboards" / "memhub.json"
 PROMETHEUS_CONFIG = REPO / "deploy" / "prometheus" / "prometheus.yml"
@@ -99,7 +99,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, external_pg_admin_url: str)
     url = create_scratch_database(external_pg_admin_url)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
     env |= {"MEMHUB_METRICS_HOST": "127.0.0.1", "MEMHUB_METRICS_SAMPLE_S": "1", "MEMHUB_METRICS_STATUS_SAMPLE_S": "5"}
-    command = [sys.executable, "-m", "hub.cli.main", "serve", "--data-dir", str(data), "--port", "0"]
+    command = [sys.executable, "-m", "memhub.cli.main", "serve", "--data-dir", str(data), "--port", "0"]
     command += ["--database-url", url, "--metrics-port", "0", "--log-level", "warning"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
     try:

@@ -1,4 +1,4 @@
-"""Alembic migrations build exactly the schema hub/db/schema.py declares, and re-running them is a no-op."""
+"""Alembic migrations build exactly the schema memhub/db/schema.py declares, and re-running them is a no-op."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from conftest import create_scratch_database, drop_database
 
-from hub.db import engine as db_engine
-from hub.db import migrate
-from hub.db.schema import metadata
+from memhub.db import engine as db_engine
+from memhub.db import migrate
+from memhub.db.schema import metadata
 
 
 def test_migrations_match_the_declared_schema(external_pg_admin_url: str) -> None:

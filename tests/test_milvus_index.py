@@ -22,10 +22,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from hub.index import IndexedMemory, IndexFilter, IndexModelMismatch, IndexUnavailable, MilvusIndex, schema
-from hub.index.backend import Backend, detect
-from hub.index.filters import build_filter, encode_tag, quote, tag_keys
-from hub.index.lite_server import LiteServer
+from memhub.index import IndexedMemory, IndexFilter, IndexModelMismatch, IndexUnavailable, MilvusIndex, schema
+from memhub.index.backend import Backend, detect
+from memhub.index.filters import build_filter, encode_tag, quote, tag_keys
+from memhub.index.lite_server import LiteServer
 
 DIM = 8
 MODEL = "test-model-v1"
@@ -180,7 +180,7 @@ def test_record_survives_a_new_process(tmp_path: Path) -> None:
     first.upsert([mem("written by the parent")])
     first.close()  # must release the data file's lock, or the child cannot open it
     script = (
-        "from hub.index import MilvusIndex\n"
+        "from memhub.index import MilvusIndex\n"
         f"i = MilvusIndex({uri!r}, model_id={MODEL!r}, dimension={DIM})\n"
         "i.ensure_collection()\n"
         "print(i.recorded_model(), i.count())\n"
@@ -599,7 +599,7 @@ def test_a_data_file_is_used_by_one_process_only(tmp_path: Path) -> None:
     holder = LiteServer(tmp_path / "held.db", address=f"127.0.0.1:{free_port()}")
     holder.start()
     try:
-        script = f"from hub.index import MilvusIndex\nMilvusIndex({str(tmp_path / 'held.db')!r}, model_id='m', dimension=8)\n"
+        script = f"from memhub.index import MilvusIndex\nMilvusIndex({str(tmp_path / 'held.db')!r}, model_id='m', dimension=8)\n"
         out = subprocess.run(
             [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent
         )
@@ -630,7 +630,7 @@ def test_embedded_server_that_dies_is_restarted(tmp_path: Path) -> None:
 
 def start_index_server(data_dir: Path, port: int) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hub.cli.main", "index-server", "--data-dir", str(data_dir), "--port", str(port)],
+        [sys.executable, "-m", "memhub.cli.main", "index-server", "--data-dir", str(data_dir), "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hub.core.namespaces import is_within, minimal_roots, validate_namespace
-from hub.errors import InvalidArgument
+from memhub.core.namespaces import is_within, minimal_roots, validate_namespace
+from memhub.errors import InvalidArgument
 
 
 @pytest.mark.parametrize("good", ["a", "acme/support/tickets", "agents/planner-1", "x_y.z/0", "a/" * 7 + "b", "a" * 64])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import Stack
 
-from hub.client import memory_input
-from hub.curation.near_dup import NearDupConfig, same_content
-from hub.errors import StartupError
+from memhub.client import memory_input
+from memhub.curation.near_dup import NearDupConfig, same_content
+from memhub.errors import StartupError
 
 
 def _write(stack: Stack, ns: str, text: str, type_: str = "rule", session: str = "", confidence: float | None = None):  # noqa: ANN202

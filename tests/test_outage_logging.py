@@ -28,8 +28,8 @@ from conftest import OPEN_POLICY, REPO, create_scratch_database, drop_database, 
 from security.spawned_hub import MEMHUB, SpawnedHub, hub_env, spawn_hub
 from test_store_healing import terminate_backends
 
-from hub import outage_log
-from hub.client import MemhubClient, memory_input
+from memhub import outage_log
+from memhub.client import MemhubClient, memory_input
 
 MEMORY = "memhub.v1.MemoryService"
 OUTAGE_S = 20.0

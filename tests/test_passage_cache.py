@@ -1,4 +1,4 @@
-"""The passage cache hands the write path's vectors to the indexer (hub/embedding/passage_cache.py).
+"""The passage cache hands the write path's vectors to the indexer (memhub/embedding/passage_cache.py).
 
 The model behind it is the real local one; a thin counting layer between the two records which texts
 reach the model.
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from conftest import Stack
 
-from hub.client import memory_input
-from hub.embedding import Embedder, EmbeddingConfig, PassageVectorCache, build_embedder, embed_bulk, embed_passages_now
+from memhub.client import memory_input
+from memhub.embedding import Embedder, EmbeddingConfig, PassageVectorCache, build_embedder, embed_bulk, embed_passages_now
 
 
 class CountingModel:

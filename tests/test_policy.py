@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from hub.core.access import Action
-from hub.errors import FailedPrecondition
-from hub.policy import Decision, PolicyEngine, PolicyError, PolicyStore, Principal
-from hub.policy import cli as policy_cli
-from hub.policy.entities import entities_json
-from hub.policy.model import REQUIRED_ACTIONS
-from hub.policy.sources import read_sources
+from memhub.core.access import Action
+from memhub.errors import FailedPrecondition
+from memhub.policy import Decision, PolicyEngine, PolicyError, PolicyStore, Principal
+from memhub.policy import cli as policy_cli
+from memhub.policy.entities import entities_json
+from memhub.policy.model import REQUIRED_ACTIONS
+from memhub.policy.sources import read_sources
 
 REPO = Path(__file__).resolve().parent.parent
 POLICIES = REPO / "policies"
@@ -107,9 +107,9 @@ def test_fleet_table_fails_without_the_fleet_policy(capsys: pytest.CaptureFixtur
 
 
 def test_memhub_entry_point_and_defaults(capsys: pytest.CaptureFixture[str]) -> None:
-    """`memhub policy ...` through hub.cli.main; with no --dir it checks the hub's own default directory."""
-    from hub.cli.main import main as memhub_main
-    from hub.config import default_policy_dir
+    """`memhub policy ...` through memhub.cli.main; with no --dir it checks the hub's own default directory."""
+    from memhub.cli.main import main as memhub_main
+    from memhub.config import default_policy_dir
 
     assert policy_cli.SHIPPED_DIR == default_policy_dir()
     assert memhub_main(["policy", "validate"]) == 0
@@ -126,7 +126,7 @@ def test_memhub_policy_runs_as_a_process() -> None:
         [
             sys.executable,
             "-m",
-            "hub.policy.cli",
+            "memhub.policy.cli",
             "policy",
             "test",
             "policies/tests/fleet.csv",
@@ -144,7 +144,7 @@ def test_memhub_policy_runs_as_a_process() -> None:
     assert ok.returncode == 0, ok.stdout + ok.stderr
     env["MEMHUB_POLICY_FILES"] = "default.cedar"
     bad = subprocess.run(
-        [sys.executable, "-m", "hub.policy.cli", "policy", "test", "policies/tests/fleet.csv"],
+        [sys.executable, "-m", "memhub.policy.cli", "policy", "test", "policies/tests/fleet.csv"],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -361,7 +361,7 @@ def test_parse_errors_name_file_and_line_and_all_errors_are_listed(tmp_path: Pat
     assert len(errors) == 2, errors
     assert errors[0].startswith("a.cedar:5: cannot parse")
     assert errors[1].startswith("b.cedar:1: cannot parse") and "acton" in errors[1]
-    assert isinstance(exc.value, FailedPrecondition)  # maps to FAILED_PRECONDITION / exit 1 in hub.cli.main
+    assert isinstance(exc.value, FailedPrecondition)  # maps to FAILED_PRECONDITION / exit 1 in memhub.cli.main
 
 
 def test_templates_and_bad_ids_are_refused(tmp_path: Path) -> None:

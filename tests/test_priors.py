@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from conftest import Stack, eventually
 
-from hub.client import memory_input
-from hub.core.priors import PriorWeights
-from hub.errors import StartupError
+from memhub.client import memory_input
+from memhub.core.priors import PriorWeights
+from memhub.errors import StartupError
 
 TEXT = "The release checklist requires a rollback plan before every deploy"
 

@@ -20,11 +20,9 @@ def test_committed_stubs_match_the_proto_files(tmp_path: Path) -> None:
     gen.generate(tmp_path)
     generated = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
     assert generated, "protoc produced nothing"
-    committed = sorted(
-        p.relative_to(ROOT / "proto") for p in (ROOT / "proto").rglob("*_pb2*.py*") if "__pycache__" not in p.parts
-    )
+    committed = sorted(p.relative_to(ROOT) for p in (ROOT / "memhub" / "v1").rglob("*_pb2*.py*") if "__pycache__" not in p.parts)
     assert committed == generated, "stub files differ from the .proto files; run: .venv/bin/python scripts/gen_proto.py"
     for rel in generated:
-        assert (ROOT / "proto" / rel).read_bytes() == (tmp_path / rel).read_bytes(), (
-            f"proto/{rel} is out of date; run: .venv/bin/python scripts/gen_proto.py"
+        assert (ROOT / rel).read_bytes() == (tmp_path / rel).read_bytes(), (
+            f"{rel} is out of date; run: .venv/bin/python scripts/gen_proto.py"
         )

@@ -49,7 +49,7 @@ def user_env(tmp_path: Path) -> dict[str, str]:
 def served_hub(tmp_path: Path, user_env: dict[str, str]) -> Iterator[tuple[int, Path]]:
     port, data_dir = free_port(), tmp_path / "hub-data"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hub.cli.main", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "memhub.cli.main", "serve", "--port", str(port), "--data-dir", str(data_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -105,7 +105,7 @@ def test_readme_quickstart_runs_as_written_with_non_default_port_and_data_dir(
     # The documented placeholder: an id that write printed. The token from the first part is exported again.
     memory_id = re.search(UUID, writes[0]).group(0)
     token = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "token", "issue", "--agent", "planner"],
+        [sys.executable, "-m", "memhub.cli.main", "token", "issue", "--agent", "planner"],
         capture_output=True,
         text=True,
         env=user_env,
@@ -120,7 +120,7 @@ def test_readme_quickstart_runs_as_written_with_non_default_port_and_data_dir(
 def test_client_commands_without_a_recorded_hub_name_the_default_address(user_env: dict[str, str]) -> None:
     env = {**user_env, "MEMHUB_TOKEN": "x.y.z"}
     done = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", "search", "anything"], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "memhub.cli.main", "search", "anything"], capture_output=True, text=True, env=env, timeout=60
     )
     assert done.returncode == 1
     assert "is the hub running at 127.0.0.1:50051, the default?" in done.stderr
@@ -128,8 +128,9 @@ def test_client_commands_without_a_recorded_hub_name_the_default_address(user_en
 
 def test_a_failed_token_issue_inside_export_is_reported_by_the_next_command(tmp_path: Path, user_env: dict[str, str]) -> None:
     script = (
-        f"export MEMHUB_TOKEN=$({sys.executable} -m hub.cli.main token issue --agent planner --data-dir {tmp_path / 'nohub'})\n"
-        f"{sys.executable} -m hub.cli.main search hello"
+        f"export MEMHUB_TOKEN=$({sys.executable} -m memhub.cli.main token issue --agent planner"
+        f" --data-dir {tmp_path / 'nohub'})\n"
+        f"{sys.executable} -m memhub.cli.main search hello"
     )
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=user_env, timeout=60)
     assert done.returncode != 0

@@ -18,7 +18,7 @@ import pytest
 from conftest import OPEN_POLICY, write_policy_dir
 from security.spawned_hub import embedded_store_root, hub_env, spawn_hub
 
-MEMHUB = [sys.executable, "-m", "hub.cli.main"]
+MEMHUB = [sys.executable, "-m", "memhub.cli.main"]
 
 
 def _mount(*argv: str) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from hub.config import HubConfig
-from hub.errors import StartupError
+from memhub.config import HubConfig
+from memhub.errors import StartupError
 
 
 def _config(tmp_path: Path, **env: str) -> HubConfig:

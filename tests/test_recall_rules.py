@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from hub.recall.entities import MAX_ENTITIES, extract, keys_for
-from hub.recall.timeparse import window
+from memhub.recall.entities import MAX_ENTITIES, extract, keys_for
+from memhub.recall.timeparse import window
 
 REF = datetime(2023, 7, 12, 15, 0, tzinfo=timezone.utc)  # a Wednesday
 

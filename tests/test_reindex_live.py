@@ -25,8 +25,8 @@ from conftest import REPO, client_of, create_scratch_database, drop_database, ev
 from security.spawned_hub import MEMHUB, hub_env
 from test_outage_logging import free_port, start_index_server
 
-from hub.client import MemhubClient, memory_input
-from hub.config import StoreConfig
+from memhub.client import MemhubClient, memory_input
+from memhub.config import StoreConfig
 
 KNOWN = 1500
 COLLECTION = "live"

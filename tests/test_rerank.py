@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import Stack, create_scratch_database, drop_database, hub_config, serving
 
-from hub.client import memory_input
-from hub.rerank import Candidate, RerankConfig, RerankError
-from hub.rerank.http import HttpReranker
-from hub.rerank.local import LocalReranker
+from memhub.client import memory_input
+from memhub.rerank import Candidate, RerankConfig, RerankError
+from memhub.rerank.http import HttpReranker
+from memhub.rerank.local import LocalReranker
 
 
 class RerankServer:

@@ -11,13 +11,13 @@ from datetime import datetime, timedelta, timezone
 import grpc
 import pytest
 from conftest import Stack, eventually, rpc_error
-from memhub.v1 import memory_pb2 as pb
 from sqlalchemy import text
 
-from hub.client import MemhubClient, memory_input
-from hub.errors import StartupError
-from hub.retrieval_log.config import QueryLogging, RetrievalLogConfig
-from hub.retrieval_log.writer import LoggedSearch, RetrievalLogWriter
+from memhub.client import MemhubClient, memory_input
+from memhub.errors import StartupError
+from memhub.retrieval_log.config import QueryLogging, RetrievalLogConfig
+from memhub.retrieval_log.writer import LoggedSearch, RetrievalLogWriter
+from memhub.v1 import memory_pb2 as pb
 
 
 @pytest.fixture

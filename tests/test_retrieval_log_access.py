@@ -10,9 +10,9 @@ from datetime import datetime, timedelta, timezone
 import grpc
 import pytest
 from conftest import Fleet, eventually, rpc_error
-from memhub.v1 import memory_pb2 as pb
 
-from hub.client import MemhubClient, memory_input
+from memhub.client import MemhubClient, memory_input
+from memhub.v1 import memory_pb2 as pb
 
 
 def _entry(client: MemhubClient, search_id: str, since: datetime, **kw: object) -> pb.RetrievalLogEntry:

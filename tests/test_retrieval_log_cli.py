@@ -11,13 +11,13 @@ import uuid
 
 from conftest import Stack, eventually
 
-from hub.client import memory_input
+from memhub.client import memory_input
 
 HEAVY = ("sqlalchemy", "pymilvus", "pandas", "alembic", "psycopg", "onnxruntime", "mcp")
 # Runs the command and reports which heavy modules it loaded (client commands must stay light).
 PROBE = (
     "import json, sys\n"
-    "from hub.cli.main import main\n"
+    "from memhub.cli.main import main\n"
     "rc = main(sys.argv[1:])\n"
     f"print(json.dumps({{'rc': rc, 'heavy': sorted({{m.split('.')[0] for m in sys.modules}} & set({list(HEAVY)!r}))}}))\n"
 )

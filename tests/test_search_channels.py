@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from conftest import Stack
-from memhub.v1 import memory_pb2 as pb
 from sqlalchemy import text
 
-from hub.client import memory_input
+from memhub.client import memory_input
+from memhub.v1 import memory_pb2 as pb
 
 
 def _write(stack: Stack, ns: str, items: list[dict]) -> list[str]:

@@ -6,9 +6,9 @@ import grpc
 import pytest
 from conftest import Stack, rpc_error
 
-from hub.client import memory_input
-from hub.core.fusion import Fused
-from hub.core.ranking import smooth
+from memhub.client import memory_input
+from memhub.core.fusion import Fused
+from memhub.core.ranking import smooth
 
 TURNS = [
     "Morning! How was the trip?",

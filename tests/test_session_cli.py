@@ -8,7 +8,7 @@ import uuid
 from conftest import Stack
 from test_cli import memhub
 
-from hub.session_state.json_text import one_line, safe_json_text
+from memhub.session_state.json_text import one_line, safe_json_text
 
 
 def test_put_get_list_delete_from_the_shell(stack: Stack, ns: str) -> None:

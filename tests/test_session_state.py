@@ -19,11 +19,11 @@ import pytest
 from conftest import Stack, eventually, rpc_error
 from sqlalchemy import text
 
-from hub.api.server import FEED_SERVICE_NAME, SESSION_SERVICE_NAME
-from hub.client import conflict_version
-from hub.core.access import AllowAll
-from hub.session_state.config import MAX_JSON_DEPTH, SessionStateConfig
-from hub.session_state.service import SessionStateService
+from memhub.api.server import FEED_SERVICE_NAME, SESSION_SERVICE_NAME
+from memhub.client import conflict_version
+from memhub.core.access import AllowAll
+from memhub.session_state.config import MAX_JSON_DEPTH, SessionStateConfig
+from memhub.session_state.service import SessionStateService
 
 
 def sid() -> str:

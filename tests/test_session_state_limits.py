@@ -30,12 +30,12 @@ from conftest import (
     rpc_error,
     serving,
 )
-from memhub.v1 import admin_pb2
 
-from hub.auth import issue_token, load_secret
-from hub.client import MemhubClient
-from hub.config import PolicyConfig
-from hub.session_state.config import SessionStateConfig
+from memhub.auth import issue_token, load_secret
+from memhub.client import MemhubClient
+from memhub.config import PolicyConfig
+from memhub.session_state.config import SessionStateConfig
+from memhub.v1 import admin_pb2
 
 LIMITS = SessionStateConfig(
     max_value_bytes=2048, max_keys=4, max_session_bytes=6000, sessions_per_namespace=4, sessions_per_agent=5, agent_share=0.5
@@ -392,7 +392,7 @@ def test_every_decision_is_audited_with_the_rpc(policy_hub: PolicyHub) -> None:
 
 
 def test_the_agent_share_is_read_checked_and_always_below_the_whole() -> None:
-    from hub.errors import StartupError
+    from memhub.errors import StartupError
 
     c = SessionStateConfig.from_env({})
     assert c.agent_share == 0.5

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from hub.embedding.onnx_minilm import MODEL_SHA256, default_model_path
-from hub.embedding.quantize import default_cache_dir, dynamic_int8
+from memhub.embedding.onnx_minilm import MODEL_SHA256, default_model_path
+from memhub.embedding.quantize import default_cache_dir, dynamic_int8
 
 REPO = Path(__file__).resolve().parent.parent
 # Stands in for setup.sh in the checkouts where set-up must not run: it leaves a mark and fails.
@@ -49,12 +49,11 @@ def _installed_venv(root: Path) -> None:
     # This repository's code first, then this test run's packages (addsitedir also runs their .pth files).
     lines = [
         str(REPO),
-        str(REPO / "proto"),
         "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in site.getsitepackages()),
     ]
     (site_dir / "memhub-under-test.pth").write_text("\n".join(lines) + "\n")
     memhub = venv / "bin" / "memhub"
-    memhub.write_text(f"#!{venv / 'bin' / 'python'}\nimport sys\nfrom hub.cli.main import main\nsys.exit(main())\n")
+    memhub.write_text(f"#!{venv / 'bin' / 'python'}\nimport sys\nfrom memhub.cli.main import main\nsys.exit(main())\n")
     memhub.chmod(0o755)
     (venv / ".memhub-installed").write_text(hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest() + "\n")
 
@@ -82,7 +81,7 @@ def test_setup_with_nothing_to_do_says_so_in_one_line(tmp_path: Path) -> None:
 
 def test_deriving_the_int8_model_is_a_step_with_its_time(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "hub.embedding.check", "minilm", "--prefix", "memhub setup: "],
+        [sys.executable, "-m", "memhub.embedding.check", "minilm", "--prefix", "memhub setup: "],
         capture_output=True,
         text=True,
         timeout=300,
@@ -91,7 +90,7 @@ def test_deriving_the_int8_model_is_a_step_with_its_time(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert re.fullmatch(r"memhub setup: deriving the int8 embedding model \(once\) \.\.\. \d+\.\d s\n", done.stderr), done.stderr
     again = subprocess.run(
-        [sys.executable, "-m", "hub.embedding.check", "minilm", "--prefix", "memhub setup: "],
+        [sys.executable, "-m", "memhub.embedding.check", "minilm", "--prefix", "memhub setup: "],
         capture_output=True,
         text=True,
         timeout=300,

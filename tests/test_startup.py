@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import TESTER, create_scratch_database, drop_database, hub_config
 
-from hub.app import Hub
-from hub.client import memory_input
-from hub.config import HubConfig
-from hub.errors import StartupError
-from hub.index.milvus_index import MilvusIndex
+from memhub.app import Hub
+from memhub.client import memory_input
+from memhub.config import HubConfig
+from memhub.errors import StartupError
+from memhub.index.milvus_index import MilvusIndex
 
 
 def test_unreachable_postgres_is_reported_with_the_url_and_what_to_do(tmp_path: Path) -> None:
@@ -59,9 +59,8 @@ def test_an_index_built_with_another_model_is_refused_until_reindexed(tmp_path: 
     try:
         hub = Hub.open(config)
         ns = "reindex/test"
+        from memhub.api.convert import write_request
         from memhub.v1 import memory_pb2 as pb
-
-        from hub.api.convert import write_request
 
         items = write_request(
             pb.WriteMemoriesRequest(memories=[memory_input(ns, f"note {i} about rotating keys") for i in range(5)])
@@ -82,7 +81,7 @@ def test_an_index_built_with_another_model_is_refused_until_reindexed(tmp_path: 
         assert "other-model" in message and "memhub reindex" in message
 
         result = subprocess.run(
-            [sys.executable, "-m", "hub.cli.main", "reindex", "--data-dir", str(tmp_path), "--database-url", url],
+            [sys.executable, "-m", "memhub.cli.main", "reindex", "--data-dir", str(tmp_path), "--database-url", url],
             capture_output=True,
             text=True,
             timeout=300,
@@ -92,7 +91,7 @@ def test_an_index_built_with_another_model_is_refused_until_reindexed(tmp_path: 
 
         hub = Hub.open(config)
         try:
-            from hub.core.model import Channel, MemoryFilter, SearchQuery
+            from memhub.core.model import Channel, MemoryFilter, SearchQuery
 
             hits = hub.service.search(
                 TESTER, SearchQuery("rotating keys", MemoryFilter((ns,)), 10, tuple(Channel), False, 0)

@@ -12,7 +12,7 @@ own embedded Milvus Lite) lives for the whole module. Against it:
   UNAVAILABLE, and both recover when it accepts connections again.
 Nothing here stops or reconfigures the shared Postgres server itself.
 
-Below the hub, the pool's idle ping (hub/db/engine.py) is checked on its own.
+Below the hub, the pool's idle ping (memhub/db/engine.py) is checked on its own.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from pymilvus import MilvusClient
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 
-from hub.app import Hub
-from hub.auth import issue_token, load_secret
-from hub.client import MemhubClient, memory_input
-from hub.db import engine as db_engine
+from memhub.app import Hub
+from memhub.auth import issue_token, load_secret
+from memhub.client import MemhubClient, memory_input
+from memhub.db import engine as db_engine
 
 MEMORY = "memhub.v1.MemoryService"
 ADMIN = "memhub.v1.AdminService"

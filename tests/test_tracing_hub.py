@@ -1,7 +1,7 @@
 """Tracing: a client's trace continues into the hub (RPC, policy, embedding, Milvus, Postgres spans).
 
 An InMemorySpanExporter is attached to this process's provider for the
-module (hub.telemetry.add_span_processor: the global TracerProvider can be
+module (memhub.telemetry.add_span_processor: the global TracerProvider can be
 set once per process, so tests add processors to it instead). The hub
 fixtures may have started before: the hub's tracers follow the provider
 installed later. Each test makes its own root span and looks only at the
@@ -26,20 +26,20 @@ import grpc
 import numpy as np
 import pytest
 from conftest import REPO, Fleet, Stack
-from memhub.v1 import admin_pb2
-from memhub.v1 import memory_pb2 as pb
-from memhub.v1 import memory_pb2_grpc as pb_grpc
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from hub import telemetry
-from hub.api.identity import current_trace_id
-from hub.client import MemhubClient, memory_input
-from hub.embedding import BatchingEmbedder
-from hub.errors import StartupError
-from hub.telemetry import JsonLinesSpanExporter, TelemetryConfig, read_spans_file, span_to_dict
+from memhub import telemetry
+from memhub.api.identity import current_trace_id
+from memhub.client import MemhubClient, memory_input
+from memhub.embedding import BatchingEmbedder
+from memhub.errors import StartupError
+from memhub.telemetry import JsonLinesSpanExporter, TelemetryConfig, read_spans_file, span_to_dict
+from memhub.v1 import admin_pb2
+from memhub.v1 import memory_pb2 as pb
+from memhub.v1 import memory_pb2_grpc as pb_grpc
 
 WRITE = "/memhub.v1.MemoryService/WriteMemories"
 SEARCH = "/memhub.v1.MemoryService/SearchMemories"
@@ -110,7 +110,7 @@ def test_write_and_search_continue_the_callers_trace(stack: Stack, ns: str, span
     assert server["parent_span_id"] == client["span_id"] and server["parent_is_remote"]
     assert server["attributes"]["rpc.system"] == "grpc" and server["attributes"]["rpc.method"] == "WriteMemories"
     assert server["attributes"]["memhub.memories"] == 1 and server["status"]["code"] == "UNSET"
-    # A write decides write, then read (a writer that cannot read writes blind: hub/core/service.py).
+    # A write decides write, then read (a writer that cannot read writes blind: memhub/core/service.py).
     decided = [s for s in found if s["name"] == "policy.authorize"]
     assert sorted(s["attributes"]["memhub.action"] for s in decided) == ["read", "write"]
     policy = next(s for s in decided if s["attributes"]["memhub.action"] == "write")
@@ -405,7 +405,7 @@ def test_setup_twice_keeps_the_first_configuration(tmp_path: Path, spans: InMemo
     try:
         telemetry.setup_tracing(TelemetryConfig("memhub-tests", "file", first))  # the same: silently nothing
         assert not caplog.records
-        with caplog.at_level(logging.WARNING, logger="hub.telemetry"):
+        with caplog.at_level(logging.WARNING, logger="memhub.telemetry"):
             telemetry.setup_tracing(TelemetryConfig("memhub-tests", "file", second))
         assert "already set up" in caplog.text
         with test_tracer.start_as_current_span("test.twice") as span:
@@ -462,7 +462,7 @@ def test_file_exporter_writes_one_json_object_per_span(tmp_path: Path) -> None:
 _SUBPROCESS = textwrap.dedent(
     """
     import sys
-    from hub import telemetry
+    from memhub import telemetry
     telemetry.setup_tracing(telemetry.TelemetryConfig.from_env(None, "probe"))
     tracer = telemetry.tracer("probe")
     with tracer.start_as_current_span("outer", attributes={"who": "child"}):
@@ -491,7 +491,7 @@ def test_a_client_process_without_tracing_still_passes_the_context_on(stack: Sta
     trace_hex, parent_hex = uuid.uuid4().hex, uuid.uuid4().hex[:16]
     script = textwrap.dedent(
         f"""
-        from hub.client import MemhubClient
+        from memhub.client import MemhubClient
         with MemhubClient({stack.address!r}, token={stack.token("tester")!r}) as c:
             assert c.healthy()
             c.search("no trace context here", ["nowhere"])

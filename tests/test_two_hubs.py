@@ -3,7 +3,7 @@
 This is the deployment the compose stack and the Helm chart scale out to:
 stateless hubs sharing the stores, each running the outbox indexer, which
 coordinates through Postgres (`FOR UPDATE SKIP LOCKED`). Here, two real
-`memhub serve` processes (`python -m hub.cli.main`) share a scratch database on
+`memhub serve` processes (`python -m memhub.cli.main`) share a scratch database on
 the external PostgreSQL server and one `memhub index-server` process (a Milvus
 Lite data file served over TCP), with one
 JWT secret file and one policy folder, and take writes at the same time.
@@ -41,9 +41,9 @@ import pytest
 from conftest import OPEN_POLICY, REPO, create_scratch_database, drop_database, write_policy_dir
 from pymilvus import MilvusClient
 
-from hub.auth import issue_token, load_secret
-from hub.client import MemhubClient, memory_input
-from hub.telemetry import read_spans_file
+from memhub.auth import issue_token, load_secret
+from memhub.client import MemhubClient, memory_input
+from memhub.telemetry import read_spans_file
 
 PER_HUB = 120  # memories written through each hub
 BATCH = 4  # memories per WriteMemories call
@@ -109,7 +109,7 @@ def start_hub(name: str, root: Path, database_url: str, milvus_uri: str, env: di
         [
             sys.executable,
             "-m",
-            "hub.cli.main",
+            "memhub.cli.main",
             "serve",
             "--port",
             "0",
@@ -146,7 +146,7 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("milvus-server")
     log = (folder / "server.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hub.cli.main", "index-server", "--data-dir", str(folder / "data"), "--port", str(port)],
+        [sys.executable, "-m", "memhub.cli.main", "index-server", "--data-dir", str(folder / "data"), "--port", str(port)],
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=REPO,

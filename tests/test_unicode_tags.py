@@ -1,5 +1,5 @@
 """Tags in any script (issue 11, item 10): letters and digits of every script, NFC-normalised when written and
-when used as filters; the rule lives in hub/core/validation.py with a JSON Schema pattern for tool schemas."""
+when used as filters; the rule lives in memhub/core/validation.py with a JSON Schema pattern for tool schemas."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import grpc
 import jsonschema
 import pytest
 from conftest import Stack, rpc_error
-from memhub.v1 import memory_pb2 as pb
 
-from hub.client import memory_input
-from hub.core import validation as v
-from hub.errors import InvalidArgument
+from memhub.client import memory_input
+from memhub.core import validation as v
+from memhub.errors import InvalidArgument
+from memhub.v1 import memory_pb2 as pb
 
 CAFE_NFC = "caf\u00e9"
 CAFE_NFD = "cafe\u0301"  # the same word typed with a combining accent

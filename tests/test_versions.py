@@ -2,7 +2,7 @@
 
 A version goes up on every change a reader can see and never on reads; a write with a subject key and a
 forget may name the version they expect, and a mismatch is ABORTED with the current version in the message
-and in trailing metadata (hub/client.py version_conflict). The race: two agents with their own tokens
+and in trailing metadata (memhub/client.py version_conflict). The race: two agents with their own tokens
 supersede one subject at the same moment, round after round: exactly one wins each round, and the history
 holds every winner in order.
 """
@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import pytest
 from conftest import Stack, rpc_error
-from memhub.v1 import memory_pb2 as pb
 
-from hub.client import MemhubClient, memory_input, version_conflict
+from memhub.client import MemhubClient, memory_input, version_conflict
+from memhub.v1 import memory_pb2 as pb
 
 SUBJECT = "user/reply-language"
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -262,7 +262,11 @@ def test_two_agents_superseding_one_subject_concurrently_one_wins_each_round(sta
 def _memhub(stack: Stack, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": stack.token("tester")}
     return subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", *args, "--hub", stack.address], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "memhub.cli.main", *args, "--hub", stack.address],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hub.curation import secret_scan
-from hub.curation.write_filter import decide
+from memhub.curation import secret_scan
+from memhub.curation.write_filter import decide
 
 
 @pytest.mark.parametrize(

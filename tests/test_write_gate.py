@@ -8,13 +8,13 @@ from datetime import datetime, timedelta, timezone
 import grpc
 import pytest
 from conftest import Fleet, Stack, rpc_error
+
+from memhub.client import memory_input
+from memhub.core.model import Kind, MemoryType, NewMemory
+from memhub.curation.write_gate import GateConfig, gate
+from memhub.errors import InvalidArgument, StartupError
 from memhub.v1 import admin_pb2
 from memhub.v1 import memory_pb2 as pb
-
-from hub.client import memory_input
-from hub.core.model import Kind, MemoryType, NewMemory
-from hub.curation.write_gate import GateConfig, gate
-from hub.errors import InvalidArgument, StartupError
 
 
 def test_small_talk_is_not_stored_and_says_which_rule(stack: Stack, ns: str) -> None:

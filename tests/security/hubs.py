@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conftest import Stack, create_scratch_database, drop_database, hub_config
-from memhub.v1 import admin_pb2
 
-from hub.api.server import HubServer, build_server
-from hub.app import Hub
+from memhub.api.server import HubServer, build_server
+from memhub.app import Hub
+from memhub.v1 import admin_pb2
 
 
 def tally(rows: Iterable[admin_pb2.AuditEntry]) -> dict[str, int]:

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from conftest import OPEN_POLICY, REPO, write_policy_dir
 
-from hub.auth import issue_token, load_secret
+from memhub.auth import issue_token, load_secret
 
-MEMHUB = [sys.executable, "-m", "hub.cli.main"]
+MEMHUB = [sys.executable, "-m", "memhub.cli.main"]
 _LISTENING = re.compile(r"listening on [\d.]+:(\d+)")
 
 

@@ -24,15 +24,15 @@ from pathlib import Path
 import pytest
 from conftest import REPO, Fleet, create_scratch_database, drop_database, write_policy_dir
 from google.protobuf.timestamp_pb2 import Timestamp
-from memhub.v1 import admin_pb2
 from sqlalchemy import Engine, text
 
-from hub.client import memory_input
-from hub.db import engine as db_engine
-from hub.db import migrate
-from hub.db.namespace_scope import namespaces_in_scope
-from hub.policy import PolicyEngine, Principal
-from hub.policy.scope import probe_namespaces
+from memhub.client import memory_input
+from memhub.db import engine as db_engine
+from memhub.db import migrate
+from memhub.db.namespace_scope import namespaces_in_scope
+from memhub.policy import PolicyEngine, Principal
+from memhub.policy.scope import probe_namespaces
+from memhub.v1 import admin_pb2
 
 PRINCIPALS = [
     Principal("alice", ("support",)),
@@ -68,8 +68,8 @@ UNSUPPORTED = """
 
 def _namespaces(principals: list[Principal], engines: list[PolicyEngine]) -> list[str]:
     """Namespaces on both sides of every boundary the scopes draw, plus random ones."""
-    from hub.core.namespaces import validate_namespace
-    from hub.errors import InvalidArgument
+    from memhub.core.namespaces import validate_namespace
+    from memhub.errors import InvalidArgument
 
     names: set[str] = set()
     for engine, principal, action in itertools.product(engines, principals, ("read", "write", "forget")):
@@ -137,7 +137,7 @@ def test_policies_the_scope_cannot_express_fall_back_to_per_namespace_decisions(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     engine = PolicyEngine.from_dir(write_policy_dir(tmp_path / "p", UNSUPPORTED))
-    with caplog.at_level(logging.WARNING, logger="hub.policy.engine"):
+    with caplog.at_level(logging.WARNING, logger="memhub.policy.engine"):
         scope = engine.scope(Principal("eve", ()), "read")
     assert scope.predicate is None and "contains" in scope.unsupported
     assert "deciding each namespace" in caplog.text

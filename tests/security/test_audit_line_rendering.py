@@ -3,9 +3,8 @@ may end that line or pose as another field (issue 22, item 1: every CLI renderin
 
 from __future__ import annotations
 
+from memhub.cli.admin_cmds import audit_line
 from memhub.v1 import admin_pb2
-
-from hub.cli.admin_cmds import audit_line
 from tests.security.rendering_support import STORABLE, header_forgery, raw_unsafe
 
 

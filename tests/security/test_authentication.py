@@ -15,14 +15,14 @@ import jwt
 import pytest
 from conftest import Stack, rpc_error
 from google.protobuf.timestamp_pb2 import Timestamp
+
+from memhub.audit.aggregate import OVERFLOW_REASON, AggregatedEvents, EventKey
+from memhub.auth import load_secret
+from memhub.auth.failures import REASONS
+from memhub.client import MemhubClient, memory_input
 from memhub.v1 import admin_pb2
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
-
-from hub.audit.aggregate import OVERFLOW_REASON, AggregatedEvents, EventKey
-from hub.auth import load_secret
-from hub.auth.failures import REASONS
-from hub.client import MemhubClient, memory_input
 from security.hubs import tally
 
 
@@ -126,11 +126,11 @@ def test_a_flood_of_forged_tokens_is_one_row_and_one_log_line(
         for _ in range(200):
             forged.metadata = (("authorization", f"Bearer {_forged()}"),)  # a different token every time
             _refused(forged, ns)
-    with caplog.at_level(logging.WARNING, logger="hub.audit.aggregate"):
+    with caplog.at_level(logging.WARNING, logger="memhub.audit.aggregate"):
         rows = _auth_rows(stack, fresh_window)
     assert tally(rows) == {"bad-signature": 200}
     assert len(rows) <= 2  # one per 10 s window (the flood may straddle a window boundary)
-    lines = [r for r in caplog.records if r.name == "hub.audit.aggregate"]
+    lines = [r for r in caplog.records if r.name == "memhub.audit.aggregate"]
     assert len(lines) == len(rows) and all(line.levelno == logging.WARNING for line in lines)
     assert _forged() not in caplog.text  # no token, no attacker-chosen text
 

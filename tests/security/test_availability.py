@@ -23,10 +23,10 @@ from conftest import Stack, eventually, rpc_error
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from memhub.v1 import admin_pb2
 
-from hub.client import MemhubClient, memory_input
-from hub.config import CallLimit, LimitsConfig, ServerConfig
+from memhub.client import MemhubClient, memory_input
+from memhub.config import CallLimit, LimitsConfig, ServerConfig
+from memhub.v1 import admin_pb2
 from security.hubs import SpecialStack, special_hub, tally
 
 LOCK_TIMEOUT = "30s"  # the test's own row locks: a wait it did not foresee fails the test instead of hanging it
@@ -277,7 +277,7 @@ def test_refusals_are_audited_in_aggregate(limited: SpecialStack, ns: str) -> No
 
 
 def test_limit_settings_are_read_from_the_environment(tmp_path: Path) -> None:
-    from hub.config import HubConfig
+    from memhub.config import HubConfig
 
     config = HubConfig.from_env(
         {
@@ -293,7 +293,7 @@ def test_limit_settings_are_read_from_the_environment(tmp_path: Path) -> None:
     assert config.limit_for("bot") == CallLimit(16, 500.0, 1000)
     assert dict(config.groups) == {"reporters": CallLimit(2, 1.0, 0), "bench": CallLimit(0, 0.0, 0)}
     assert config.stream_idle_timeout_s == 30.0
-    from hub.errors import StartupError
+    from memhub.errors import StartupError
 
     with pytest.raises(StartupError, match="MEMHUB_GROUP_LIMITS: 'reporters' is not NAME=CONCURRENT/RATE"):
         HubConfig.from_env({"MEMHUB_DATA_DIR": str(tmp_path), "MEMHUB_GROUP_LIMITS": "reporters"})
@@ -398,8 +398,8 @@ def test_a_flooding_agent_is_held_to_its_fair_share_while_another_is_active(fair
 
 
 def test_fair_share_settings_are_read_and_checked(tmp_path: Path) -> None:
-    from hub.config import HubConfig
-    from hub.errors import StartupError
+    from memhub.config import HubConfig
+    from memhub.errors import StartupError
 
     base = {"MEMHUB_DATA_DIR": str(tmp_path)}
     limits = HubConfig.from_env(base | {"MEMHUB_FAIR_SHARE_SLOTS": "8", "MEMHUB_FAIR_SHARE_WINDOW_S": "2.5"}).limits
@@ -413,8 +413,8 @@ def test_an_agent_that_went_idle_keeps_its_share_for_the_window_then_gives_it_ba
     """The limiter itself on an event loop, with its clock in the test's hands (the window is time, the test is not)."""
     import asyncio
 
-    from hub.api.call_limits import CallLimiter
-    from hub.core.model import Caller
+    from memhub.api.call_limits import CallLimiter
+    from memhub.core.model import Caller
 
     now = [0.0]
     config = dataclasses.replace(FAIR_LIMITS, fair_share_window_s=10.0)

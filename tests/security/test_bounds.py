@@ -17,11 +17,11 @@ import grpc
 import pytest
 from conftest import Stack, rpc_error
 from google.protobuf.timestamp_pb2 import Timestamp
-from memhub.v1 import admin_pb2
-from memhub.v1 import memory_pb2 as pb
 from sqlalchemy import text
 
-from hub.client import memory_input
+from memhub.client import memory_input
+from memhub.v1 import admin_pb2
+from memhub.v1 import memory_pb2 as pb
 
 
 def _invalid(call: Callable[[], object]) -> str:
@@ -167,9 +167,8 @@ def test_a_write_whose_reply_would_pass_4_mib_is_refused_before_anything_is_stor
 
 
 def test_the_largest_accepted_write_reply_fits_a_default_grpc_client(stack: Stack, ns: str) -> None:
+    from memhub.core.validation import MAX_WRITE_CONTENT_BYTES
     from memhub.v1 import memory_pb2_grpc as pb_grpc
-
-    from hub.core.validation import MAX_WRITE_CONTENT_BYTES
 
     # As many of the largest memories as the content bound admits: the reply must still fit 4 MiB, so raising
     # the bound past what a default client receives fails here.

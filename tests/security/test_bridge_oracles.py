@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from conftest import Stack
 from mcp import MCPError
-from memhub.v1 import memory_pb2 as pb
 from test_bridge_tools import connected
 
-from hub.client import memory_input
-from mcp_bridge import Narrowing
+from memhub.bridge import Narrowing
+from memhub.client import memory_input
+from memhub.v1 import memory_pb2 as pb
 
 pytestmark = pytest.mark.anyio
 

@@ -19,18 +19,18 @@ from pathlib import Path
 import grpc
 import pytest
 from conftest import Fleet, rpc_error, write_policy_dir
-from memhub.v1 import memory_pb2 as pb
 
-from hub.api.convert import write_request
-from hub.audit.writer import AuditWriter
-from hub.client import memory_input
-from hub.core.access import AllowAll
-from hub.core.model import Caller, ForgetRequest, MemoryFilter
-from hub.core.policy_authorizer import PolicyAuthorizer
-from hub.core.service import MemoryService
-from hub.db import memories as memories_db
-from hub.errors import NotFound
-from hub.policy import PolicyStore
+from memhub.api.convert import write_request
+from memhub.audit.writer import AuditWriter
+from memhub.client import memory_input
+from memhub.core.access import AllowAll
+from memhub.core.model import Caller, ForgetRequest, MemoryFilter
+from memhub.core.policy_authorizer import PolicyAuthorizer
+from memhub.core.service import MemoryService
+from memhub.db import memories as memories_db
+from memhub.errors import NotFound
+from memhub.policy import PolicyStore
+from memhub.v1 import memory_pb2 as pb
 
 
 def inbox() -> str:

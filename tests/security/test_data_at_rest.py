@@ -28,11 +28,11 @@ from conftest import (
     write_policy_dir,
 )
 
-from hub.app import Hub
-from hub.client import MemhubClient, memory_input
-from hub.data_dir import ensure_private_dir
-from hub.db import embedded_pg
-from hub.errors import StartupError
+from memhub.app import Hub
+from memhub.client import MemhubClient, memory_input
+from memhub.data_dir import ensure_private_dir
+from memhub.db import embedded_pg
+from memhub.errors import StartupError
 from security.spawned_hub import embedded_store_root, spawn_hub
 
 WRITERS = 8

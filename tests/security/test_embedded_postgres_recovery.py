@@ -23,8 +23,8 @@ import psycopg
 import pytest
 from conftest import REPO, eventually
 
-from hub.client import MemhubClient, memory_input
-from hub.db import embedded_pg
+from memhub.client import MemhubClient, memory_input
+from memhub.db import embedded_pg
 from security.spawned_hub import embedded_store_root, spawn_hub
 
 # Starts (or joins) the embedded server of argv[1] as the hub does and checks it answers. With "hold",
@@ -34,9 +34,9 @@ SCRIPT = """
 import signal, sys, time
 from pathlib import Path
 import psycopg
-from hub.db import embedded_pg
-from hub.db.engine import start_embedded
-from hub.errors import StartupError
+from memhub.db import embedded_pg
+from memhub.db.engine import start_embedded
+from memhub.errors import StartupError
 embedded_pg.ANSWER_TIMEOUT_S = float(sys.argv[3])
 try:
     url = start_embedded(Path(sys.argv[1]))

@@ -13,9 +13,9 @@ from collections.abc import Callable
 import grpc
 import pytest
 from conftest import Stack, rpc_error
-from memhub.v1 import admin_pb2
 
-from hub.client import memory_input
+from memhub.client import memory_input
+from memhub.v1 import admin_pb2
 
 
 def _payload(token: str) -> dict:

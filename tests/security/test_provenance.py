@@ -13,11 +13,11 @@ import uuid
 
 import grpc
 from conftest import Fleet
+
+from memhub.client import memory_input
 from memhub.v1 import admin_pb2
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
-
-from hub.client import memory_input
 
 
 def write_raw(fleet: Fleet, agent: str, content: str, traceparent: str | None) -> pb.Memory:

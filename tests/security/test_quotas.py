@@ -17,11 +17,11 @@ import grpc
 import pytest
 from conftest import Stack, rpc_error
 from google.protobuf.timestamp_pb2 import Timestamp
-from memhub.v1 import admin_pb2
 
-from hub.client import MemhubClient, memory_input
-from hub.config import CallLimit, LimitsConfig
-from hub.db import namespace_usage
+from memhub.client import MemhubClient, memory_input
+from memhub.config import CallLimit, LimitsConfig
+from memhub.db import namespace_usage
+from memhub.v1 import admin_pb2
 from security.hubs import SpecialStack, special_hub, tally
 
 QUOTAS = LimitsConfig(
@@ -110,7 +110,7 @@ def test_a_namespace_filled_by_one_writer_refuses_the_next_without_naming_anyone
     quota_hub: SpecialStack, writer: MemhubClient, ns: str
 ) -> None:
     """Issue 22: the storage quota is the namespace's, shared by all its writers (not split per writer: see
-    hub/core/quotas.py); another writer's refusal names the quota and its limit, and nothing about who filled it."""
+    memhub/core/quotas.py); another writer's refusal names the quota and its limit, and nothing about who filled it."""
     writer.write([memory_input(ns, f"filler memory {i}") for i in range(5)])
     with _agent(quota_hub) as other:
         details = _exhausted(lambda: other.write([memory_input(ns, "another writer's first")]))

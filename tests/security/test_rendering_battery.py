@@ -32,10 +32,10 @@ import sqlalchemy as sa
 from conftest import REPO, Stack
 from mcp import Client
 
-from hub.client import memory_input
-from hub.core.instruction_rules import is_instruction_like
-from hub.memory_text import CONTENT_PREFIX, block, json_string
-from mcp_bridge import BridgeSettings, build_bridge
+from memhub.bridge import BridgeSettings, build_bridge
+from memhub.client import memory_input
+from memhub.core.instruction_rules import is_instruction_like
+from memhub.memory_text import CONTENT_PREFIX, block, json_string
 from security.rendering_support import (
     FAKE_ID,
     LINE_BREAKS,
@@ -60,7 +60,7 @@ def test_the_battery_is_generated_over_every_code_point() -> None:
     assert 0xE0041 in codes  # tag characters ("ASCII smuggling") beyond the BMP
     assert set(LINE_BREAKS) <= set(UNSAFE)  # every line break a reader sees is in the battery
     assert len(UNSAFE) > 200
-    # hub/memory_text.py skips text for which str.isprintable() holds: never true of an unsafe character.
+    # memhub/memory_text.py skips text for which str.isprintable() holds: never true of an unsafe character.
     assert not any(ch.isprintable() for ch in UNSAFE)
 
 
@@ -139,7 +139,7 @@ def _cli(stack: Stack, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
     env["MEMHUB_TOKEN"] = stack.token("tester")
     out = subprocess.run(
-        [sys.executable, "-m", "hub.cli.main", *args, "--hub", stack.address], capture_output=True, env=env, timeout=120
+        [sys.executable, "-m", "memhub.cli.main", *args, "--hub", stack.address], capture_output=True, env=env, timeout=120
     )
     assert out.returncode == 0, out.stderr.decode()
     return out.stdout.decode("utf-8")
@@ -274,7 +274,7 @@ async def test_blocks_and_headers_over_every_code_point(stack: Stack, ns: str) -
     _check_blocks(_cli(stack, "why", first), memories)
 
     watch = subprocess.Popen(
-        [sys.executable, "-m", "hub.cli.main", "watch", "--ns", ns, "--count", "1", "--hub", stack.address],
+        [sys.executable, "-m", "memhub.cli.main", "watch", "--ns", ns, "--count", "1", "--hub", stack.address],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
@@ -331,9 +331,8 @@ async def test_session_state_values_over_every_code_point(stack: Stack, ns: str)
 
 def test_the_bridge_keeps_a_block_from_an_older_hub_safe_too() -> None:
     """A bridge may talk to a hub from before the escaping: what it passes on is escaped again (a no-op today)."""
+    from memhub.bridge.lifecycle_results import context_output, context_text
     from memhub.v1 import memory_pb2 as pb
-
-    from mcp_bridge.lifecycle_results import context_output, context_text
 
     old = 'Memories from memhub relevant to: "x"\n## Known facts\n- 2026-12-02 | tester (agent) | ' + FAKE_ID
     old += ': "ok' + "".join(f"{ch}## Past feedback" for ch in STORABLE) + '"'

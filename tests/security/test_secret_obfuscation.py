@@ -28,10 +28,10 @@ from conftest import Stack, backend_database, hub_config, rpc_error, serving
 from secret_battery_support import Case, cases, context_intact, fits, stored_leaks
 from sqlalchemy import text
 
-from hub.client import MemhubClient, memory_input
-from hub.core import validation
-from hub.curation import secret_scan
-from hub.curation.write_gate import GateConfig
+from memhub.client import MemhubClient, memory_input
+from memhub.core import validation
+from memhub.curation import secret_scan
+from memhub.curation.write_gate import GateConfig
 
 T = TypeVar("T")
 BATTERY = cases()

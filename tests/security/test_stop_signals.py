@@ -65,7 +65,7 @@ def test_sigterm_delivered_to_a_worker_thread_stops_the_hub(tmp_path: Path, exte
 def test_sigterm_delivered_to_a_worker_thread_stops_the_stdio_bridge(fleet: Fleet, which: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMHUB_", "OTEL_"))}
     bridge = subprocess.Popen(
-        [sys.executable, "-m", "hub.cli.main", "bridge", "--hub", fleet.address],
+        [sys.executable, "-m", "memhub.cli.main", "bridge", "--hub", fleet.address],
         stdin=subprocess.PIPE,  # held open: the bridge serves until stopped
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -21,16 +21,16 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from conftest import Fleet
-from memhub.v1 import admin_pb2
-from memhub.v1 import memory_pb2 as pb
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from hub import telemetry
-from hub.client import memory_input
-from hub.span_privacy import mask_namespace, safe_description
-from hub.telemetry import span_to_dict
+from memhub import telemetry
+from memhub.client import memory_input
+from memhub.span_privacy import mask_namespace, safe_description
+from memhub.telemetry import span_to_dict
+from memhub.v1 import admin_pb2
+from memhub.v1 import memory_pb2 as pb
 
 tracer = trace.get_tracer("tests.security.telemetry")
 

@@ -13,6 +13,7 @@ import logging
 import grpc
 import pytest
 from conftest import Stack
+
 from memhub.v1 import admin_pb2, memory_pb2
 
 BAD_BYTES = {
@@ -47,7 +48,7 @@ def test_every_method_answers_invalid_argument(stack: Stack, case: str, caplog: 
             assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, (method, err.code(), err.details())
             assert "not a valid protobuf message" in err.details()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records]
-    lines = [r for r in caplog.records if r.name == "hub.api.wire"]
+    lines = [r for r in caplog.records if r.name == "memhub.api.wire"]
     assert len(lines) == len(methods)  # one line per request, no traceback
     assert not any(r.exc_info for r in lines)
 

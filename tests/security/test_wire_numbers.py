@@ -23,9 +23,9 @@ from conftest import Stack
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
-from memhub.v1 import admin_pb2, changes_pb2, memory_pb2, session_pb2
 
-from hub.client import memory_input
+from memhub.client import memory_input
+from memhub.v1 import admin_pb2, changes_pb2, memory_pb2, session_pb2
 
 MODULES = (memory_pb2, admin_pb2, changes_pb2, session_pb2)
 WELL_KNOWN = ("google.protobuf.Timestamp", "google.protobuf.Duration")

@@ -1,4 +1,0 @@
-"""Plain-Python core of the hub: validation, the memory service, retrieval.
-
-Nothing here knows about gRPC; hub/api adapts it to the wire.
-"""

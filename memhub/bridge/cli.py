@@ -1,0 +1,258 @@
+"""Command-line arguments of `memhub bridge` and `memhub-bridge` (the same arguments), and starting the bridge.
+
+This module imports only the standard library at the top so that `memhub
+--help` stays fast; the SDK, gRPC and OpenTelemetry load when a bridge runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memhub.cli.arguments import Refused, refuse_token_option
+
+if TYPE_CHECKING:  # only for annotations: importing them costs the SDK and gRPC (see the module docstring)
+    from memhub.bridge.config import BridgeSettings
+
+DEFAULT_HUB = "127.0.0.1:50051"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The bridge's options, shared by both commands."""
+    env = os.environ
+    p.add_argument(
+        "--hub",
+        default=None,
+        help="hub address HOST:PORT (default: MEMHUB_ADDRESS, else the hub `memhub serve` recorded in "
+        f"~/.config/memhub/client.json, else {DEFAULT_HUB})",
+    )
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        default=env.get("MEMHUB_TOKEN_FILE"),
+        help="file holding the agent's hub JWT (MEMHUB_TOKEN_FILE); or put the token itself in MEMHUB_TOKEN",
+    )
+    refuse_token_option(p)
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable HTTP")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (default 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=None, help="HTTP: port (default 8765; 0 picks a free one, printed on stderr)")
+    p.add_argument(
+        "--http-token-file",
+        type=Path,
+        default=env.get("MEMHUB_BRIDGE_HTTP_TOKEN_FILE"),
+        help="HTTP: file holding the bearer token clients must send; or put it in MEMHUB_BRIDGE_HTTP_TOKEN",
+    )
+    p.add_argument(
+        "--http-token", action=Refused, why="Use --http-token-file FILE or the MEMHUB_BRIDGE_HTTP_TOKEN environment variable."
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="HTTP: also accept this browser Origin, e.g. https://app.example.com or http://devbox:* (repeatable; "
+        "MEMHUB_BRIDGE_ALLOWED_ORIGINS, comma-separated). Loopback origins are accepted by default; "
+        "requests without an Origin (non-browser clients) always are",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=env.get("MEMHUB_BRIDGE_CONFIG"),
+        help="narrowing TOML: namespaces, default_namespace, tools",
+    )
+    p.add_argument("--hub-tls", action="store_true", help="connect to the hub over TLS (system CA roots unless --hub-ca)")
+    p.add_argument("--hub-ca", type=Path, help="PEM file of the CA that signed the hub's certificate (implies --hub-tls)")
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time per tool call to reach the hub, retries included (10)",
+    )
+    p.add_argument(
+        "--startup-wait",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long the start-up check waits for an unreachable hub before the bridge exits (5)",
+    )
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="stderr log level")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `memhub bridge` and `memhub bridge init`."""
+    from memhub.bridge import init_cmd  # standard library and token issuing only, like this module
+
+    p = sub.add_parser(
+        "bridge",
+        help="run an MCP server that gives one agent memory tools on the hub (`memhub bridge init` sets one up)",
+        description="Run one agent's MCP bridge to the hub (stdio by default, streamable HTTP with --transport http). "
+        "`memhub bridge init --agent NAME` writes the agent's token file and prints the client configuration.",
+    )
+    add_arguments(p)
+    p.set_defaults(func=run)
+    init_cmd.add_parser(p.add_subparsers(dest="bridge_command", metavar="[init]"))
+
+
+def hub_address(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> tuple[str, str]:
+    """--hub, else MEMHUB_ADDRESS, else the address `memhub serve` recorded, else the default; and where it came from."""
+    if args.hub:
+        return args.hub, "from --hub"
+    if env.get("MEMHUB_ADDRESS", "").strip():
+        return env["MEMHUB_ADDRESS"].strip(), "from MEMHUB_ADDRESS"
+    from memhub import client_config
+
+    recorded = client_config.read()
+    if recorded is not None:
+        return recorded.address, f"recorded by `memhub serve` in {recorded.path}"
+    return DEFAULT_HUB, "the default address"
+
+
+def token_source(args: argparse.Namespace) -> str:
+    """Where the agent's token came from, for messages (never the token itself)."""
+    return f"from the file {args.token_file}" if args.token_file else "from MEMHUB_TOKEN"
+
+
+def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> BridgeSettings:
+    """Resolve arguments, secrets and files into BridgeSettings; raises SettingsError or ConfigError."""
+    from memhub.bridge.config import (
+        DEFAULT_HTTP_PORT,
+        LOOPBACK_ORIGINS,
+        BridgeSettings,
+        SettingsError,
+        origins_from_env,
+        read_secret,
+    )
+    from memhub.bridge.hub_calls import RetryPolicy
+    from memhub.bridge.hub_client import HubTls
+    from memhub.bridge.narrowing import load_narrowing
+
+    if not args.startup_wait >= 0:  # NaN fails too
+        raise SettingsError(f"--startup-wait {args.startup_wait} must be 0 or more seconds")
+    token = read_secret(args.token_file, env, "MEMHUB_TOKEN", "hub token")
+    if token is None:
+        raise SettingsError(
+            "no hub token: set MEMHUB_TOKEN or pass --token-file FILE "
+            "(an operator issues one with `memhub token issue --agent NAME`)"
+        )
+    http_token = None
+    if args.transport == "http":
+        http_token = read_secret(args.http_token_file, env, "MEMHUB_BRIDGE_HTTP_TOKEN", "HTTP bearer token")
+    return BridgeSettings(
+        hub_address=hub_address(args, env)[0],
+        token=token,
+        transport=args.transport,
+        host=args.host,
+        port=DEFAULT_HTTP_PORT if args.port is None else args.port,
+        http_token=http_token,
+        allowed_origins=tuple(dict.fromkeys([*LOOPBACK_ORIGINS, *origins_from_env(env), *args.allow_origin])),
+        narrowing=load_narrowing(args.config),
+        hub_tls=HubTls(ca_file=args.hub_ca) if (args.hub_tls or args.hub_ca) else None,
+        retry=RetryPolicy(deadline_s=args.deadline),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the bridge and serve until the client goes away (stdio) or SIGTERM/SIGINT arrives."""
+    import anyio
+
+    from memhub import logs
+    from memhub.bridge.config import SettingsError
+    from memhub.bridge.narrowing import ConfigError
+    from memhub.bridge.server import build_bridge
+    from memhub.bridge.startup import StartupError, check_hub, check_token
+    from memhub.errors import HubError
+    from memhub.telemetry import TelemetryConfig, setup_tracing, shutdown_tracing
+
+    # Before anything can log: stdout is the protocol channel under stdio, so every log line goes to stderr.
+    logs.configure(args.log_level)
+    prog = "memhub bridge" if getattr(args, "command", None) == "bridge" else "memhub-bridge"
+    try:
+        settings = settings_from_args(args)
+        setup_tracing(TelemetryConfig.from_env(None, "memhub-bridge"))
+    except (SettingsError, ConfigError, HubError, ValueError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+
+    # Before serving: a client that started this bridge should see a broken set-up as a server that
+    # failed to start, with the reason in its log, not as tool errors later in a conversation.
+    try:
+        claims = check_token(settings.token, token_source(args))
+    except StartupError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        shutdown_tracing()
+        return 1
+    bridge = build_bridge(settings)
+    try:
+        check_hub(bridge.hub, settings.hub_address, hub_address(args)[1], claims, args.startup_wait)
+    except StartupError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        bridge.close()
+        shutdown_tracing()
+        return 1
+
+    def stop(signum: int, frame: object) -> None:
+        # Flush the spans still queued, then leave at once. Unwinding normally is not an option: under
+        # stdio the SDK reads stdin in a worker thread that only returns when the client closes the pipe,
+        # so an exception here would hang the exit. Under HTTP uvicorn catches the signal first, shuts
+        # down gracefully, and then re-raises it, which lands here.
+        try:
+            bridge.close()
+            shutdown_tracing()
+        finally:
+            os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        if settings.transport == "stdio":
+            anyio.run(_run_stdio, bridge.server, stop)
+        else:
+            from memhub.bridge.http_app import bind, build_http_app, serve_http, url_of
+
+            app = build_http_app(
+                bridge.server,
+                bearer_token=settings.http_token or "",
+                allowed_origins=settings.allowed_origins,
+                host=settings.host,
+            )
+            try:
+                sock = bind(settings.host, settings.port)
+            except OSError as exc:
+                print(f"{prog}: {exc}", file=sys.stderr)
+                return 1
+            print(
+                f"{prog}: streamable HTTP for agent {settings.agent_id!r} on {url_of(sock, settings.host)}",
+                file=sys.stderr,
+                flush=True,
+            )
+            anyio.run(serve_http, app, sock)
+    finally:
+        bridge.close()
+        shutdown_tracing()
+    return 0
+
+
+async def _run_stdio(server: object, stop: Callable[[int, object], None]) -> None:
+    """The stdio server, with SIGTERM and SIGINT taken through the event loop.
+
+    A signal may be delivered to any thread (the SDK's stdin reader, gRPC's); Python runs a handler set with
+    signal.signal only when the main thread next executes bytecode, and an event loop idle in epoll never
+    would. anyio's receiver installs the loop's own handler, whose wake-up pipe the signal writes to from
+    whichever thread took it, so the loop wakes at once and calls ``stop``."""
+    import anyio
+
+    async def on_signal() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                stop(signum, None)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(on_signal)
+        await server.run_stdio_async()  # type: ignore[attr-defined]
+        group.cancel_scope.cancel()

@@ -1,0 +1,85 @@
+"""The bridge's gRPC client: memhub/client.py's MemhubClient plus the three things a bridge needs.
+
+- TLS to the hub. MemhubClient only opens plaintext channels; a bridge may
+  run on another machine than the hub, so it can swap in a TLS channel
+  (system roots, or a CA file for a private CA).
+- A per-attempt deadline. MemhubClient has one fixed timeout per client;
+  the bridge retries within an overall deadline, so every attempt gets the
+  time that is left (hub_calls.py sets it through a context variable, which
+  asyncio.to_thread carries into the worker thread).
+- Listing preferences by subject key, which ListMemories supports but
+  MemhubClient.list does not expose.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2_grpc
+
+from memhub.client import MemhubClient, channel_options, kind_value, traced_channel, type_value
+from memhub.v1 import admin_pb2_grpc, changes_pb2_grpc, session_pb2_grpc
+from memhub.v1 import memory_pb2 as pb
+from memhub.v1 import memory_pb2_grpc as pb_grpc
+
+# Seconds the current attempt may take; unset outside hub_calls.HubCaller (then the client's own timeout applies).
+attempt_timeout: contextvars.ContextVar[float | None] = contextvars.ContextVar("memhub_bridge_attempt_timeout", default=None)
+
+
+@dataclass(frozen=True)
+class HubTls:
+    """TLS to the hub."""
+
+    ca_file: Path | None = None
+    """PEM bundle of the CA(s) that signed the hub's certificate; None trusts the system's roots."""
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        root = None
+        if self.ca_file is not None:
+            try:
+                root = Path(self.ca_file).read_bytes()
+            except OSError as exc:
+                raise ValueError(f"cannot read the hub CA file {self.ca_file}: {exc.strerror}") from None
+        return grpc.ssl_channel_credentials(root_certificates=root)
+
+
+class BridgeHubClient(MemhubClient):
+    """MemhubClient acting as one agent, over plaintext or TLS, with per-attempt deadlines."""
+
+    def __init__(self, address: str, *, token: str, tls: HubTls | None = None, timeout_s: float = 30.0) -> None:
+        super().__init__(address, token=token, timeout_s=timeout_s)
+        self.tls = tls is not None
+        if tls is not None:
+            # MemhubClient builds a plaintext channel (it connects lazily, so nothing was sent on it).
+            # Replace it, and every stub bound to it, by a TLS channel wrapped the same way (traced_channel:
+            # client spans and W3C trace context in the metadata), so the hub's spans still join the trace,
+            # with the same options (message size, the keepalive the hub accepts).
+            self._channel.close()
+            raw = grpc.secure_channel(address, tls.credentials(), options=channel_options())
+            self._channel = traced_channel(raw)
+            self._stub = pb_grpc.MemoryServiceStub(self._channel)
+            self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
+            self._feed = changes_pb2_grpc.ChangeFeedServiceStub(raw)  # untraced, as in MemhubClient
+            self.sessions = session_pb2_grpc.SessionStateServiceStub(self._channel)
+            self._health = health_pb2_grpc.HealthStub(self._channel)
+
+    def _call(self, method, request):  # noqa: ANN001, ANN202 - same shape as MemhubClient._call
+        timeout = attempt_timeout.get()
+        return method(request, timeout=self._timeout if timeout is None else timeout, metadata=self.metadata)
+
+    def list_preferences(self, namespaces: Sequence[str], *, subject_key: str, limit: int) -> pb.ListMemoriesResponse:
+        """Active semantic preference memories with exactly this subject key, newest first."""
+        return self._call(
+            self._stub.ListMemories,
+            pb.ListMemoriesRequest(
+                namespaces=list(namespaces),
+                kinds=[kind_value("semantic")],
+                types=[type_value("preference")],
+                subject_key=subject_key,
+                page_size=limit,
+            ),
+        )

@@ -1,0 +1,115 @@
+"""Assemble one agent's bridge: the hub client, the operations, the MCP server with its tools.
+
+Tracing needs nothing here. MCPServer's low-level server ships the SDK's
+OpenTelemetryMiddleware on by default: every request gets a SERVER span
+(`tools/call write_memory`, with mcp.method.name, gen_ai.tool.name,
+gen_ai.operation.name=execute_tool, jsonrpc.request.id, and error.type on
+protocol errors and on `is_error` results), parented on the W3C trace
+context found in the request's `_meta` when there is one. The tools run
+inside that span, the hub calls inherit it (hub_calls.py), and the hub
+client's interceptor carries it to the hub.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from types import TracebackType
+
+from mcp_types import SubscribeRequestParams, SubscriptionsListenRequestParams, UnsubscribeRequestParams
+
+from memhub.bridge.arguments import MemhubServer
+from memhub.bridge.config import BridgeSettings
+from memhub.bridge.hub_calls import HubCaller
+from memhub.bridge.hub_client import BridgeHubClient
+from memhub.bridge.lifecycle_ops import LifecycleOperations
+from memhub.bridge.operations import MemoryOperations
+from memhub.bridge.resource_updates import ResourceUpdates
+from memhub.bridge.resources import ResourceReader, register_resources
+from memhub.bridge.session_ops import SessionOperations
+from memhub.bridge.tools import register_tools
+
+log = logging.getLogger("memhub.bridge")
+
+INSTRUCTIONS = """\
+Long-term memory shared with other agents through memhub. Before a task, recall what bears on it \
+(recall_context); recall before you answer when earlier context could matter (search_memories, \
+get_preferences), and afterwards say which recalled memories you used (mark_used). Remember what \
+will matter later (write_memory); turn piled-up episodes into lessons (summarize_episodes); see how a \
+memory changed (memory_history); forget what is wrong or unwanted (forget_memory). The state of a task \
+in progress that agents work on together (the plan, claimed steps, intermediate results) goes in its \
+session state (session_state_list, session_state_get, session_state_put, session_state_delete): shared, \
+short-lived, not searched; lasting facts still go to write_memory. Namespaces are also resources \
+(memhub://ns/<namespace>): subscribe to one to hear when a teammate changes a memory there. What this \
+agent may read, write and forget is decided by the hub's policies: a refusal names what was denied, so \
+choose another namespace or go on without it."""
+
+
+def _version() -> str:
+    try:
+        return version("memhub")
+    except PackageNotFoundError:
+        return "0"
+
+
+@dataclass
+class Bridge:
+    """A ready bridge: `server` is the MCPServer to run or to hand to an in-memory `mcp.Client`."""
+
+    settings: BridgeSettings
+    server: MemhubServer
+    hub: BridgeHubClient
+    tools: list[str]
+    updates: ResourceUpdates
+    """Resource-updated notifications, from the change-feed stream the bridge holds once a client subscribes."""
+    resources: list[str]
+    """The resource URIs resources/list shows (templates cover every namespace and memory)."""
+
+    def close(self) -> None:
+        self.updates.close()
+        self.hub.close()
+
+    def __enter__(self) -> Bridge:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def build_bridge(settings: BridgeSettings) -> Bridge:
+    """Build (but do not start) the bridge for the agent whose token is in `settings`."""
+    hub = BridgeHubClient(settings.hub_address, token=settings.token, tls=settings.hub_tls)
+    call = HubCaller(settings.hub_address, settings.retry)
+    ops = MemoryOperations(hub, call, settings.narrowing, settings.default_namespace)
+    lifecycle = LifecycleOperations(hub, call, settings.narrowing, settings.default_namespace, settings.agent_id or "")
+    updates = ResourceUpdates(hub, settings.narrowing)
+    server = MemhubServer(
+        name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS, subscriptions=updates
+    )
+    sessions = SessionOperations(hub, call, settings.narrowing, settings.default_namespace)
+    tools = register_tools(server, ops, lifecycle, settings.narrowing.tools, sessions)
+    roots = settings.narrowing.namespaces or tuple(
+        ns for ns in (settings.default_namespace, f"agents/{settings.agent_id}" if settings.agent_id else None) if ns
+    )
+    resources = register_resources(server, ResourceReader(hub, call, settings.narrowing), roots)
+    # Clients on protocol versions before 2026-07-28 subscribe with resources/subscribe (the SDK's MCPServer
+    # serves only subscriptions/listen; its low-level server takes the older method's handlers). Listen streams
+    # are acknowledged once the hub's change-feed stream is open (ResourceUpdates.on_listen).
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - no public accessor
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, updates.on_subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, updates.on_unsubscribe)
+    lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, updates.on_listen)
+    log.info(
+        "bridge ready",
+        extra={
+            "agent": settings.agent_id,
+            "hub": settings.hub_address,
+            "hub_tls": settings.hub_tls is not None,
+            "tools": tools,
+            "namespaces": list(settings.narrowing.namespaces) or "all the agent may use",
+            "default_namespace": settings.default_namespace,
+            "resources": resources,
+        },
+    )
+    return Bridge(settings, server, hub, tools, updates, resources)

@@ -1,0 +1,156 @@
+"""The bridge's start-up check: can this agent's token work, and does the hub answer and accept it?
+
+Without it, a bridge with an expired token or no hub behind it starts
+fine, the MCP client (Claude Desktop, say) lists its tools, and the problem
+shows up only as a tool error in the middle of a conversation, where a
+person rarely looks. So the bridge checks before it serves and, when
+something is wrong, says what and what to do on stderr and exits non-zero;
+a client shows that in its MCP log and as a server that failed to start.
+
+1. The token's claims, read without verifying the signature (the hub
+   verifies; the bridge has no key): a token that is not a JWT, has
+   expired or is not valid yet cannot work anywhere.
+2. One authenticated call to the hub, retried while the hub is unreachable
+   for up to `wait_s` (a hub started at the same moment gets time to come
+   up): unreachable, or refused (wrong audience or issuer, bad signature,
+   revoked), is reported in the hub's own words.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import grpc
+import jwt
+
+from memhub.bridge.hub_client import BridgeHubClient, attempt_timeout
+
+log = logging.getLogger("memhub.bridge")
+
+# The hub's default clock-skew leeway (memhub/auth/config.py): a token this close to its expiry is still accepted.
+LEEWAY = timedelta(seconds=30)
+# Less than this left and the operator hears about it now rather than when the tools stop working.
+SHORT_LIFETIME = timedelta(days=1)
+# The probe reads a memory that cannot exist: the hub authenticates the call first, then answers NOT_FOUND
+# after one primary-key lookup. Any answer but UNAUTHENTICATED means the token was accepted.
+PROBE_ID = "00000000-0000-0000-0000-000000000000"
+TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+
+
+class StartupError(Exception):
+    """The bridge cannot work as configured; the message says why and what to do."""
+
+
+def renew_hint(agent: str | None) -> str:
+    name = agent or "NAME"
+    return (
+        f"Issue a new one on the hub's machine (`memhub bridge init --agent {name} --force`, or "
+        f"`memhub token issue --agent {name} --ttl 30d > FILE`) and restart the bridge (or the MCP client that starts it)."
+    )
+
+
+def check_token(token: str, source: str, now: datetime | None = None) -> dict[str, Any]:
+    """The token's claims, unverified; raises StartupError when the token cannot be valid at the hub."""
+    now = now or datetime.now(timezone.utc)
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        raise StartupError(
+            f"the agent's token ({source}) is not a JWT (three base64url parts separated by dots): the file must hold "
+            "only what `memhub token issue` printed. " + renew_hint(None)
+        ) from None
+    agent = claims.get("sub") if isinstance(claims.get("sub"), str) else None
+    exp, nbf = _time(claims.get("exp")), _time(claims.get("nbf"))
+    if exp is not None and exp + LEEWAY <= now:
+        raise StartupError(
+            f"the agent's token ({source}) expired at {_iso(exp)}, {_ago(now - exp)} ago: the hub refuses it. "
+            + renew_hint(agent)
+        )
+    if nbf is not None and nbf - LEEWAY > now:
+        raise StartupError(
+            f"the agent's token ({source}) is not valid until {_iso(nbf)}, in {_ago(nbf - now)}: the clock of this "
+            "machine or of the one that issued it is wrong. Fix the clock, or issue a new token."
+        )
+    if exp is not None and exp - now < SHORT_LIFETIME:
+        log.warning(
+            f"the agent's token expires in {_ago(exp - now)}, at {_iso(exp)}; after that every tool call fails. "
+            f"A long-running set-up needs a longer-lived token: `memhub bridge init --agent {agent or 'NAME'} --force` "
+            "issues one for 30 days (or `memhub token issue ... --ttl 30d`); then restart the bridge.",
+            extra={"agent": agent, "expires_at": _iso(exp)},
+        )
+    return claims
+
+
+def check_hub(hub: BridgeHubClient, address: str, address_source: str, claims: dict[str, Any], wait_s: float) -> None:
+    """One authenticated call, retried while the hub is unreachable for up to `wait_s`; raises StartupError."""
+    start = time.monotonic()
+    deadline = start + wait_s
+    pause, attempts, warned = 0.2, 0, False
+    while True:
+        attempts += 1
+        token = attempt_timeout.set(min(max(deadline - time.monotonic(), 0.5), 5.0))
+        try:
+            hub.get(PROBE_ID)
+            return
+        except grpc.RpcError as exc:
+            code, details = exc.code(), exc.details() or ""
+        finally:
+            attempt_timeout.reset(token)
+        if code == grpc.StatusCode.UNAUTHENTICATED:
+            raise StartupError(_refused(address, details, claims))
+        if code not in TRANSIENT:
+            # The hub answered and did not refuse the token (NOT_FOUND is the expected answer); anything
+            # else is the hub's business and is reported by the tool calls that meet it.
+            if code != grpc.StatusCode.NOT_FOUND:
+                log.warning("the hub answered the start-up check with an error", extra={"code": code.name, "details": details})
+            return
+        if time.monotonic() + pause > deadline:
+            break
+        if not warned:
+            log.warning(f"waiting up to {wait_s:g} s for the hub at {address}", extra={"hub": address, "code": code.name})
+            warned = True
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
+    raise StartupError(
+        f"cannot reach the hub at {address} ({address_source}): {code.name}: {details or 'no answer'} "
+        f"({attempts} attempt{'s' if attempts != 1 else ''} over {time.monotonic() - start:.1f} s). Is `memhub serve` running? "
+        "Start it, or point the bridge at it with --hub HOST:PORT (or MEMHUB_ADDRESS); a hub started with --port N "
+        "listens on 127.0.0.1:N. Use --startup-wait SECONDS when the bridge starts before the hub."
+    )
+
+
+def _refused(address: str, details: str, claims: dict[str, Any]) -> str:
+    said = ", ".join(f"{name} {claims[name]!r}" for name in ("sub", "aud", "iss") if claims.get(name) is not None)
+    fix = renew_hint(claims.get("sub") if isinstance(claims.get("sub"), str) else None)
+    if "audience" in details or "issuer" in details:
+        fix = (
+            "The token was issued for another hub or with other --audience/--issuer settings than this hub's "
+            "MEMHUB_JWT_AUDIENCE/MEMHUB_JWT_ISSUER. " + fix
+        )
+    elif "signature" in details or "key" in details:
+        fix = "The token was signed with another key than this hub's (another --data-dir?). " + fix
+    return f"the hub at {address} refused the agent's token: {details} (the token says {said or 'nothing'}). {fix}"
+
+
+def _time(value: Any) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(value, timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _iso(moment: datetime) -> str:
+    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _ago(span: timedelta) -> str:
+    seconds = abs(span.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"

@@ -1,0 +1,204 @@
+"""`memhub serve`: run a hub until SIGINT/SIGTERM.
+
+Tracing is configured from the environment (memhub/telemetry.py):
+MEMHUB_TRACES_EXPORTER (otlp | console | file | none), MEMHUB_TRACES_FILE,
+and the standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT turns OTLP on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memhub import client_config, logs
+from memhub.errors import StartupError
+
+if TYPE_CHECKING:
+    from memhub import telemetry
+    from memhub.config import HubConfig
+    from memhub.console.config import ConsoleConfig
+    from memhub.console.server import ConsoleServer
+
+# The hub itself (stores, embedder, gRPC server) is imported by `run`, not here: every memhub command
+# builds this parser, and a client command must not pay seconds of imports for a server it does not start.
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="run the hub (embedded Postgres + Milvus Lite unless configured otherwise)")
+    p.add_argument("--data-dir", type=Path, help="data directory for the embedded stores (MEMHUB_DATA_DIR)")
+    p.add_argument("--host", help="interface to listen on (MEMHUB_HOST, default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="gRPC port (MEMHUB_PORT, default 50051; 0 = any free port)")
+    p.add_argument("--database-url", help="external PostgreSQL URL (MEMHUB_DATABASE_URL)")
+    p.add_argument("--milvus-uri", help="external Milvus URI (MEMHUB_MILVUS_URI)")
+    p.add_argument("--no-indexer", action="store_true", help="leave outbox indexing to other replicas")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (MEMHUB_METRICS_PORT; default off; 0 = any free port)",
+    )
+    p.add_argument("--metrics-host", help="interface of the metrics endpoint (MEMHUB_METRICS_HOST, default 127.0.0.1)")
+    p.add_argument(
+        "--console-port",
+        type=int,
+        default=None,
+        help="also serve the web console on this HTTP port (MEMHUB_CONSOLE_PORT; 0 = any free port; off by default)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="least severe log lines shown on stderr (default info: start-up, where it listens, problems)",
+    )
+    p.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace) -> HubConfig:
+    """Flags override the matching MEMHUB_* variables; everything is then read once by HubConfig.from_env.
+
+    Overriding at the environment level keeps derived settings consistent:
+    e.g. the local token secret follows --data-dir because it is derived from
+    the data directory while parsing, not patched afterwards.
+    """
+    flags = {
+        "MEMHUB_DATA_DIR": str(args.data_dir.expanduser().resolve()) if args.data_dir is not None else None,
+        "MEMHUB_DATABASE_URL": args.database_url,
+        "MEMHUB_MILVUS_URI": args.milvus_uri,
+        "MEMHUB_HOST": args.host,
+        "MEMHUB_PORT": str(args.port) if args.port is not None else None,
+        "MEMHUB_INDEXER": "0" if args.no_indexer else None,
+        "MEMHUB_METRICS_PORT": str(args.metrics_port) if args.metrics_port is not None else None,
+        "MEMHUB_METRICS_HOST": args.metrics_host,
+    }
+    from memhub.config import HubConfig
+
+    return HubConfig.from_env({**os.environ, **{k: v for k, v in flags.items() if v}})
+
+
+def run(args: argparse.Namespace) -> int:
+    from memhub import telemetry
+
+    logs.configure(args.log_level)
+    config = config_from_args(args)
+    tracing = telemetry.TelemetryConfig.from_env(None, "memhub-hub")  # a bad setting fails before anything starts
+    print(f"memhub: starting (data directory {config.store.data_dir})", flush=True)
+    telemetry.setup_tracing(tracing)
+    try:
+        return _serve(config, tracing, args.console_port)
+    finally:
+        telemetry.shutdown_tracing()  # after the hub closed: its last spans are exported too
+
+
+def _serve(config: HubConfig, tracing: telemetry.TelemetryConfig, args_console_port: int | None = None) -> int:
+    from memhub.api.server import build_server
+    from memhub.app import Hub
+
+    console_config = _console_config(args_console_port)
+    try:
+        hub = Hub.open(config)
+    except OSError as exc:  # a read-only, full or foreign data directory: one line that says what to fix
+        from memhub.data_dir import startup_problem
+
+        raise startup_problem(exc, config.store.data_dir) from None
+    server, port, health = build_server(hub)
+    server.start()
+    hub.start_background()
+    try:
+        console = _start_console(console_config, client_config.connect_address(config.server.host, port))
+    except BaseException:  # e.g. the console's port is taken: leave nothing running behind the error
+        server.stop(grace=None)
+        hub.close()
+        raise
+    pg = "external" if config.store.database_url else f"embedded, {config.store.data_dir / 'postgres'}"
+    policy = hub.policies.current()
+    lines = [
+        f"memhub: listening on {config.server.host}:{port} (gRPC)",
+        f"  postgres:  {pg}",
+        f"  milvus:    {config.store.resolved_milvus_uri()}",
+        f"  embedding: {hub.embedder.model_id} ({hub.embedder.dimension}-d)",
+        f"  policies:  {config.policy.dir} (version {policy.version[:12]}, {len(policy.policy_ids)} policies)",
+        f"  traces:    {_describe_tracing(tracing)}",
+        f"  metrics:   {hub.metrics.url if hub.metrics else 'off (--metrics-port or MEMHUB_METRICS_PORT serves /metrics)'}",
+    ]
+    if console is not None:
+        lines.append(f"  console:   {console.url} (web console; sign in with an admin token)")
+        if console.local_signin_url():
+            lines.append(f"             sign in with {console.config.token_file}: {console.local_signin_url()}")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    address = client_config.connect_address(config.server.host, port)
+    recorded = client_config.write(address, config.store.data_dir)
+    if recorded is not None:
+        lines.append(f"  clients:   {recorded} records this address and data directory for memhub commands")
+    if config.auth.local_secret:
+        lines.append(f"  tokens:    HS256 secret {config.auth.hs256_secret_file} (keep it private)")
+        lines += _first_steps(config, address, recorded)
+    print("\n".join(lines), flush=True)
+    try:
+        # Wait in short steps, not forever: a process-wide signal may be delivered to any thread (gRPC's,
+        # Milvus's, the embedder's), and Python runs its handler only when the main thread next executes
+        # bytecode; a main thread blocked in an untimed wait would never see SIGTERM at all.
+        while not stop.wait(0.5):
+            pass
+        print("memhub: shutting down", flush=True)
+        health.enter_graceful_shutdown()  # load balancers stop routing before we stop answering
+        if console is not None:
+            console.stop()
+        server.stop(grace=5).wait()
+        hub.close()
+    finally:
+        client_config.remove_if_ours()  # a stopped hub's address would send the next `memhub search` nowhere
+    return 0
+
+
+def _console_config(flag_port: int | None) -> ConsoleConfig | None:
+    """The console's settings when `--console-port` or MEMHUB_CONSOLE_PORT asks for one (read before the hub opens,
+    so a bad setting fails at once); None: no console."""
+    from memhub.console.config import ConsoleConfig
+
+    if flag_port is None and not os.environ.get("MEMHUB_CONSOLE_PORT", "").strip():
+        return None
+    if flag_port is not None and not 0 <= flag_port <= 65535:
+        raise StartupError(f"--console-port {flag_port} is out of range (0 to 65535)")
+    return ConsoleConfig.from_env(os.environ, port=flag_port)
+
+
+def _start_console(config: ConsoleConfig | None, hub_address: str) -> ConsoleServer | None:
+    if config is None:
+        return None
+    from memhub.console.server import ConsoleServer
+
+    console = ConsoleServer(dataclasses.replace(config, hub_address=hub_address))
+    console.start()
+    return console
+
+
+def _first_steps(config: HubConfig, address: str, recorded: Path | None) -> list[str]:
+    """The exact commands from here to a first search, with whatever flags this hub needs.
+
+    With the client file written, client commands find the address and the data directory by themselves;
+    without it (MEMHUB_CLIENT_CONFIG=none, or not writable) the commands carry them explicitly.
+    """
+    flags = ""
+    if recorded is None:
+        flags = f" --data-dir {config.store.data_dir}"
+    steps = [f"export MEMHUB_TOKEN=$(memhub token issue --agent me --ttl 8h{flags})"]
+    if recorded is None and address != client_config.DEFAULT_ADDRESS:
+        steps.append(f"export MEMHUB_ADDRESS={address}")
+    steps.append("memhub write agents/me/notes 'Deploys freeze on Fridays' && memhub search 'can I deploy on Friday?'")
+    return [f"  try:       {steps[0]}", *(f"             {step}" for step in steps[1:])]
+
+
+def _describe_tracing(tracing: telemetry.TelemetryConfig) -> str:
+    if tracing.exporter == "none":
+        return "off (set OTEL_EXPORTER_OTLP_ENDPOINT or MEMHUB_TRACES_EXPORTER to export them)"
+    if tracing.exporter == "file":
+        return f"appended to {tracing.file_path} (service {tracing.service_name})"
+    if tracing.exporter == "console":
+        return f"printed to stderr (service {tracing.service_name})"
+    return f"OTLP/gRPC (service {tracing.service_name})"

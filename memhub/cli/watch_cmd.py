@@ -1,0 +1,95 @@
+"""`memhub watch`: print changes to the memories this agent may read as they happen; reconnects by itself.
+
+    memhub watch --ns teams/research --type fact       # every new fact below teams/research
+    memhub watch --from <cursor>                       # go on where an earlier watch stopped
+    memhub watch --json | jq .change.memory.content    # one JSON object per line, heartbeats too
+
+Each event is printed with its cursor; on exit (Ctrl-C, or --count reached) the command prints the
+cursor to resume from. When the hub restarts or a replica stops, it resubscribes from the last cursor
+received, so nothing is missed; rights taken away, an expired or revoked token, or a cursor older
+than the hub keeps end it with the hub's message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+
+from memhub.cli.client_cmds import _add_filter_args, add_connection_args, client_from, format_memory
+from memhub.client import change_name
+from memhub.client_feed import FeedFollower
+from memhub.memory_text import json_safe
+from memhub.v1 import changes_pb2
+
+CHANGES = "written | superseded | forgotten | expired | archived | consolidated | restored | released"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("watch", help="print changes to memories as they happen (and the cursor to resume from)")
+    p.add_argument(
+        "--ns",
+        action="append",
+        default=[],
+        dest="namespaces",
+        help="watch this namespace and below (repeatable; needs read and subscribe there); default: every namespace "
+        "this agent may read and subscribe to",
+    )
+    p.add_argument("--from", dest="cursor", default="", help="resume after this cursor (printed by an earlier watch)")
+    _add_filter_args(p, "watch")
+    p.add_argument("--change", action="append", default=[], dest="changes", help=f"only these changes: {CHANGES} (repeatable)")
+    p.add_argument("--count", type=int, default=0, help="exit after this many changes (default: run until Ctrl-C)")
+    add_connection_args(p)
+    p.set_defaults(func=run)
+
+
+def _json_line(message: changes_pb2.ChangeFeedMessage) -> str:
+    return json_safe(json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False))
+
+
+def _retrying(error: grpc.RpcError, wait_s: float) -> None:
+    print(f"memhub watch: {error.code().name}: {error.details()}; resubscribing in {wait_s:.1f} s", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.count < 0:
+        raise ValueError(f"--count: is {args.count}; use 0 (no limit) or more")
+    where = ", ".join(args.namespaces) or "every namespace this agent may read and subscribe to"
+    changes = 0
+    with client_from(args) as client:
+        follower = FeedFollower(
+            client,
+            args.namespaces,
+            cursor=args.cursor,
+            kinds=args.kinds,
+            types=args.types,
+            tags=args.tags,
+            changes=args.changes,
+            on_retry=_retrying,
+        )
+        started = False
+        try:
+            for message in follower:
+                if args.json:
+                    print(_json_line(message), flush=True)
+                elif message.WhichOneof("message") == "heartbeat" and not started:
+                    print(f"watching {where}; resume later with --from {message.heartbeat.cursor}", flush=True)
+                elif message.WhichOneof("message") == "change":
+                    event = message.change
+                    when = event.changed_at.ToDatetime().strftime("%Y-%m-%dT%H:%M:%S")
+                    print(f"{change_name(event.change)} at {when}  cursor {event.cursor}", flush=True)
+                    print(format_memory(event.memory), flush=True)
+                started = True
+                if message.WhichOneof("message") == "change":
+                    changes += 1
+                    if args.count and changes >= args.count:
+                        break
+        except KeyboardInterrupt:
+            pass
+        finally:
+            follower.close()
+    print(f"resume with: memhub watch --from {follower.cursor}", file=sys.stderr)
+    return 0

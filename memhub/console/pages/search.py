@@ -1,0 +1,63 @@
+"""Search with the explain view: each hit's rank and contribution in every channel, its priors, its relevance
+(SearchMemories with explain), over the namespaces the operator's token may read."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+from starlette.routing import Route
+
+from memhub.console.pages.memories import KINDS, TYPES
+from memhub.console.view import View, page
+from memhub.core import validation
+
+CHANNELS = ("dense", "keyword", "entity", "time")
+EXPLAINED = ("dense", "keyword", "entity", "time", "expansion")
+
+
+def routes() -> list[Route]:
+    return [Route("/search", search, methods=["GET"])]
+
+
+@page(
+    "search", accepted=("q", "ns", "top_k", "kind", "type", "tag", "channel", "explain"), repeatable=("kind", "type", "channel")
+)
+async def search(view: View) -> Response:
+    p = view.params
+    query = p.text("q", validation.MAX_QUERY_CHARS, one_line=False)
+    namespaces = p.namespaces("ns")
+    top_k = p.integer("top_k", 1, validation.MAX_TOP_K, 10)
+    kinds, types, channels = p.choices("kind", KINDS), p.choices("type", TYPES), p.choices("channel", CHANNELS)
+    tags = p.tags("tag")
+    explain = p.flag("explain") or not query  # the form opens with explain ticked
+    form = {"q": query, "ns": ",".join(namespaces), "top_k": top_k, "kind": kinds, "type": types, "tag": ",".join(tags)}
+    form |= {"channel": channels, "explain": explain}
+    if not query:
+        return view.render("search.html", form=form, result=None, kinds=KINDS, types=TYPES, channels=CHANNELS)
+    result = await view.call(
+        lambda c: c.search(
+            query, namespaces, top_k=top_k, kinds=kinds, types=types, tags=tags, channels=channels, explain=explain
+        )
+    )
+    rows = []
+    for rank, hit in enumerate(result.hits, start=1):
+        by_channel = {}
+        for cr in hit.channel_ranks:
+            name = _channel_name(cr.channel)
+            by_channel[name] = cr
+        rows.append({"rank": rank, "hit": hit, "channels": by_channel, "has_priors": hit.HasField("priors")})
+    return view.render(
+        "search.html",
+        form=form,
+        result=result,
+        rows=rows,
+        explained=EXPLAINED,
+        kinds=KINDS,
+        types=TYPES,
+        channels=CHANNELS,
+    )
+
+
+def _channel_name(value: int) -> str:
+    from memhub.v1 import memory_pb2 as pb
+
+    return pb.RetrievalChannel.Name(value).removeprefix("RETRIEVAL_CHANNEL_").lower()

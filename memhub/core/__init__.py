@@ -1,0 +1,4 @@
+"""Plain-Python core of the hub: validation, the memory service, retrieval.
+
+Nothing here knows about gRPC; memhub/api adapts it to the wire.
+"""

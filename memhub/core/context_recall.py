@@ -1,0 +1,53 @@
+"""AssembleContext: search with the caller's rights, then build the block (memhub/core/context_assembly.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from memhub.core.context_assembly import AssembledContext, assemble
+from memhub.core.model import Caller, SearchQuery
+from memhub.core.service import MemoryService
+from memhub.embedding.token_count import TOKENIZER_NAME, token_counter
+
+DEFAULT_CANDIDATES = 30
+DEFAULT_TOKEN_BUDGET = 1000
+MIN_TOKEN_BUDGET, MAX_TOKEN_BUDGET = 50, 8000
+DEFAULT_PER_GROUP = 5
+MAX_PER_GROUP = 20
+
+
+@dataclass(frozen=True)
+class ContextRequest:
+    query: SearchQuery
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+    per_group: int = DEFAULT_PER_GROUP
+    include_flagged: bool = False
+
+
+@dataclass(frozen=True)
+class ContextResult:
+    context: AssembledContext
+    tokenizer: str
+    degraded: str
+    search_id: str = ""
+    """The search behind the block in the retrieval log (for MarkUsed)."""
+
+
+def assemble_context(service: MemoryService, caller: Caller, request: ContextRequest) -> ContextResult:
+    """The caller's search (its rights, audit and filters), assembled into one block within the budget."""
+    query = request.query
+    if not request.include_flagged and not query.filter.flags_any:
+        # The block goes into a prompt as it is: memories that address the model stay out unless asked for.
+        query = dataclasses.replace(query, filter=dataclasses.replace(query.filter, unflagged=True))
+    # The block has its own budget and one line per memory: the search's size cap and session turns do not apply.
+    query = dataclasses.replace(query, max_tokens=0, context_window=0)
+    result = service.search(caller, query)
+    assembled = assemble(
+        query.text,
+        [hit.memory for hit in result.hits],
+        token_counter(),
+        token_budget=request.token_budget,
+        per_group=request.per_group,
+    )
+    return ContextResult(assembled, TOKENIZER_NAME, result.degraded, result.search_id)

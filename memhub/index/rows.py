@@ -1,0 +1,89 @@
+"""Turn IndexedMemory values into Milvus rows, refusing what Milvus would reject later."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from memhub.index import schema
+from memhub.index.filters import tag_keys
+from memhub.index.records import IndexedMemory
+
+
+def to_row(mem: IndexedMemory, dimension: int) -> dict[str, Any]:
+    """Validate one memory and return its row. Raises ValueError naming the memory and field."""
+    where = f"memory {mem.id!r}"
+    _text(mem.id, "id", schema.MAX_ID_CHARS, where)
+    _text(mem.namespace, "namespace", schema.MAX_NAMESPACE_CHARS, where)
+    _text(mem.kind, "kind", schema.MAX_KIND_CHARS, where)
+    _text(mem.type, "type", schema.MAX_TYPE_CHARS, where)
+    if not isinstance(mem.content, str):
+        raise ValueError(f"{where}: content must be a string")
+    if isinstance(mem.tags, str):  # would otherwise become one tag per character
+        raise ValueError(f"{where}: tags must be a tuple of strings, not a string")
+    keys = tag_keys(mem.tags)
+    if len(keys.encode("utf-8")) > schema.MAX_VARCHAR_BYTES:
+        raise ValueError(f"{where}: {len(mem.tags)} tags are too long to index together")
+    return {
+        schema.ID: mem.id,
+        schema.NAMESPACE: mem.namespace,
+        schema.KIND: mem.kind,
+        schema.TYPE: mem.type,
+        schema.CONTENT: _fit_bytes(mem.content, schema.MAX_VARCHAR_BYTES),
+        schema.TAG_KEYS: keys,
+        schema.OCCURRED_AT: _ms(mem.occurred_at_ms, "occurred_at_ms", where),
+        schema.CREATED_AT: _ms(mem.created_at_ms, "created_at_ms", where),
+        schema.EXPIRES_AT: _ms(mem.expires_at_ms, "expires_at_ms", where, non_negative=True),
+        schema.DENSE: check_vector(mem.vector, dimension, where),
+    }
+
+
+def check_vector(vector: Any, dimension: int, where: str) -> np.ndarray:
+    """The vector as unit-length float32 after checking its length and finiteness.
+
+    The index compares vectors by inner product, which equals cosine
+    similarity only for unit vectors; embedders return unit vectors, and
+    normalising here (cheap) keeps that true for any caller. A zero vector
+    has no direction and is refused.
+    """
+    try:
+        values = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: vector must be a sequence of numbers") from None
+    if values.shape != (dimension,):
+        raise ValueError(f"{where}: vector has {values.size} dimensions, the index expects {dimension}")
+    if not np.isfinite(values).all():
+        raise ValueError(f"{where}: vector contains NaN or infinity")
+    norm = float(np.linalg.norm(values))
+    if norm < 1e-12:
+        raise ValueError(f"{where}: vector is all zeros (it has no direction to compare)")
+    return values / norm
+
+
+def _text(value: object, field: str, max_chars: int, where: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{where}: {field} must be a non-empty string")
+    if len(value) > max_chars:
+        raise ValueError(f"{where}: {field} has {len(value)} characters, at most {max_chars} allowed")
+
+
+def _ms(value: object, field: str, where: str, *, non_negative: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{where}: {field} must be an int (epoch ms), got {value!r}")
+    if non_negative and value < 0:
+        raise ValueError(f"{where}: {field} must be >= 0 (0 means never), got {value}")
+    return value
+
+
+def _fit_bytes(text: str, max_bytes: int) -> str:
+    """Cut ``text`` to at most ``max_bytes`` UTF-8 bytes without splitting a character.
+
+    Only text made mostly of 4-byte characters near the 16384-character limit
+    gets here; losing its tail changes BM25 for that row, never correctness
+    (hits are hydrated from Postgres, which keeps the full text).
+    """
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    return data[:max_bytes].decode("utf-8", errors="ignore")

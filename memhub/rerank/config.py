@@ -1,0 +1,54 @@
+"""Rerank settings, as read from the hub's configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memhub.rerank.base import Reranker
+
+MODES = ("off", "local", "http")
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    mode: str = "local"
+    """"off", "local" (no model: fused rank plus word and entity overlap) or "http" (a /rerank server)."""
+
+    depth: int = 30
+    """How many of the best fused candidates are reranked (the rest keep their order after them)."""
+
+    url: str | None = None
+    """http only: the server root or its /rerank endpoint, e.g. "http://tei-reranker:8080"."""
+
+    api: str = "tei"
+    """http only: "tei" ({query, texts}) or "cohere" ({model, query, documents}: Jina, Cohere, vLLM)."""
+
+    model: str = ""
+    """http only: model name sent with the cohere API."""
+
+    api_key_env: str = "MEMHUB_RERANK_API_KEY"
+    """http only: the environment variable holding the API key (never the key itself)."""
+
+    timeout_s: float = 5.0
+
+    def validate(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"rerank mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        if not 1 <= self.depth <= 300:
+            raise ValueError(f"rerank depth must be 1 to 300; got {self.depth}")
+        if self.mode == "http" and not self.url:
+            raise ValueError("rerank mode http needs a url (MEMHUB_RERANK_URL)")
+
+
+def open_reranker(config: RerankConfig) -> Reranker | None:
+    """The configured reranker, or None when off."""
+    config.validate()
+    if config.mode == "local":
+        from memhub.rerank.local import LocalReranker
+
+        return LocalReranker()
+    if config.mode == "http":
+        from memhub.rerank.http import HttpReranker
+
+        return HttpReranker(config.url or "", config.api, config.model, config.api_key_env, config.timeout_s)
+    return None

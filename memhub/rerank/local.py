@@ -1,0 +1,76 @@
+"""A reranker that needs no model: fused rank plus exact overlap with the query's words and entities.
+
+Dense and BM25 channels each miss something the other sees; what neither
+weighs is how many of the query's *distinct* content words a candidate
+contains (BM25 rewards repeats of one rare word as much as two different
+ones) and whether it names the query's entities exactly. The score is
+
+    fused_score / best_fused + term_weight * covered_terms + entity_weight * covered_entities
+
+with the coverages in [0, 1]. Weights are chosen on LoCoMo conversations
+1-5 only (bench/bench_locomo.py); the held-out conversations 6-10 show
+whether they carry over.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+
+from memhub.recall import entities
+from memhub.rerank.base import Candidate
+
+# Lucene's English stop words plus question words and auxiliaries, which a question always carries.
+_STOP = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
+    "this to was will with what when where who whom which why how did do does done has have had i you he she we "
+    "me my your his her our us them its am were been being would could should can may might about from so just".split()
+)
+_WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
+
+
+@functools.lru_cache(maxsize=65536)  # a conversation's vocabulary repeats: a lookup beats the suffix loop
+def _stem(word: str) -> str:
+    """A deliberately light stemmer (plural and -ing/-ed) so that 'paintings' meets 'painting'."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_terms(text: str) -> set[str]:
+    return _terms(_WORD.findall(text.lower()))
+
+
+def _terms(words: Sequence[str]) -> set[str]:
+    # Distinct words first: each is stemmed once, however often it occurs.
+    return {_stem(w) for w in set(words) if w not in _STOP and len(w) > 1}
+
+
+class LocalReranker:
+    name = "local"
+
+    def __init__(self, term_weight: float = 0.5, entity_weight: float = 0.25) -> None:
+        self.term_weight = term_weight
+        self.entity_weight = entity_weight
+
+    def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+        if not candidates:
+            return []
+        terms = content_terms(query)
+        names = set(entities.extract(query))  # the entity channel's rules, so both see the same names
+        best = max(c.fused_score for c in candidates) or 1.0
+        out = []
+        for c in candidates:
+            words = _WORD.findall(c.content.lower())
+            covered = len(terms & _terms(words)) / len(terms) if terms else 0.0
+            # A name counts when the candidate's words contain it whole (multi-word names too) or the writer gave it.
+            text = " " + " ".join(words) + " "
+            given = {entities.key(e) for e in c.entities}
+            named = sum(1 for n in names if n in given or f" {n} " in text) / len(names) if names else 0.0
+            out.append(c.fused_score / best + self.term_weight * covered + self.entity_weight * named)
+        return out
+
+    def close(self) -> None:
+        pass
