@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
 
 # Lint and formatting (ruff settings in pyproject.toml).
-.venv/bin/ruff check hub memhub/bridge tests bench scripts || exit 1
-.venv/bin/ruff format --check --quiet hub memhub/bridge tests bench scripts || { echo "run: .venv/bin/ruff format hub memhub/bridge tests bench scripts" >&2; exit 1; }
+.venv/bin/ruff check memhub tests bench scripts || exit 1
+.venv/bin/ruff format --check --quiet memhub tests bench scripts || { echo "run: .venv/bin/ruff format memhub tests bench scripts" >&2; exit 1; }
 
 # The shipped policies must validate and pass their decision tables.
 m=.venv/bin/memhub
