@@ -35,8 +35,8 @@ from memhub.config import HubConfig, PolicyConfig, StoreConfig  # noqa: E402
 from memhub.core.access import Action, AllowAll  # noqa: E402
 from memhub.core.model import Caller, Channel, MemoryFilter, SearchQuery  # noqa: E402
 from memhub.core.policy_authorizer import PolicyAuthorizer  # noqa: E402
-from memhub.core.service import MemoryService  # noqa: E402
 from memhub.policy import PolicyStore  # noqa: E402
+from memhub.service import MemoryService  # noqa: E402
 from memhub.v1 import memory_pb2 as pb  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

@@ -32,7 +32,6 @@ from memhub.core.model import Channel
 from memhub.core.policy_authorizer import PolicyAuthorizer
 from memhub.core.recall_stats import RECALL_JOURNAL, RecallRecorder
 from memhub.core.retrieval import RetrievalSettings
-from memhub.core.service import MemoryService
 from memhub.core.usage_folder import UsageFolder
 from memhub.curation.archive import Archiver
 from memhub.curation.consolidation_config import SummariserConfig
@@ -54,6 +53,7 @@ from memhub.periodic import Periodic
 from memhub.policy import PolicyError, PolicyStore
 from memhub.rerank import Reranker, open_reranker
 from memhub.retrieval_log.writer import RetrievalLogWriter
+from memhub.service import MemoryService
 from memhub.session_state.service import SessionStateService
 
 log = logging.getLogger(__name__)

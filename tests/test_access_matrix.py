@@ -22,9 +22,9 @@ from memhub.api.convert import write_request
 from memhub.client import MemhubClient, memory_input
 from memhub.core.access import AllowAll
 from memhub.core.model import Caller
-from memhub.core.service import MemoryService
 from memhub.db import memories as memories_db
 from memhub.policy import Principal
+from memhub.service import MemoryService
 from memhub.v1 import memory_pb2 as pb
 
 NAMESPACES = [

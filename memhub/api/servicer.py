@@ -12,8 +12,8 @@ from memhub.core import history_paging
 from memhub.core import validation as v
 from memhub.core.consolidation import Consolidator
 from memhub.core.context_recall import assemble_context
-from memhub.core.service import MemoryService
 from memhub.errors import FailedPrecondition, InvalidArgument
+from memhub.service import MemoryService
 from memhub.v1 import memory_pb2 as pb
 from memhub.v1 import memory_pb2_grpc as pb_grpc
 

@@ -39,7 +39,6 @@ from sqlalchemy import Connection, Engine
 from memhub.core import validation as v
 from memhub.core.access import Action, Authorizer, require
 from memhub.core.model import Caller, Kind, MemoryFilter, MemoryRecord, MemoryType, NewMemory
-from memhub.core.service import MemoryService
 from memhub.core.validation import MAX_BATCH, MAX_DERIVED_FROM_PER_REQUEST, MAX_ENTITIES, MAX_TAGS, MAX_WRITE_CONTENT_BYTES
 from memhub.curation import consolidation_model as m
 from memhub.curation import grouping
@@ -48,6 +47,7 @@ from memhub.db import consolidation as db
 from memhub.db import namespace_scope
 from memhub.embedding import Embedder, embed_bulk
 from memhub.errors import FailedPrecondition, InvalidArgument, Unavailable
+from memhub.service import MemoryService
 
 log = logging.getLogger(__name__)
 

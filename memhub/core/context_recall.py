@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from memhub.core.context_assembly import AssembledContext, assemble
 from memhub.core.model import Caller, SearchQuery
-from memhub.core.service import MemoryService
 from memhub.embedding.token_count import TOKENIZER_NAME, token_counter
+from memhub.service import MemoryService
 
 DEFAULT_CANDIDATES = 30
 DEFAULT_TOKEN_BUDGET = 1000

@@ -17,7 +17,6 @@ from sqlalchemy import Engine
 from memhub.auth.verifier import Identity
 from memhub.core.access import Action, Authorizer
 from memhub.core.model import Caller, MemoryRecord, Status
-from memhub.core.service import _with_effective_status as as_get_memory_shows  # the rule GetMemory applies
 from memhub.core.visible_links import only_readable_sources
 from memhub.db import changes as changes_db
 from memhub.db import lineage as lineage_db
@@ -28,6 +27,7 @@ from memhub.feed.holdback import HoldBack
 from memhub.feed.model import Change, FeedFilter, Position
 from memhub.feed.rights import Rights, RightsView
 from memhub.feed.tail import FeedTail
+from memhub.service.context import with_effective_status as as_get_memory_shows  # the rule GetMemory applies
 
 SHOWN_REFRESH_S = 600.0
 """How often a stream with nothing to deliver moves its heartbeat cursor up to where it has read (at most a quarter of

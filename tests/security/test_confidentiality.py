@@ -26,10 +26,10 @@ from memhub.client import memory_input
 from memhub.core.access import AllowAll
 from memhub.core.model import Caller, ForgetRequest, MemoryFilter
 from memhub.core.policy_authorizer import PolicyAuthorizer
-from memhub.core.service import MemoryService
 from memhub.db import memories as memories_db
 from memhub.errors import NotFound
 from memhub.policy import PolicyStore
+from memhub.service import MemoryService
 from memhub.v1 import memory_pb2 as pb
 
 
