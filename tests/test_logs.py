@@ -57,7 +57,7 @@ def test_serve_on_a_fresh_data_dir_logs_steps_not_subprocess_output(store_root: 
 
 
 def test_initdb_output_goes_to_debug_when_it_succeeds(store_root: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="memhub.db.embedded_pg")
+    caplog.set_level(logging.DEBUG, logger="memhub.db.embedded_pg_programs")
     server = EmbeddedPostgres(store_root / "data")
     try:
         server.start()
