@@ -7,267 +7,81 @@
 
 Enum arguments take the short lower-case names ("episodic", "fact").
 
-Calls are traced with OpenTelemetry: each opens a client span and sends the
-W3C trace context in the gRPC metadata, so the hub's spans join the caller's
-trace (with tracing off in this process the spans are no-ops, and an active
-context is still passed on). A `traceparent` the caller puts into the
-metadata itself is honoured when no span is active.
+Calls are traced with OpenTelemetry (memhub/client_channel.py): the hub's spans join the caller's trace.
+The request builders (memhub/client_requests.py), what errors carry (memhub/client_errors.py) and the
+session-state calls (memhub/client_sessions.py) live beside this module; import them from here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import json
-import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
 
 import grpc
-from google.protobuf.duration_pb2 import Duration
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
-from opentelemetry.instrumentation.grpc import client_interceptor
-from opentelemetry.instrumentation.grpc.grpcext import StreamClientInterceptor, UnaryClientInterceptor, intercept_channel
+from google.protobuf.message import Message
+from grpc_health.v1 import health_pb2
 
-from memhub import grpc_keepalive
+from memhub.client_channel import channel_options, traced_channel
 from memhub.client_config import DEFAULT_ADDRESS
-from memhub.feed.cursor import RESUME_CURSOR_KEY
-from memhub.v1 import admin_pb2_grpc, changes_pb2, changes_pb2_grpc, session_pb2, session_pb2_grpc
+from memhub.client_errors import VersionConflict, conflict_version, resume_cursor, version_conflict
+from memhub.client_requests import (
+    change_name,
+    change_value,
+    channel_value,
+    flag_value,
+    grouping_value,
+    kind_value,
+    memory_input,
+    search_request,
+    status_value,
+    summariser_value,
+    type_value,
+)
+from memhub.client_sessions import SessionStateCalls
+from memhub.client_stubs import FeedCall, admin_stub, change_feed_stub, health_stub, memory_stub, session_state_stub
+from memhub.v1 import changes_pb2
 from memhub.v1 import memory_pb2 as pb
-from memhub.v1 import memory_pb2_grpc as pb_grpc
 
-_UNTRACED_PREFIXES = ("/grpc.health.v1.Health/",)
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "MemhubClient",
+    "VersionConflict",
+    "change_name",
+    "change_value",
+    "channel_options",
+    "channel_value",
+    "conflict_version",
+    "flag_value",
+    "kind_value",
+    "memory_input",
+    "resume_cursor",
+    "search_request",
+    "status_value",
+    "traced_channel",
+    "type_value",
+    "version_conflict",
+]
 
-
-def _enum_value(enum_type, prefix: str, name: str, what: str) -> int:  # noqa: ANN001
-    try:
-        return enum_type.Value(f"{prefix}_{name.upper()}")
-    except ValueError:
-        choices = ", ".join(n.removeprefix(prefix + "_").lower() for n in enum_type.keys() if not n.endswith("UNSPECIFIED"))
-        raise ValueError(f"unknown {what} {name!r}; choose one of {choices}") from None
-
-
-def kind_value(name: str) -> int:
-    return _enum_value(pb.MemoryKind, "MEMORY_KIND", name, "kind")
-
-
-def type_value(name: str) -> int:
-    return _enum_value(pb.MemoryType, "MEMORY_TYPE", name, "type")
-
-
-def status_value(name: str) -> int:
-    return _enum_value(pb.MemoryStatus, "MEMORY_STATUS", name, "status")
-
-
-def flag_value(name: str) -> int:
-    return _enum_value(pb.MemoryFlag, "MEMORY_FLAG", name, "flag")
+_Request = TypeVar("_Request")
+_Response = TypeVar("_Response")
 
 
-def channel_value(name: str) -> int:
-    return _enum_value(pb.RetrievalChannel, "RETRIEVAL_CHANNEL", name, "channel")
-
-
-def change_value(name: str) -> int:
-    return _enum_value(changes_pb2.ChangeKind, "CHANGE_KIND", name, "change")
-
-
-def change_name(value: int) -> str:
-    """``CHANGE_KIND_WRITTEN`` -> ``written``."""
-    return changes_pb2.ChangeKind.Name(value).removeprefix("CHANGE_KIND_").lower()
-
-
-def resume_cursor(error: grpc.RpcError) -> str:
-    """The cursor an ended SubscribeChanges stream says to resume from ("" when it named none)."""
-    trailing = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
-    return next((str(v) for k, v in trailing or () if k == RESUME_CURSOR_KEY), "")
-
-
-def memory_input(
-    namespace: str,
-    content: str,
-    *,
-    kind: str | None = None,
-    type: str = "event",  # noqa: A002 - mirrors the API field
-    tags: Sequence[str] = (),
-    entities: Sequence[str] = (),
-    importance: int = 0,
-    confidence: float | None = None,
-    occurred_at: datetime | None = None,
-    ttl: timedelta | None = None,
-    subject_key: str = "",
-    expected_version: int | None = None,
-    derived_from: Sequence[str] = (),
-) -> pb.MemoryInput:
-    """One memory to write. ``expected_version`` (with ``subject_key``): the version the subject's active memory
-    must have for this write to replace it, 0 for "none may exist" (a mismatch is ABORTED: `version_conflict`);
-    ``derived_from``: ids of the memories that led to this one (cite them: GetMemoryLineage shows them)."""
-    msg = pb.MemoryInput(
-        namespace=namespace,
-        content=content,
-        # Unset: the hub gives the kind the type implies (memhub/core/validation.py KINDS_OF_TYPE).
-        kind=kind_value(kind) if kind else pb.MEMORY_KIND_UNSPECIFIED,
-        type=type_value(type),
-        tags=list(tags),
-        entities=list(entities),
-        importance=importance,
-        subject_key=subject_key,
-        derived_from=list(derived_from),
-    )
-    if expected_version is not None:
-        msg.expected_version = expected_version
-    if confidence is not None:
-        msg.confidence = confidence
-    if occurred_at is not None:
-        msg.occurred_at.FromDatetime(occurred_at)
-    if ttl is not None:
-        msg.ttl.CopyFrom(Duration(seconds=int(ttl.total_seconds())))
-    return msg
-
-
-@dataclass(frozen=True)
-class VersionConflict:
-    """What an ABORTED answer to an expected version says (memory.proto, "Versions")."""
-
-    field: str
-    """The expectation that failed, e.g. "memories[0].expected_version" or "expected_versions[<id>]"."""
-    current_version: int
-    """The version now; 0 when no active memory holds the subject any more."""
-    current_id: str
-    """The memory that holds it now ("" when none)."""
-
-
-def version_conflict(error: grpc.RpcError) -> VersionConflict | None:
-    """The version conflict an error reports, from its trailing metadata; None for any other error (including
-    transient ABORTED conflicts, which are safe to retry as they are)."""
-    if not isinstance(error, grpc.Call) or error.code() != grpc.StatusCode.ABORTED:
-        return None
-    trailing = {key: value for key, value in (error.trailing_metadata() or ()) if isinstance(value, str)}
-    if "memhub-current-version" not in trailing:
-        return None
-    try:
-        current = int(trailing["memhub-current-version"])
-    except ValueError:
-        return None
-    return VersionConflict(trailing.get("memhub-conflict-field", ""), current, trailing.get("memhub-current-id", ""))
-
-
-def _traced(client_info) -> bool:  # noqa: ANN001 - grpcext's client info
-    return not str(client_info.full_method).startswith(_UNTRACED_PREFIXES)
-
-
-@contextlib.contextmanager
-def _explicit_parent(metadata) -> Iterator[None]:  # noqa: ANN001
-    """With no active span, make a traceparent found in `metadata` the parent of the call's client span."""
-    if not metadata or trace.get_current_span().get_span_context().is_valid:
-        yield
-        return
-    carrier = {str(k).lower(): v for k, v in metadata if isinstance(v, str)}
-    if "traceparent" not in carrier:
-        yield
-        return
-    token = otel_context.attach(propagate.extract(carrier))
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
-
-
-class _ExplicitTraceparent(UnaryClientInterceptor, StreamClientInterceptor):
-    """Runs before the OpenTelemetry interceptor, which would otherwise replace an explicit traceparent."""
-
-    def intercept_unary(self, request, metadata, client_info, invoker):  # noqa: ANN001, ANN201
-        with _explicit_parent(metadata):
-            return invoker(request, metadata)
-
-    def intercept_stream(self, request_or_iterator, metadata, client_info, invoker):  # noqa: ANN001, ANN201
-        # (Response-streaming spans start lazily, when iterated: nothing to attach to here.)
-        with _explicit_parent(metadata):
-            return invoker(request_or_iterator, metadata)
-
-
-def traced_channel(channel: grpc.Channel) -> grpc.Channel:
-    """`channel` with OpenTelemetry client spans and W3C context injection (health checks untraced).
-
-    Note: the instrumentation's interceptor is a `grpcext` one, so this uses
-    its own intercept_channel; `grpc.intercept_channel` rejects it.
-    """
-    return intercept_channel(channel, client_interceptor(filter_=_traced), _ExplicitTraceparent())
-
-
-def search_request(
-    query: str,
-    namespaces: Sequence[str],
-    *,
-    top_k: int = 0,
-    kinds: Sequence[str] = (),
-    types: Sequence[str] = (),
-    tags: Sequence[str] = (),
-    channels: Sequence[str] = (),
-    explain: bool = False,
-    max_tokens: int = 0,
-    occurred_start: datetime | None = None,
-    occurred_end: datetime | None = None,
-    context_window: int = 0,
-    min_relevance: float = 0.0,
-    ranking: Mapping[str, bool] | None = None,
-    flags: Sequence[str] = (),
-    exclude_flagged: bool = False,
-) -> pb.SearchMemoriesRequest:
-    """A SearchMemoriesRequest. ``ranking``: RankingOptions fields to set, e.g. ``{"neighbour_smoothing": False}``;
-    ``flags``: names such as "instruction_like" (only memories carrying one); ``exclude_flagged``: leave flagged
-    memories out."""
-    req = pb.SearchMemoriesRequest(
-        query=query,
-        namespaces=list(namespaces),
-        top_k=top_k,
-        kinds=[kind_value(k) for k in kinds],
-        types=[type_value(t) for t in types],
-        tags=list(tags),
-        channels=[channel_value(c) for c in channels],
-        explain=explain,
-        max_tokens=max_tokens,
-        context_window=context_window,
-        min_relevance=min_relevance,
-        ranking=pb.RankingOptions(**(ranking or {})),
-        flags=[flag_value(f) for f in flags],
-        exclude_flagged=exclude_flagged,
-    )
-    if occurred_start is not None:
-        req.occurred.start.FromDatetime(occurred_start)
-    if occurred_end is not None:
-        req.occurred.end.FromDatetime(occurred_end)
-    return req
-
-
-def channel_options() -> list[tuple[str, int]]:
-    """Options for every channel to a hub, plaintext or TLS."""
-    return [
-        # The hub keeps list and search replies under 4 MiB (gRPC's default receive limit), but a write's
-        # reply echoes its memories and a batch of 100 long ones can pass that: accept what the hub may send.
-        ("grpc.max_receive_message_length", 16 * 2**20),
-        # Pings the hub accepts (it is started with the same contract), so it never answers too_many_pings.
-        *grpc_keepalive.DEFAULT.client_options(),
-    ]
-
-
-class MemhubClient:
+class MemhubClient(SessionStateCalls):
     """One channel to one hub, acting as the agent its token names. Thread-safe (gRPC channels are)."""
 
     def __init__(self, address: str = DEFAULT_ADDRESS, *, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.address = address
         raw = grpc.insecure_channel(address, options=channel_options())
         self._channel = traced_channel(raw)
-        self._stub = pb_grpc.MemoryServiceStub(self._channel)
-        self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
+        self._stub = memory_stub(self._channel)
+        self.admin = admin_stub(self._channel)
         # Feed streams bypass the tracing interceptor: its wrapper of a response stream cannot be cancelled,
         # and one span for a stream that lives for hours says nothing.
-        self._feed = changes_pb2_grpc.ChangeFeedServiceStub(raw)
-        self.sessions = session_pb2_grpc.SessionStateServiceStub(self._channel)
-        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._feed = change_feed_stub(raw)
+        self.sessions = session_state_stub(self._channel)
+        self._health = health_stub(self._channel)
         self.metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._timeout = timeout_s
         self._owns_channel = True
@@ -292,11 +106,12 @@ class MemhubClient:
         if self._owns_channel:
             self._channel.close()
 
-    def _call(self, method, request):  # noqa: ANN001, ANN202
+    def _call(self, method: grpc.UnaryUnaryMultiCallable[_Request, _Response], request: _Request) -> _Response:
         return method(request, timeout=self._timeout, metadata=self.metadata)
 
-    def call_admin(self, name: str, request):  # noqa: ANN001, ANN201
-        """Call an AdminService method by name, e.g. call_admin("GetPolicyInfo", admin_pb2.GetPolicyInfoRequest())."""
+    def call_admin(self, name: str, request: Message) -> Any:
+        """Call an AdminService method by name, e.g. call_admin("GetPolicyInfo", admin_pb2.GetPolicyInfoRequest());
+        the reply is that method's response message (typed ``Any``: the name picks it at run time)."""
         return self._call(getattr(self.admin, name), request)
 
     def healthy(self, timeout_s: float = 5.0, service: str = "") -> bool:
@@ -339,7 +154,7 @@ class MemhubClient:
         tags: Sequence[str] = (),
         changes: Sequence[str] = (),
         timeout_s: float | None = None,
-    ) -> Any:
+    ) -> FeedCall:
         """Open a SubscribeChanges stream: iterate the returned call for ChangeFeedMessages, ``cancel()`` it to stop.
 
         No deadline unless ``timeout_s``: a feed stream is meant to stay open. Resume after a break with the
@@ -496,12 +311,12 @@ class MemhubClient:
             session_id=session_id,
             tags=list(tags),
             types=[type_value(t) for t in types],
-            group_by=_enum_value(pb.ConsolidationGrouping, "CONSOLIDATION_GROUPING", group_by, "grouping") if group_by else 0,
-            target_kind=kind_value(target_kind) if target_kind else 0,
-            target_type=type_value(target_type) if target_type else 0,
+            group_by=grouping_value(group_by) if group_by else pb.CONSOLIDATION_GROUPING_UNSPECIFIED,
+            target_kind=kind_value(target_kind) if target_kind else pb.MEMORY_KIND_UNSPECIFIED,
+            target_type=type_value(target_type) if target_type else pb.MEMORY_TYPE_UNSPECIFIED,
             target_namespace=target_namespace,
             dry_run=dry_run,
-            summariser=_enum_value(pb.Summariser, "SUMMARISER", summariser, "summariser") if summariser else 0,
+            summariser=summariser_value(summariser) if summariser else pb.SUMMARISER_UNSPECIFIED,
             min_group_size=min_group_size,
             max_group_size=max_group_size,
             max_sources=max_sources,
@@ -536,88 +351,3 @@ class MemhubClient:
         if since is not None:
             req.since.FromDatetime(since)
         return self._call(self._stub.ListRetrievalLog, req)
-
-    # -- shared session state (proto/memhub/v1/session.proto) ------------------------------------------------
-
-    def session_put(
-        self,
-        namespace: str,
-        session_id: str,
-        key: str,
-        value: Any = None,
-        *,
-        value_json: str | None = None,
-        expected_version: int | None = None,
-        ttl: timedelta | None = None,
-        request_id: str = "",
-    ) -> session_pb2.PutSessionStateResponse:
-        """Set a key of a session's shared state to ``value`` (any JSON-serialisable value) or to the JSON text
-        ``value_json``. ``expected_version``: None sets it unconditionally, 0 only if the key is not set, N only
-        if it is at version N (else ABORTED; ``conflict_version(error)`` reads the current version)."""
-        if value_json is None:
-            value_json = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        req = session_pb2.PutSessionStateRequest(
-            namespace=namespace, session_id=session_id, key=key, value_json=value_json, request_id=request_id
-        )
-        if expected_version is not None:
-            req.expected_version = expected_version
-        if ttl is not None:
-            total = ttl.total_seconds()
-            req.ttl.CopyFrom(Duration(seconds=int(total), nanos=round((total - int(total)) * 1e9)))
-        return self._call(self.sessions.PutSessionState, req)
-
-    def session_get(self, namespace: str, session_id: str, key: str) -> session_pb2.SessionStateEntry:
-        """One key's entry (``json.loads(entry.value_json)`` is its value); NOT_FOUND when unset or expired."""
-        return self._call(
-            self.sessions.GetSessionState, session_pb2.GetSessionStateRequest(namespace=namespace, session_id=session_id, key=key)
-        )
-
-    def session_list(
-        self,
-        namespace: str,
-        session_id: str,
-        *,
-        key_prefix: str = "",
-        keys_only: bool = False,
-        page_size: int = 0,
-        page_token: str = "",
-    ) -> session_pb2.ListSessionStateResponse:
-        """A page of the session's live keys, in key order."""
-        req = session_pb2.ListSessionStateRequest(
-            namespace=namespace,
-            session_id=session_id,
-            key_prefix=key_prefix,
-            keys_only=keys_only,
-            page_size=page_size,
-            page_token=page_token,
-        )
-        return self._call(self.sessions.ListSessionState, req)
-
-    def session_delete(
-        self,
-        namespace: str,
-        session_id: str,
-        key: str = "",
-        *,
-        expected_version: int | None = None,
-        whole_session: bool = False,
-    ) -> session_pb2.DeleteSessionStateResponse:
-        """Delete one key (only at ``expected_version``, when given) or, with ``whole_session``, every key."""
-        req = session_pb2.DeleteSessionStateRequest(
-            namespace=namespace, session_id=session_id, key=key, whole_session=whole_session
-        )
-        if expected_version is not None:
-            req.expected_version = expected_version
-        return self._call(self.sessions.DeleteSessionState, req)
-
-
-_CURRENT_VERSION = re.compile(r"current version (\d+)")
-
-
-def conflict_version(error: grpc.RpcError) -> int | None:
-    """The current version an ABORTED session-state put or delete reports (0: the key is not set); None for
-    any other error."""
-    if error.code() != grpc.StatusCode.ABORTED:
-        return None
-    match = _CURRENT_VERSION.search(error.details() or "")
-    return int(match.group(1)) if match else None

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 import grpc
 
 from memhub.client import MemhubClient
+from memhub.client_stubs import FeedCall
 from memhub.v1 import changes_pb2
 
 log = logging.getLogger(__name__)
@@ -62,14 +63,15 @@ class FeedFollower:
     ) -> None:
         """``on_retry(error, wait_s)`` is told of each retryable end before the wait (to log or print it)."""
         self._client = client
-        self._request = {"namespaces": list(namespaces), "kinds": kinds, "types": types, "tags": tags, "changes": changes}
+        self._namespaces = list(namespaces)
+        self._filters = (kinds, types, tags, changes)
         self.cursor = cursor
         """The cursor of the last message received: resuming from it (another process, later) misses nothing."""
         self._on_retry = on_retry
         self._max_backoff = max_backoff_s
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._closed = threading.Event()
-        self._call = None
+        self._call: FeedCall | None = None
         self.reconnects = 0
 
     def close(self) -> None:
@@ -82,9 +84,12 @@ class FeedFollower:
     def __iter__(self) -> Iterator[changes_pb2.ChangeFeedMessage]:
         backoff = 0.5
         while not self._closed.is_set():
-            self._call = self._client.subscribe_changes(cursor=self.cursor, **self._request)
+            kinds, types, tags, changes = self._filters
+            call = self._call = self._client.subscribe_changes(
+                self._namespaces, cursor=self.cursor, kinds=kinds, types=types, tags=tags, changes=changes
+            )
             try:
-                for message in self._call:
+                for message in call:
                     backoff = 0.5  # the stream works again
                     if message.WhichOneof("message") == "heartbeat":
                         self.cursor = message.heartbeat.cursor

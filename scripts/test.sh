@@ -10,6 +10,9 @@ scripts/setup.sh || exit 1
 .venv/bin/ruff check memhub tests bench scripts || exit 1
 .venv/bin/ruff format --check --quiet memhub tests bench scripts || { echo "run: .venv/bin/ruff format memhub tests bench scripts" >&2; exit 1; }
 
+# Types: mypy strict on the public surface ([tool.mypy] in pyproject.toml names the files).
+.venv/bin/mypy || { echo "memhub tests: mypy found type errors; run it by hand: .venv/bin/mypy" >&2; exit 1; }
+
 # The shipped policies must validate and pass their decision tables.
 m=.venv/bin/memhub
 $m policy validate --dir policies --files default.cedar,examples/fleet.cedar || exit 1

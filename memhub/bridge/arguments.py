@@ -55,8 +55,8 @@ def describe_errors(error: ValidationError, schema: Mapping[str, Any]) -> str:
         # An optional argument is `T | None`: a wrong value fails both members, and "should be None"
         # is noise next to what is wrong with it as a T.
         useful = [(e, n) for e, n in errs if e["type"] != "none_required"] or errs
-        err, node = useful[0]
-        problems.append(f"{path}: {_what(err, node)}")
+        first, node = useful[0]
+        problems.append(f"{path}: {_what(first, node)}")
     shown = problems[:MAX_LISTED]
     if len(problems) > MAX_LISTED:
         shown.append(f"and {len(problems) - MAX_LISTED} more")
@@ -78,7 +78,8 @@ def _locate(loc: tuple[int | str, ...], schema: Mapping[str, Any]) -> tuple[str,
 
 
 def _what(err: Mapping[str, Any], node: Mapping[str, Any]) -> str:
-    kind, value = err["type"], err.get("input")
+    kind = err["type"]
+    value: Any = err.get("input")  # the rejected value, of any type
     if kind == "missing":
         return "is required"
     if kind in ("less_than_equal", "greater_than_equal", "less_than", "greater_than", "multiple_of"):

@@ -84,7 +84,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="stderr log level")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `memhub bridge` and `memhub bridge init`."""
     from memhub.bridge import init_cmd  # standard library and token issuing only, like this module
 

@@ -17,14 +17,16 @@ import contextvars
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
-from grpc_health.v1 import health_pb2_grpc
 
 from memhub.client import MemhubClient, channel_options, kind_value, traced_channel, type_value
-from memhub.v1 import admin_pb2_grpc, changes_pb2_grpc, session_pb2_grpc
+from memhub.client_stubs import admin_stub, change_feed_stub, health_stub, memory_stub, session_state_stub
 from memhub.v1 import memory_pb2 as pb
-from memhub.v1 import memory_pb2_grpc as pb_grpc
+
+_Request = TypeVar("_Request")
+_Response = TypeVar("_Response")
 
 # Seconds the current attempt may take; unset outside hub_calls.HubCaller (then the client's own timeout applies).
 attempt_timeout: contextvars.ContextVar[float | None] = contextvars.ContextVar("memhub_bridge_attempt_timeout", default=None)
@@ -61,13 +63,13 @@ class BridgeHubClient(MemhubClient):
             self._channel.close()
             raw = grpc.secure_channel(address, tls.credentials(), options=channel_options())
             self._channel = traced_channel(raw)
-            self._stub = pb_grpc.MemoryServiceStub(self._channel)
-            self.admin = admin_pb2_grpc.AdminServiceStub(self._channel)
-            self._feed = changes_pb2_grpc.ChangeFeedServiceStub(raw)  # untraced, as in MemhubClient
-            self.sessions = session_pb2_grpc.SessionStateServiceStub(self._channel)
-            self._health = health_pb2_grpc.HealthStub(self._channel)
+            self._stub = memory_stub(self._channel)
+            self.admin = admin_stub(self._channel)
+            self._feed = change_feed_stub(raw)  # untraced, as in MemhubClient
+            self.sessions = session_state_stub(self._channel)
+            self._health = health_stub(self._channel)
 
-    def _call(self, method, request):  # noqa: ANN001, ANN202 - same shape as MemhubClient._call
+    def _call(self, method: grpc.UnaryUnaryMultiCallable[_Request, _Response], request: _Request) -> _Response:
         timeout = attempt_timeout.get()
         return method(request, timeout=self._timeout if timeout is None else timeout, metadata=self.metadata)
 

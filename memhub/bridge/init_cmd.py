@@ -44,7 +44,7 @@ CLAUDE_CONFIG_FILES = (
 )
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "init",
         help="write an agent's token file (and narrowing file) and print the MCP client configuration",

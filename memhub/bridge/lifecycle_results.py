@@ -19,10 +19,11 @@ from memhub.bridge.results import (
     MemoryRecord,
     MemoryType,
     count_of,
-    enum_name,
+    kind_name,
     mark_used_note,
     memory_block,
     memory_record,
+    type_name,
 )
 from memhub.memory_text import READING_NOTE, Quoted, block, visible_text
 from memhub.v1 import memory_pb2 as pb
@@ -151,8 +152,8 @@ def summarize_output(namespace: str, agent_id: str, reply: pb.ConsolidateMemorie
                 source_ids=list(g.source_ids),
                 memory_id=m.id or None,
                 namespace=m.namespace,
-                kind=enum_name(pb.MemoryKind, m.kind, "MEMORY_KIND"),
-                type=enum_name(pb.MemoryType, m.type, "MEMORY_TYPE"),
+                kind=kind_name(m.kind),
+                type=type_name(m.type),
                 content=m.content,
                 written_by=m.source.agent_id or agent_id,
                 written=g.written,
@@ -274,7 +275,10 @@ def history_text(out: HistoryOutput) -> str:
 # -- explain_memory -------------------------------------------------------------------------------------------
 
 Relation = Literal["supersedes", "derived_from"]
-_RELATION_NAMES = {pb.LINEAGE_RELATION_SUPERSEDES: "supersedes", pb.LINEAGE_RELATION_DERIVED_FROM: "derived_from"}
+_RELATION_NAMES: dict[int, Relation] = {
+    pb.LINEAGE_RELATION_SUPERSEDES: "supersedes",
+    pb.LINEAGE_RELATION_DERIVED_FROM: "derived_from",
+}
 HIDDEN_TEXT = "a memory you cannot read"
 
 

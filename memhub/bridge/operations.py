@@ -21,6 +21,7 @@ from memhub.bridge.narrowing import Narrowing, OutsideNarrowing
 from memhub.bridge.results import (
     ForgetOutput,
     MemoryRecord,
+    PreferenceOrder,
     PreferencesOutput,
     ReplacedMemory,
     SearchOutput,
@@ -180,7 +181,7 @@ class MemoryOperations:
         unique = list({m.id: m for m in found}.values())[:top_k]
         # The hub lists newest first and searches best match first; the answer says which, so a model
         # asking for nothing in particular does not take the newest preference for the most relevant one.
-        order = "newest_first"
+        order: PreferenceOrder = "newest_first"
         if query:
             order = "subject_newest_first_then_best_match" if subject_key else "best_match_first"
         return PreferencesOutput(subject_key=subject_key, query=query, order=order, preferences=unique, search_id=search_id)

@@ -87,7 +87,8 @@ async def _run(args: argparse.Namespace, command: list[str]) -> int:
         if args.action == "list":
             for tool in (await client.list_tools()).tools:
                 hints = tool.annotations.model_dump(exclude_none=True, by_alias=True) if tool.annotations else {}
-                print(f"{tool.name}: {tool.description.splitlines()[0][:100]}...\n    {json.dumps(hints)}")
+                summary = tool.description.splitlines()[0][:100] if tool.description else ""
+                print(f"{tool.name}: {summary}...\n    {json.dumps(hints)}")
             return 0
         result = await client.call_tool(args.tool, json.loads(args.arguments))
         for block in result.content:

@@ -22,8 +22,11 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import grpc
+from mcp.server.context import ServerRequestContext
+from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated, ServerEvent
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -64,7 +67,7 @@ class ResourceUpdates(InMemorySubscriptionBus):
         super().__init__()
         self._hub = hub
         self._narrowing = narrowing
-        self._legacy: dict[str, set] = {}
+        self._legacy: dict[str, set[ServerSession]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._follower: FeedFollower | None = None
         self._thread: threading.Thread | None = None
@@ -83,12 +86,14 @@ class ResourceUpdates(InMemorySubscriptionBus):
         self._start()
         return super().subscribe(listener)
 
-    async def on_listen(self, ctx, params: SubscriptionsListenRequestParams) -> SubscriptionsListenResult:  # noqa: ANN001
+    async def on_listen(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
         """`subscriptions/listen` (2026-07-28): the SDK's own handler, once the hub's stream is open."""
         await self._opened()
         return await self._listen(ctx, params)
 
-    async def on_subscribe(self, ctx, params: SubscribeRequestParams) -> EmptyResult:  # noqa: ANN001 - the SDK's context
+    async def on_subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
         """`resources/subscribe` of clients on protocol versions before 2026-07-28."""
         uri = str(params.uri)
         if not uri.startswith((NAMESPACE_PREFIX, MEMORY_PREFIX)):
@@ -103,7 +108,7 @@ class ResourceUpdates(InMemorySubscriptionBus):
             self._legacy.setdefault(uri, set()).add(ctx.session)
         return EmptyResult()
 
-    async def on_unsubscribe(self, ctx, params: UnsubscribeRequestParams) -> EmptyResult:  # noqa: ANN001
+    async def on_unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams) -> EmptyResult:
         with self._lock:
             sessions = self._legacy.get(str(params.uri))
             if sessions is not None:
@@ -138,7 +143,7 @@ class ResourceUpdates(InMemorySubscriptionBus):
         log.warning("change feed interrupted (%s: %s); resubscribing in %.1f s", error.code().name, error.details(), wait_s)
 
     def _run(self) -> None:
-        assert self._follower is not None and self._loop is not None
+        assert self._follower is not None and self._loop is not None and self._open is not None
         try:
             for message in self._follower:
                 if message.WhichOneof("message") != "change":

@@ -9,6 +9,9 @@ writes included: memhub/bridge/resource_updates.py.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 import grpc
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
@@ -22,6 +25,8 @@ from memhub.core.validation import memory_id
 from memhub.errors import InvalidArgument
 from memhub.memory_text import READING_NOTE
 from memhub.v1 import memory_pb2 as pb
+
+_Reply = TypeVar("_Reply")
 
 SCHEME = "memhub"
 NAMESPACE_PREFIX = f"{SCHEME}://ns/"
@@ -82,7 +87,8 @@ class ResourceReader:
         record = memory_record(memory)
         return "\n".join([READING_NOTE, *memory_block(1, record, extra=[("status", record.status)])])
 
-    async def _hub_call(self, fn):  # noqa: ANN001, ANN202 - a blocking MemhubClient call and its reply
+    async def _hub_call(self, fn: Callable[[], _Reply]) -> _Reply:
+        """A blocking MemhubClient call's reply; the hub's refusal as a ResourceError."""
         try:
             return await self._call(fn)
         except ToolError as exc:  # the hub's refusal, in the words the tools use
@@ -115,7 +121,7 @@ def register_resources(server: MCPServer, reader: ResourceReader, roots: tuple[s
     return listed
 
 
-def _no_args(fn):  # noqa: ANN001, ANN202
+def _no_args(fn: Callable[[], Awaitable[str]]) -> Callable[[], Awaitable[str]]:
     """A static resource's function takes no parameters (the root is bound by the closure)."""
 
     async def read() -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timezone
-from typing import Literal
+from typing import Literal, cast, get_args
 
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import BaseModel, Field
 
@@ -26,8 +27,8 @@ Status = Literal["active", "superseded", "forgotten", "expired", "quarantined", 
 Trust = Literal["verified", "agent", "external", "unspecified"]
 Flag = Literal["instruction_like"]
 
-KINDS: tuple[str, ...] = Kind.__args__
-MEMORY_TYPES: tuple[str, ...] = MemoryType.__args__
+KINDS: tuple[str, ...] = get_args(Kind)
+MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
 
 
 class MemoryRecord(BaseModel):
@@ -159,8 +160,32 @@ class PreferencesOutput(BaseModel):
     )
 
 
-def enum_name(enum_type, value: int, prefix: str) -> str:  # noqa: ANN001 - a protobuf EnumTypeWrapper
+def enum_name(enum_type: EnumTypeWrapper, value: int, prefix: str) -> str:
     return enum_type.Name(value).removeprefix(prefix + "_").lower()
+
+
+# The casts below name the Literal a proto enum's name belongs to; pydantic checks every value against
+# it when the model is built, as it did before these helpers.
+
+
+def kind_name(value: int) -> Kind:
+    return cast(Kind, enum_name(pb.MemoryKind, value, "MEMORY_KIND"))
+
+
+def type_name(value: int) -> MemoryType:
+    return cast(MemoryType, enum_name(pb.MemoryType, value, "MEMORY_TYPE"))
+
+
+def trust_name(value: int) -> Trust:
+    return cast(Trust, enum_name(pb.TrustLevel, value, "TRUST_LEVEL"))
+
+
+def flag_name(value: int) -> Flag:
+    return cast(Flag, enum_name(pb.MemoryFlag, value, "MEMORY_FLAG"))
+
+
+def status_name(value: int) -> Status:
+    return cast(Status, enum_name(pb.MemoryStatus, value, "MEMORY_STATUS"))
 
 
 def _iso(ts: Timestamp, present: bool) -> str | None:
@@ -173,8 +198,8 @@ def memory_record(m: pb.Memory) -> MemoryRecord:
     return MemoryRecord(
         id=m.id,
         namespace=m.namespace,
-        kind=enum_name(pb.MemoryKind, m.kind, "MEMORY_KIND"),
-        type=enum_name(pb.MemoryType, m.type, "MEMORY_TYPE"),
+        kind=kind_name(m.kind),
+        type=type_name(m.type),
         content=m.content,
         tags=list(m.tags),
         importance=m.importance or 3,
@@ -183,9 +208,9 @@ def memory_record(m: pb.Memory) -> MemoryRecord:
         created_at=_iso(m.created_at, m.HasField("created_at")),
         expires_at=_iso(m.expires_at, m.HasField("expires_at")),
         written_by=m.source.agent_id,
-        trust=enum_name(pb.TrustLevel, m.trust, "TRUST_LEVEL"),
-        flags=[enum_name(pb.MemoryFlag, f, "MEMORY_FLAG") for f in m.flags if f != pb.MEMORY_FLAG_UNSPECIFIED],
-        status=enum_name(pb.MemoryStatus, m.status, "MEMORY_STATUS"),
+        trust=trust_name(m.trust),
+        flags=[flag_name(f) for f in m.flags if f != pb.MEMORY_FLAG_UNSPECIFIED],
+        status=status_name(m.status),
         seen_count=m.seen_count or 1,
         version=m.version,
     )

@@ -41,7 +41,6 @@ from memhub.bridge.session_tools import session_tools
 from memhub.bridge.tool_support import (  # noqa: F401 - the bounds are re-exported: tests and docs name them as tools.X
     MAX_SEARCH_NAMESPACES,
     MAX_SUBJECT_KEY_CHARS,
-    MAX_TAG_CHARS,
     MEMORY_ID_CHARS,
     ExpectedVersion,
     MemoryId,
@@ -65,6 +64,7 @@ from memhub.core.validation import (
     MAX_CONTEXT_WINDOW,
     MAX_DERIVED_FROM,
     MAX_REASON_CHARS,
+    MAX_TAG_CHARS,  # noqa: F401 - re-exported as tools.MAX_TAG_CHARS, like tool_support's bounds above
     MAX_TAGS,
     MAX_VERSION,
 )
