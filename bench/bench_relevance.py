@@ -41,9 +41,9 @@ from hubproc import running_hub, wait_until_indexed  # noqa: E402
 from locomo import Conversation, load  # noqa: E402
 
 from memhub.client import MemhubClient, memory_input  # noqa: E402
-from memhub.core.query_terms import word_set  # noqa: E402
-from memhub.core.relevance import Calibration, Features, Judge, score  # noqa: E402
 from memhub.embedding import Embedder, EmbeddingConfig, build_embedder, embed_bulk  # noqa: E402
+from memhub.search.query_terms import word_set  # noqa: E402
+from memhub.search.relevance import Calibration, Features, Judge, score  # noqa: E402
 
 THRESHOLDS = (0.3, 0.5, 0.7)
 CANDIDATES = 10

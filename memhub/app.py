@@ -31,7 +31,6 @@ from memhub.core.indexer import Indexer
 from memhub.core.model import Channel
 from memhub.core.policy_authorizer import PolicyAuthorizer
 from memhub.core.recall_stats import RECALL_JOURNAL, RecallRecorder
-from memhub.core.retrieval import RetrievalSettings
 from memhub.core.usage_folder import UsageFolder
 from memhub.curation.archive import Archiver
 from memhub.curation.consolidation_config import SummariserConfig
@@ -53,6 +52,7 @@ from memhub.periodic import Periodic
 from memhub.policy import PolicyError, PolicyStore
 from memhub.rerank import Reranker, open_reranker
 from memhub.retrieval_log.writer import RetrievalLogWriter
+from memhub.search.settings import RetrievalSettings
 from memhub.service import MemoryService
 from memhub.session_state.service import SessionStateService
 

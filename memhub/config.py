@@ -14,7 +14,6 @@ from pathlib import Path
 
 from memhub.auth import AuthConfig
 from memhub.core.namespaces import validate_namespace
-from memhub.core.priors import PriorWeights
 from memhub.core.screening import ScreeningConfig
 from memhub.curation.archive import ArchiveConfig
 from memhub.curation.consolidation_config import ConsolidationConfig
@@ -29,6 +28,7 @@ from memhub.feed.config import ChangeFeedConfig
 from memhub.metrics.config import MetricsConfig
 from memhub.rerank.config import RerankConfig
 from memhub.retrieval_log.config import RetrievalLogConfig
+from memhub.search.priors import PriorWeights
 from memhub.session_state.config import SessionStateConfig
 
 

@@ -8,8 +8,8 @@ import pytest
 from conftest import Stack, eventually
 
 from memhub.client import memory_input
-from memhub.core.priors import PriorWeights
 from memhub.errors import StartupError
+from memhub.search.priors import PriorWeights
 
 TEXT = "The release checklist requires a rollback plan before every deploy"
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from memhub.recall.entities import MAX_ENTITIES, extract, keys_for
-from memhub.recall.timeparse import window
+from memhub.search.timeparse import window
 
 REF = datetime(2023, 7, 12, 15, 0, tzinfo=timezone.utc)  # a Wednesday
 

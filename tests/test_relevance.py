@@ -7,8 +7,8 @@ from conftest import Stack
 from test_cli import memhub
 
 from memhub.client import memory_input
-from memhub.core.query_terms import coverage, query_terms, stem
-from memhub.core.relevance import MODEL_FREE, Features, Judge, score
+from memhub.search.query_terms import coverage, query_terms, stem
+from memhub.search.relevance import MODEL_FREE, Features, Judge, score
 
 PLAIN = {"neighbour_smoothing": False, "rerank": False, "expansion": False}
 MINILM = "all-MiniLM-L6-v2-onnx-int8-dynamic"

@@ -7,8 +7,8 @@ import pytest
 from conftest import Stack, rpc_error
 
 from memhub.client import memory_input
-from memhub.core.fusion import Fused
-from memhub.core.ranking import smooth
+from memhub.search.fusion import Fused
+from memhub.search.smoothing import smooth
 
 TURNS = [
     "Morning! How was the trip?",

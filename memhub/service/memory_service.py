@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine
 
 from memhub.audit.aggregate import AggregatedEvents
 from memhub.audit.writer import AuditWriter
-from memhub.core import lineage, priors, response_size, screening
+from memhub.core import lineage, response_size, screening
 from memhub.core.access import Authorizer
 from memhub.core.history_paging import HistoryPaging
 from memhub.core.index_health import IndexHealth
@@ -32,7 +32,6 @@ from memhub.core.model import (
 )
 from memhub.core.near_duplicates import NearDuplicateFinder
 from memhub.core.recall_stats import RecallRecorder
-from memhub.core.retrieval import RetrievalSettings
 from memhub.core.retrieval_feedback import RetrievalFeedback
 from memhub.curation import write_gate
 from memhub.curation.fact_extraction import FactExtractor
@@ -42,6 +41,8 @@ from memhub.index import MilvusIndex
 from memhub.rerank import Reranker
 from memhub.retrieval_log.records import LogPage, LogQuery, MarkedCount, UseMarks
 from memhub.retrieval_log.writer import RetrievalLogWriter
+from memhub.search.priors import PriorWeights
+from memhub.search.settings import RetrievalSettings
 from memhub.service.context import ServiceContext
 from memhub.service.forgetting import Forgetting
 from memhub.service.reading import Reading
@@ -69,7 +70,7 @@ class MemoryService:
         screening_config: screening.ScreeningConfig | None = None,
         audit: AuditWriter | None = None,
         near_dup: NearDupConfig | None = None,
-        prior_weights: priors.PriorWeights | None = None,
+        prior_weights: PriorWeights | None = None,
         gate: write_gate.GateConfig | None = None,
         events: AggregatedEvents | None = None,
         retrieval_log: RetrievalLogWriter | None = None,
@@ -111,7 +112,7 @@ class MemoryService:
             retrieval=retrieval or RetrievalSettings(),
             reranker=reranker,
             rerank_depth=rerank_depth,
-            prior_weights=prior_weights or priors.PriorWeights(),
+            prior_weights=prior_weights or PriorWeights(),
             retrieval_log=retrieval_log,
         )
         self._reading = Reading(ctx)
@@ -189,9 +190,6 @@ class MemoryService:
     ) -> lineage.Lineage:
         return self._reading.lineage(caller, memory_id, roots=roots, max_depth=max_depth, max_entries=max_entries)
 
-    def list(self, caller: Caller, query: ListQuery) -> ListPage:
-        return self._reading.list(caller, query)
-
     def forget(
         self, caller: Caller, request: ForgetRequest, *, request_id: str | None = None, request_hash: str = ""
     ) -> ForgetResult:
@@ -212,3 +210,7 @@ class MemoryService:
     def _readable_namespaces(self, caller: Caller, roots: Sequence[str], conn: Connection | None = None) -> list[str]:
         """memhub/service/context.py; bench/anatomy.py times it on its own."""
         return self._ctx.readable_namespaces(caller, roots, conn)
+
+    # Last: below this line ``list`` in an annotation would name this method, not the builtin.
+    def list(self, caller: Caller, query: ListQuery) -> ListPage:
+        return self._reading.list(caller, query)

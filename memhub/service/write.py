@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from opentelemetry import trace
 from sqlalchemy import Connection
@@ -55,7 +56,7 @@ def _gated_outcomes(stored: Sequence[WriteOutcome | None], gated: write_gate.Gat
     return out
 
 
-def _stored_response(outcomes: Sequence[WriteOutcome]) -> dict:
+def _stored_response(outcomes: Sequence[WriteOutcome]) -> dict[str, Any]:
     """What the idempotency table keeps of a write's result, for its replays."""
     return {
         "ids": [o.memory.id if o.memory is not None else None for o in outcomes],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from memhub.core.model import Caller, MemoryRecord, NewMemory, Replaced, Status, WriteOutcome, WriteResponse
 from memhub.db import idempotency
@@ -97,7 +98,7 @@ def replay_write(
         if prior is None:  # cannot happen: a row was seen or blocked our insert
             raise FailedPrecondition(f"request_id {request_id!r}: earlier result vanished; retry with a new id")
         check_same_request(prior, "write", request_id, request_hash)
-        records = []
+        records: list[MemoryRecord | None] = []
         for mid in prior.response["ids"]:
             if mid is None:  # filtered: nothing was stored
                 records.append(None)
@@ -149,7 +150,7 @@ def replay_write(
 
 
 def _replayed_facts(
-    ctx: ServiceContext, request_id: str, response: dict, count: int, unreadable: frozenset[str]
+    ctx: ServiceContext, request_id: str, response: dict[str, Any], count: int, unreadable: frozenset[str]
 ) -> list[tuple[WriteOutcome, ...]]:
     """The extracted facts of a replayed write, per memory, as they are now. Facts were only drawn where
     the writer could read (memhub/core/extracted_facts.py); where it no longer can, nothing of them is shown

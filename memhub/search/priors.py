@@ -1,4 +1,4 @@
-"""Priors: what the hub knows about a memory besides its match with the query, folded into its fused score.
+"""Stage 8, priors: what the hub knows about a memory besides its match with the query, folded into its fused score.
 
 Relevance decides which memories are candidates; among candidates the
 priors prefer the ones worth more. Each hit's fused score is multiplied by
@@ -34,11 +34,11 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
-from memhub.core.fusion import Fused
-from memhub.core.model import Kind, MemoryRecord, MemoryType
+from memhub.core.model import Kind, MemoryRecord, MemoryType, SearchQuery
 from memhub.errors import StartupError
+from memhub.search.fusion import Fused
 
 _PREFERRED_TYPES = frozenset({MemoryType.CORRECTION, MemoryType.PREFERENCE})
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([hd])")
@@ -121,3 +121,13 @@ def apply(
     scored = [dataclasses.replace(f, score=f.score * priors[f.id].factor) if f.id in priors else f for f in fused]
     order = sorted(range(len(scored)), key=lambda i: -scored[i].score)
     return [scored[i] for i in order], priors
+
+
+def for_query(
+    fused: Sequence[Fused], records: Mapping[str, MemoryRecord], weights: PriorWeights, query: SearchQuery
+) -> tuple[list[Fused], dict[str, PriorBreakdown]]:
+    """``apply`` unless the request or the hub turns the priors off (then ``fused`` as it is, no breakdowns).
+    Before the rerank: the local reranker starts from the fused score, priors included."""
+    if not (query.priors if query.priors is not None else True) or weights.off:
+        return list(fused), {}
+    return apply(fused, records, weights, query.as_of or datetime.now(timezone.utc))

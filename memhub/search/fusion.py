@@ -1,17 +1,23 @@
-"""Reciprocal Rank Fusion and the token budget applied to search results."""
+"""Stage 3, fusion: the channels' lists fused into one ranking by weighted Reciprocal Rank Fusion.
+
+Later stages that add a channel (time, expansion) fuse again over all the lists (``Ranking.adding``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memhub.core.model import Channel, ChannelHit
+
+if TYPE_CHECKING:  # channels' output; they import nothing from here, and this module stays a leaf
+    from memhub.search.channels import Candidates, Ranked
 
 RRF_K = 60
 # Channels whose equal scores mean "no order" (see shared_ranks).
 TIED_CHANNELS = frozenset({Channel.ENTITY})
-# A rough, model-free token estimate: English averages about 4 characters a token.
-CHARS_PER_TOKEN = 4
 
 
 @dataclass(frozen=True)
@@ -19,6 +25,26 @@ class Fused:
     id: str
     score: float
     channels: tuple[ChannelHit, ...]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The fused candidates, best first, with the channel lists and weights they were fused from."""
+
+    rankings: Mapping[Channel, Ranked]
+    weights: Mapping[Channel, float]
+    fused: list[Fused]
+    degraded: str = ""
+    """Why the answer is degraded ("" if it is not)."""
+
+    def adding(self, channel: Channel, ranked: Ranked) -> Ranking:
+        """This ranking with one more channel's list, fused again over all of them."""
+        rankings = {**self.rankings, channel: ranked}
+        return dataclasses.replace(self, rankings=rankings, fused=rrf(rankings, self.weights))
+
+
+def fuse(candidates: Candidates, weights: Mapping[Channel, float]) -> Ranking:
+    return Ranking(candidates.rankings, weights, rrf(candidates.rankings, weights), candidates.degraded)
 
 
 def rrf(
@@ -59,22 +85,3 @@ def shared_ranks(ranked: Sequence[tuple[str, float]]) -> list[int]:
         out.extend([(i + j) // 2 + 1] * (j - i + 1))
         i = j + 1
     return out
-
-
-def approx_tokens(text: str) -> int:
-    return max(1, -(-len(text) // CHARS_PER_TOKEN))
-
-
-def fit_budget(contents: Sequence[str], max_tokens: int) -> int:
-    """How many leading results fit in max_tokens (0 = no cap).
-
-    The first always fits, so a search never comes back empty for budget alone.
-    """
-    if max_tokens <= 0:
-        return len(contents)
-    used = 0
-    for i, text in enumerate(contents):
-        used += approx_tokens(text)
-        if used > max_tokens and i > 0:
-            return i
-    return len(contents)

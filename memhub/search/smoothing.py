@@ -1,21 +1,29 @@
-"""Ranking stages after fusion: neighbour smoothing (a hit's relevance, which ranking leaves alone, is in relevance.py)."""
+"""Stage 6, neighbour smoothing: a candidate gains a share of the fused score of its adjacent turns.
+
+A question's answer is often split over two turns of a conversation ("Did you go?" "Yes, every Sunday!");
+smoothing lifts each by the other. It only reorders: a hit's relevance is judged later, on its own
+(memhub/search/relevance.py).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from memhub.core.fusion import Fused
+from sqlalchemy import Connection
 
-# Used when a request asks for smoothing that the hub's configuration leaves off.
-DEFAULT_SMOOTHING = 0.1
+from memhub.db import context
+from memhub.search.fusion import Fused, Ranking
 
 
-def smoothing_weight(configured: float, requested: bool | None) -> float:
-    """The neighbour-smoothing weight for one search: the hub's, unless the request turns it on or off."""
-    if requested is None:
-        return configured
-    return (configured or DEFAULT_SMOOTHING) if requested else 0.0
+def smooth_neighbours(conn: Connection, ranking: Ranking, weight: float, top_k: int) -> Ranking:
+    """``ranking`` smoothed with ``weight`` (0: as it is), from the turns around its head."""
+    if not (weight and ranking.fused):
+        return ranking
+    # Neighbours of the head only: hits far down the list are not returned, whatever they gain.
+    head = [f.id for f in ranking.fused[: max(30, 2 * top_k)]]
+    adjacent = context.neighbour_ids(conn, head, context.Window(1, 1))
+    return dataclasses.replace(ranking, fused=smooth(ranking.fused, adjacent, weight))
 
 
 def smooth(fused: Sequence[Fused], neighbours: Mapping[str, tuple[Sequence[str], Sequence[str]]], weight: float) -> list[Fused]:

@@ -17,7 +17,7 @@ this / past week, weekend, month or year; last <weekday>; <month> [<day>]
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 
 from memhub.core.model import TimeWindow
 
@@ -43,20 +43,25 @@ _NUM_RE = r"\d+|" + "|".join(sorted((re.escape(w) for w in _EN_NUM), key=len, re
 _ZH_NUM_RE = r"\d+|[零〇一二两三四五六七八九十]+"
 
 
+def _start_of(window: TimeWindow) -> datetime:
+    assert window.start is not None  # the windows built here always have both ends
+    return window.start
+
+
 def _day(dt: datetime) -> datetime:
     return dt.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def _month_start(year: int, month: int, tz) -> datetime:  # noqa: ANN001 - tzinfo or None
+def _month_start(year: int, month: int, tz: tzinfo | None) -> datetime:
     return datetime(year, month, 1, tzinfo=tz)
 
 
-def _month(year: int, month: int, tz) -> TimeWindow:  # noqa: ANN001
+def _month(year: int, month: int, tz: tzinfo | None) -> TimeWindow:
     end = _month_start(year + (month == 12), month % 12 + 1, tz)
     return TimeWindow(_month_start(year, month, tz), end)
 
 
-def _year(year: int, tz) -> TimeWindow:  # noqa: ANN001
+def _year(year: int, tz: tzinfo | None) -> TimeWindow:
     return TimeWindow(datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz))
 
 
@@ -140,7 +145,7 @@ def _english(q: str, ref: datetime) -> TimeWindow | None:  # noqa: C901, PLR0911
         if unit == "week":
             return _week_of(ref - timedelta(weeks=back))
         if unit == "weekend":
-            saturday = _week_of(ref - timedelta(weeks=back)).start + timedelta(days=5)  # type: ignore[operator]
+            saturday = _start_of(_week_of(ref - timedelta(weeks=back))) + timedelta(days=5)
             return TimeWindow(saturday, saturday + timedelta(days=2))
         if unit == "month":
             return _months_back(ref, back)
@@ -189,8 +194,8 @@ def _chinese(q: str, ref: datetime) -> TimeWindow | None:  # noqa: C901, PLR0911
         n = _zh_number(m[1])
         return _ago(m[2], n, ref) if n is not None else None
     if m := re.search(r"(上|这|本)(?:个)?(?:周|星期|礼拜)([一二三四五六日天])", q):
-        monday = _week_of(ref - timedelta(weeks=1 if m[1] == "上" else 0)).start
-        return _days(monday + timedelta(days=_ZH_WEEKDAY[m[2]]))  # type: ignore[operator]
+        monday = _start_of(_week_of(ref - timedelta(weeks=1 if m[1] == "上" else 0)))
+        return _days(monday + timedelta(days=_ZH_WEEKDAY[m[2]]))
     if re.search(r"上(?:个)?(?:周|星期|礼拜)", q):
         return _week_of(ref - timedelta(weeks=1))
     if re.search(r"(?:这|本)(?:个)?(?:周|星期|礼拜)", q):

@@ -10,7 +10,7 @@ three features:
   found). Its scale depends on the embedding model, so it is used only with
   a calibration made for that model;
 - ``coverage``: the share of the query's content words found in the memory
-  (memhub/core/query_terms.py: stop and question words left out, light
+  (memhub/search/query_terms.py: stop and question words left out, light
   stemming; Chinese by character pairs); with a model, of its words other
   than names (``topic_coverage``), which ``missing_names`` judges: a shared
   name alone does not make "Alice works at Shopify" about Alice's colour;
@@ -44,8 +44,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memhub.core.query_terms import QueryTerms, coverage, is_stop_word, query_terms, stem, word_set
 from memhub.recall import entities
+from memhub.search.query_terms import QueryTerms, coverage, is_stop_word, query_terms, stem, word_set
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,47 @@
+"""Stage 9, rerank (off unless configured or asked for): the best ``depth`` candidates in a reranker's
+order (a cross-encoder service, memhub/rerank; or the local one when a request asks without a service),
+the rest after them. A failure keeps the fused order and says so."""
+
+from __future__ import annotations
+
+import logging
+
+from memhub import telemetry
+from memhub.core.model import MemoryRecord, SearchQuery
+from memhub.rerank import Candidate, Reranker, RerankError
+from memhub.search.fusion import Fused
+
+log = logging.getLogger(__name__)
+_tracer = telemetry.tracer(__name__)
+
+
+def choose(configured: Reranker | None, local: Reranker, query: SearchQuery) -> Reranker | None:
+    """The hub's reranker, unless the request turns reranking off, or on (then the local one if none)."""
+    if query.rerank is None:
+        return configured
+    if not query.rerank:
+        return None
+    return configured or local
+
+
+def rows_needed(reranker: Reranker | None, depth: int, top_k: int) -> int:
+    """How many candidates hydration fetches first: the hits and a few spare, or all the reranker sees."""
+    return max(top_k + 3, depth if reranker else 0)
+
+
+def rerank(
+    reranker: Reranker | None, depth: int, text: str, fused: list[Fused], records: dict[str, MemoryRecord]
+) -> tuple[list[Fused], str]:
+    """The candidates in the reranker's order (``fused`` itself without one), and why degraded ("" if not)."""
+    if reranker is None:
+        return fused, ""
+    top, rest = fused[:depth], fused[depth:]
+    candidates = [Candidate(f.id, records[f.id].content, f.score, records[f.id].entities) for f in top]
+    with _tracer.start_as_current_span("rerank", attributes={"memhub.rerank.candidates": len(top)}):
+        try:
+            scores = reranker.scores(text, candidates)
+        except RerankError as exc:
+            log.warning("rerank failed, keeping the fused order: %s", exc)
+            return fused, "the rerank stage failed; hits are in fused order"
+    order = sorted(range(len(top)), key=lambda i: -scores[i])  # stable: ties keep the fused order
+    return [top[i] for i in order] + rest, ""

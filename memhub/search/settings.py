@@ -1,0 +1,42 @@
+"""The hub's settings for the search stages, and the stores the stages read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from memhub.core.index_health import IndexHealth
+from memhub.core.model import Channel
+from memhub.index import MilvusIndex
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """The hub's defaults for the stages; a request may turn smoothing and expansion on or off."""
+
+    weights: Mapping[Channel, float] = field(
+        default_factory=lambda: {
+            Channel.DENSE: 1.0,
+            Channel.KEYWORD: 1.0,
+            Channel.ENTITY: 0.0,
+            Channel.TIME: 0.5,
+            Channel.EXPANSION: 0.5,
+        }
+    )
+    neighbour_smoothing: float = 0.1
+    expansion: bool = False
+    expansion_seeds: int = 3
+    """How many of the first round's best hits seed the second round."""
+    expansion_beta: float = 0.5
+    """Share of the seeds' mean embedding added to the query's for the second dense search."""
+
+
+@dataclass(frozen=True)
+class IndexAccess:
+    """The Milvus index as the channels use it: the index, whether it is up, and the pool calls run in."""
+
+    index: MilvusIndex
+    health: IndexHealth
+    pool: ThreadPoolExecutor
+    """Channels of one search run side by side: dense waits on the embedder, keyword on Milvus."""
