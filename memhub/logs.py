@@ -62,7 +62,7 @@ def quiet_pymilvus() -> None:
     which memhub.index logs once, with the advice. Importing pymilvus
     reconfigures its loggers (level WARNING, that handler), so this runs
     from ``configure`` and again right after pymilvus is imported
-    (memhub/index/milvus_index.py), whichever comes first.
+    (memhub/index/milvus_connection.py), whichever comes first.
     """
     if not _configured:
         return  # a program that uses memhub as a library keeps its own logging
