@@ -28,29 +28,28 @@ query text into span attributes: only counts, lengths, ids of policies,
 decisions, request ids and names of namespaces, those under agents/<id>
 masked. Every span passes through memhub/span_privacy.py on its way to the
 exporters, which also cuts error texts down to their codes.
+
+The configuration is in memhub/telemetry_config.py, the file exporter in
+memhub/span_file.py; both are re-exported here, memhub's one entry point for tracing.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-from urllib.parse import urlparse
+from collections.abc import Callable
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_INSTANCE_ID, SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 
 from memhub.errors import StartupError
+from memhub.span_file import JsonLinesSpanExporter, read_spans_file, span_to_dict
 from memhub.span_privacy import scrub
+from memhub.telemetry_config import EXPORTERS, TelemetryConfig
 
 __all__ = [
     "EXPORTERS",
@@ -66,191 +65,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-EXPORTERS = ("otlp", "console", "file", "none")
 # The file exporter is for tests and local debugging: hand spans over quickly.
 FILE_SCHEDULE_DELAY_MS = 100
-
-_ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-
-
-@dataclass(frozen=True)
-class TelemetryConfig:
-    """How this process exports spans.
-
-    service_name: the resource's service.name (e.g. "memhub-hub", "memhub-bridge").
-    exporter: "otlp" | "console" | "file" | "none".
-    file_path: for "file": finished spans are appended there as JSON lines.
-    """
-
-    service_name: str
-    exporter: str = "none"
-    file_path: Path | None = None
-
-    def __post_init__(self) -> None:
-        if self.exporter not in EXPORTERS:
-            raise ValueError(f"exporter must be one of {', '.join(EXPORTERS)}, got {self.exporter!r}")
-        if self.exporter == "file" and self.file_path is None:
-            raise ValueError('the "file" exporter needs file_path')
-        if not self.service_name:
-            raise ValueError("service_name must be non-empty")
-
-    @staticmethod
-    def from_env(env: Mapping[str, str] | None, service_name: str) -> TelemetryConfig:
-        """Read the configuration from `env` (os.environ when None).
-
-        - MEMHUB_TRACES_EXPORTER: otlp | console | file | none. Default: otlp
-          when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT
-          is set, else none. OTEL_SDK_DISABLED=true turns tracing off whatever it says.
-        - MEMHUB_TRACES_FILE: the file for the "file" exporter (required with it;
-          ignored by the others).
-        - OTEL_SERVICE_NAME overrides `service_name`; OTEL_RESOURCE_ATTRIBUTES
-          adds resource attributes.
-        - For "otlp", the OTEL_EXPORTER_OTLP_* values are checked here (a bad
-          one raises StartupError naming it) but read by the exporter itself
-          from the process environment when setup_tracing creates it.
-
-        Raises StartupError naming the variable when a value is invalid.
-        """
-        env = os.environ if env is None else env
-        service_name = (env.get("OTEL_SERVICE_NAME") or "").strip() or service_name
-        raw = (env.get("MEMHUB_TRACES_EXPORTER") or "").strip().lower()
-        if raw and raw not in EXPORTERS:
-            raise StartupError(f"MEMHUB_TRACES_EXPORTER must be one of {', '.join(EXPORTERS)}; got {raw!r}")
-        exporter = raw or ("otlp" if any((env.get(v) or "").strip() for v in _ENDPOINT_VARS) else "none")
-        if (env.get("OTEL_SDK_DISABLED") or "").strip().lower() == "true":
-            exporter = "none"
-        file_path = None
-        if exporter == "file":
-            value = (env.get("MEMHUB_TRACES_FILE") or "").strip()
-            if not value:
-                raise StartupError("MEMHUB_TRACES_EXPORTER=file needs MEMHUB_TRACES_FILE, the file to append spans to")
-            file_path = Path(value).expanduser()
-        if exporter == "otlp":
-            _check_otlp_env(env)
-        return TelemetryConfig(service_name=service_name, exporter=exporter, file_path=file_path)
-
-
-def _check_otlp_env(env: Mapping[str, str]) -> None:
-    """Refuse OTEL_EXPORTER_OTLP_* values the OTLP/gRPC exporter would silently misread."""
-    for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
-        value = (env.get(name) or "").strip().lower()
-        if value and value != "grpc":
-            raise StartupError(
-                f"{name}={value!r} is not supported: memhub exports traces with OTLP over gRPC; "
-                "set it to grpc (collectors listen on port 4317 for it) or unset it"
-            )
-    for name in _ENDPOINT_VARS:
-        value = (env.get(name) or "").strip()
-        if not value:
-            continue
-        parsed = urlparse(value)
-        if any(c.isspace() for c in value) or ("://" in value and (parsed.scheme not in ("http", "https") or not parsed.netloc)):
-            raise StartupError(
-                f"{name}={value!r} is not an OTLP/gRPC endpoint; use e.g. http://collector:4317 or https://host:4317"
-            )
-        if "://" not in value and ":" not in value:
-            raise StartupError(f"{name}={value!r} has no port; use e.g. http://{value}:4317")
-    for name in ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"):
-        value = (env.get(name) or "").strip()
-        if value:
-            try:
-                ok = float(value) > 0
-            except ValueError:
-                ok = False
-            if not ok:
-                raise StartupError(f"{name}={value!r} must be a positive number")
-    for name in ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"):
-        value = (env.get(name) or "").strip().lower()
-        if value and value not in ("gzip", "deflate", "none"):
-            raise StartupError(f"{name}={value!r} must be gzip, deflate or none")
-    for name in ("OTEL_EXPORTER_OTLP_TRACES_INSECURE", "OTEL_EXPORTER_OTLP_INSECURE"):
-        value = (env.get(name) or "").strip().lower()
-        if value and value not in ("true", "false"):
-            raise StartupError(f"{name}={value!r} must be true or false")
-    for name in ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"):
-        value = (env.get(name) or "").strip()
-        for item in filter(None, (part.strip() for part in value.split(","))):
-            key, sep, _ = item.partition("=")
-            if not sep or not key.strip():
-                # Never echo the value: headers usually carry an API key.
-                raise StartupError(f"{name} must be a comma-separated list of key=value pairs (one item has no key=)")
-
-
-# -- the file exporter ------------------------------------------------------------
-
-
-def _plain(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {k: list(v) if isinstance(v, tuple | list) else v for k, v in (attributes or {}).items()}
-
-
-def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
-    """One finished span as a plain dict (the file exporter's line format)."""
-    ctx = span.get_span_context()
-    parent = span.parent
-    return {
-        "name": span.name,
-        "trace_id": format(ctx.trace_id, "032x"),
-        "span_id": format(ctx.span_id, "016x"),
-        "parent_span_id": format(parent.span_id, "016x") if parent is not None else None,
-        "parent_is_remote": bool(parent is not None and parent.is_remote),
-        "kind": span.kind.name,
-        "service_name": span.resource.attributes.get(SERVICE_NAME),
-        "scope": span.instrumentation_scope.name if span.instrumentation_scope else None,
-        "attributes": _plain(span.attributes),
-        "status": {"code": span.status.status_code.name, "description": span.status.description},
-        "events": [{"name": e.name, "time_unix_nano": e.timestamp, "attributes": _plain(e.attributes)} for e in span.events],
-        "start_time_unix_nano": span.start_time,
-        "end_time_unix_nano": span.end_time,
-    }
-
-
-class JsonLinesSpanExporter(SpanExporter):
-    """Appends each finished span to `path` as one JSON object per line.
-
-    Each export is written with a single O_APPEND write, so several processes
-    may share one file and a reader never sees half a line from a finished
-    write (`read_spans_file` skips a trailing partial line anyway). The file
-    is created with mode 0600: spans name namespaces and policies.
-    """
-
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        data = "".join(json.dumps(span_to_dict(s), ensure_ascii=False, separators=(",", ":")) + "\n" for s in spans)
-        with self._lock:
-            if self._fd is None:
-                return SpanExportResult.FAILURE
-            try:
-                view = memoryview(data.encode("utf-8"))
-                while view:
-                    view = view[os.write(self._fd, view) :]
-            except OSError as exc:
-                log.warning("could not append %d spans to %s: %s", len(spans), self.path, exc)
-                return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True  # every export is written through
-
-    def shutdown(self) -> None:
-        with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
-
-
-def read_spans_file(path: Path | str) -> list[dict[str, Any]]:
-    """The spans in a file written by JsonLinesSpanExporter (a trailing partial line is skipped)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    lines = text.split("\n")
-    return [json.loads(line) for line in lines[:-1] if line.strip()]
-
 
 # -- the process-wide provider ----------------------------------------------------
 
