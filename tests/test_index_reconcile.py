@@ -86,12 +86,22 @@ def write_batch(client: MemhubClient, ns: str, start: int, count: int) -> dict[s
 
 
 def unfound(client: MemhubClient, ns: str, written: dict[str, str]) -> list[str]:
-    """Codes whose memory a keyword search does not return from the index (a degraded answer counts as not found)."""
+    """Codes whose memory a keyword search does not return from the index, each with why.
+
+    A degraded answer (one channel failed, or Postgres answered for the index) is not an answer from the index:
+    it is asked again, up to 3 times a second apart, since on a loaded machine a single Lite search can fail and
+    the hub rightly says so; a miss in an answer that is not degraded fails at once."""
     missing = []
     for word, mid in written.items():
-        reply = search_paced(client, word, ns)
-        if reply.degraded or mid not in {h.memory.id for h in reply.hits}:
-            missing.append(word)
+        for _ in range(3):
+            reply = search_paced(client, word, ns)
+            if not reply.degraded:
+                break
+            time.sleep(1)
+        if reply.degraded:
+            missing.append(f"{word} (degraded: {reply.degraded})")
+        elif mid not in {h.memory.id for h in reply.hits}:
+            missing.append(f"{word} (not in {len(reply.hits)} hits)")
     return missing
 
 
