@@ -1,89 +1,20 @@
-"""Client subcommands: write, search, get, list, forget (talk to a running hub)."""
+"""Client subcommands: write, search, get, list, forget (talk to a running hub).
+
+What every client command shares lives beside them: reaching the hub (hub_connection.py), the options of the
+memory commands (memory_options.py), printing replies (output.py).
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 from collections.abc import Iterable
-from datetime import timedelta
-from pathlib import Path
 
-from google.protobuf.json_format import MessageToDict
-
-from memhub import client_config
-from memhub.cli.arguments import refuse_token_option
-from memhub.client import DEFAULT_ADDRESS, MemhubClient, kind_value, memory_input, type_value
-from memhub.memory_text import block, json_safe
+from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.memory_options import add_filter_args, add_flag_args, parse_duration, parse_relevance, parse_version
+from memhub.cli.output import format_memory, print_json, short_name
+from memhub.client import MemhubClient, kind_value, memory_input, type_value
 from memhub.v1 import memory_pb2 as pb
-
-
-def add_connection_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--hub",
-        default=None,
-        help="hub address HOST:PORT (default: MEMHUB_ADDRESS, else the hub `memhub serve` recorded in "
-        f"~/.config/memhub/client.json, else {DEFAULT_ADDRESS})",
-    )
-    p.add_argument(
-        "--token-file",
-        type=Path,
-        default=os.environ.get("MEMHUB_TOKEN_FILE"),
-        help="file holding the agent's JWT (MEMHUB_TOKEN_FILE); or put the token itself in MEMHUB_TOKEN",
-    )
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    refuse_token_option(p)
-
-
-def read_token(args: argparse.Namespace) -> str | None:
-    """The caller's JWT: --token-file / MEMHUB_TOKEN_FILE, else MEMHUB_TOKEN. Never an argv value (ps shows argv)."""
-    if args.token_file:
-        try:
-            return Path(args.token_file).read_text().strip()
-        except OSError as exc:
-            raise ValueError(f"cannot read the token file {args.token_file}: {exc.strerror}") from None
-    token = os.environ.get("MEMHUB_TOKEN")
-    if token is not None and not token.strip():
-        # Typically `export MEMHUB_TOKEN=$(memhub token issue ...)` whose command failed: say so, not "missing".
-        raise ValueError("MEMHUB_TOKEN is set but empty (did the `memhub token issue` that set it fail? run it alone to see why)")
-    return token.strip() if token else None
-
-
-def parse_duration(text: str) -> timedelta:
-    """'90s', '15m', '12h', '7d' -> timedelta."""
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    try:
-        value, unit = float(text[:-1]), text[-1]
-        return timedelta(seconds=value * units[unit])
-    except (ValueError, KeyError, IndexError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90s, 15m, 12h or 7d") from None
-
-
-def parse_relevance(text: str) -> float:
-    """--min-relevance: a number from 0 to 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0.0 <= value <= 1.0:  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"{text!r} is not a relevance from 0 to 1 (e.g. 0.5)")
-    return value
-
-
-def parse_version(minimum: int):  # noqa: ANN201 - an argparse type
-    """--expect-version: a whole number from ``minimum``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = -1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a version (a whole number from {minimum}, as `get` shows)")
-        return value
-
-    return parse
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -133,7 +64,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="namespace to search, with its descendants (repeatable; default: all you may read)",
     )
     p.add_argument("--top-k", type=int, default=0, help="hits to return at most, 1 to 100 (default 10)")
-    _add_filter_args(p, "search")
+    add_filter_args(p, "search")
     p.add_argument("--channel", action="append", default=[], dest="channels", help="dense | keyword (default both)")
     p.add_argument(
         "--min-relevance",
@@ -143,7 +74,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "0.5 drops most unrelated memories, 0.7 nearly all (see README, Recall)",
     )
     p.add_argument("--explain", action="store_true", help="show each hit's fused score and channel ranks")
-    _add_flag_args(p)
+    add_flag_args(p)
     add_connection_args(p)
     p.set_defaults(func=cmd_search)
 
@@ -156,7 +87,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--ns", action="append", default=[], dest="namespaces", help="namespace to list (repeatable; default: all you may read)"
     )
-    _add_filter_args(p, "list")
+    add_filter_args(p, "list")
     p.add_argument(
         "--status",
         action="append",
@@ -167,7 +98,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--page-size", type=int, default=0, help="memories per page (1 to 500, default 50)")
     p.add_argument("--page-token", default="", help="continue from a previous page (its `more: --page-token` line)")
     p.add_argument("--all", action="store_true", help="follow page tokens to the end")
-    _add_flag_args(p)
+    add_flag_args(p)
     add_connection_args(p)
     p.set_defaults(func=cmd_list)
 
@@ -175,7 +106,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("ids", nargs="*", help="ids of the memories to forget (or use --ns with filters)")
     p.add_argument("--reason", required=True, help="recorded in the tombstone")
     p.add_argument("--ns", help="forget by filter: everything active in this namespace (and below) that matches")
-    _add_filter_args(p, "forget")
+    add_filter_args(p, "forget")
     p.add_argument("--subject", default="", help="with --ns: only the semantic memory with this subject key")
     p.add_argument(
         "--expect-version",
@@ -185,86 +116,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     add_connection_args(p)
     p.set_defaults(func=cmd_forget)
-
-
-def _add_filter_args(p: argparse.ArgumentParser, verb: str) -> None:
-    """--kind, --type, --tag: repeatable filters; a memory must match one value of each filter given."""
-    p.add_argument(
-        "--kind",
-        action="append",
-        default=[],
-        dest="kinds",
-        help=f"only {verb} this kind: episodic | semantic | procedural (repeatable)",
-    )
-    p.add_argument(
-        "--type",
-        action="append",
-        default=[],
-        dest="types",
-        help=f"only {verb} this type: event | fact | preference | correction | rule | lesson | outcome | note (repeatable)",
-    )
-    p.add_argument("--tag", action="append", default=[], dest="tags", help=f"only {verb} memories with this tag (repeatable)")
-
-
-def _add_flag_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--flag", action="append", default=[], dest="flags", help="only memories with this flag: instruction_like")
-    p.add_argument("--exclude-flagged", action="store_true", help="leave out memories the hub flagged")
-
-
-def hub_address(args: argparse.Namespace) -> str:
-    """--hub, else MEMHUB_ADDRESS, else the address `memhub serve` recorded, else the default.
-
-    Records where the address came from in ``args.hub_source`` for the "is the hub running?" hint.
-    """
-    if args.hub:
-        args.hub_source = "--hub"
-    elif os.environ.get("MEMHUB_ADDRESS", "").strip():
-        args.hub, args.hub_source = os.environ["MEMHUB_ADDRESS"].strip(), "MEMHUB_ADDRESS"
-    elif (recorded := client_config.read()) is not None:
-        args.hub, args.hub_source = recorded.address, f"recorded by `memhub serve` in {recorded.path}"
-    else:
-        args.hub, args.hub_source = DEFAULT_ADDRESS, "the default"
-    return args.hub
-
-
-def client_from(args: argparse.Namespace) -> MemhubClient:
-    token = read_token(args)
-    return MemhubClient(hub_address(args), token=token)
-
-
-def print_json(message) -> None:  # noqa: ANN001
-    # Equal JSON with no raw separator, bidi or C1 control that a terminal would act on (memhub/memory_text.py).
-    text = json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False, indent=2)
-    print(json_safe(text, keep_whitespace=True))
-
-
-def _short(enum_type, value: int, prefix: str) -> str:  # noqa: ANN001
-    return enum_type.Name(value).removeprefix(prefix + "_").lower()
-
-
-def format_memory(m: pb.Memory) -> str:
-    """A memory as a delimited block (memhub/memory_text.py): writer, trust and flags in its header, content on
-    prefixed lines that cannot pass for another memory or another writer."""
-    status = _short(pb.MemoryStatus, m.status, "MEMORY_STATUS")
-    body = (
-        m.content
-        if m.status != pb.MEMORY_STATUS_FORGOTTEN
-        else f"(forgotten by {m.tombstone.forgotten_by}: {m.tombstone.reason})"
-    )
-    attributes = [
-        ("id", m.id),
-        ("by", m.source.agent_id),
-        ("trust", _short(pb.TrustLevel, m.trust, "TRUST_LEVEL")),
-        ("flags", ",".join(_short(pb.MemoryFlag, f, "MEMORY_FLAG") for f in m.flags)),
-        ("ns", m.namespace),
-        ("kind", f"{_short(pb.MemoryKind, m.kind, 'MEMORY_KIND')}/{_short(pb.MemoryType, m.type, 'MEMORY_TYPE')}"),
-        ("date", m.occurred_at.ToDatetime().strftime("%Y-%m-%dT%H:%M")),
-        ("status", status),
-        ("version", str(m.version) if m.version else ""),
-        ("session", m.source.session_id),
-        ("tags", ",".join(m.tags)),
-    ]
-    return "\n".join(block("memory", attributes, body))
 
 
 def cmd_write(args: argparse.Namespace) -> int:
@@ -302,7 +153,7 @@ def cmd_write(args: argparse.Namespace) -> int:
         for fact in r.extracted:  # the hub's LLM extractor (MEMHUB_EXTRACTOR=llm) drew these from it
             about = f", about {fact.memory.subject_key}" if fact.memory.subject_key else ""
             seen = " (already stored)" if fact.deduplicated else ""
-            kind = _short(pb.MemoryType, fact.memory.type, "MEMORY_TYPE")
+            kind = short_name(pb.MemoryType, fact.memory.type, "MEMORY_TYPE")
             print(f"  kept a {kind} from it: {fact.memory.id}{about}{seen}")
         if r.extraction_failed:
             print("  note: the hub's fact extractor failed on it (see the hub's log); it was stored as written")
@@ -339,7 +190,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         detail = ""
         if args.explain:
             ranks = ", ".join(
-                f"{_short(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}" for c in hit.channel_ranks
+                f"{short_name(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}" for c in hit.channel_ranks
             )
             detail = f"  (score {hit.score:.4f}" + (f"; {ranks}" if ranks else "") + ")"
         print(f"{i:>2}. relevance {hit.relevance:.2f}{detail}\n{format_memory(hit.memory)}")

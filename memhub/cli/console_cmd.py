@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memhub import logs
 from memhub.cli.arguments import refuse_token_option
-from memhub.cli.client_cmds import hub_address
+from memhub.cli.hub_connection import hub_address
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

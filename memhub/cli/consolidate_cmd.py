@@ -6,7 +6,9 @@ import argparse
 import sys
 from datetime import datetime, timezone
 
-from memhub.cli.client_cmds import add_connection_args, hub_address, parse_duration, print_json, read_token
+from memhub.cli.hub_connection import add_connection_args, hub_address, read_token
+from memhub.cli.memory_options import parse_duration
+from memhub.cli.output import print_json
 from memhub.client import MemhubClient
 from memhub.memory_text import one_line, visible_text
 from memhub.v1 import memory_pb2 as pb

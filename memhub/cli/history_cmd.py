@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from memhub.cli.client_cmds import add_connection_args, client_from, format_memory, print_json
+from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.output import format_memory, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

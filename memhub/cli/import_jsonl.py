@@ -26,7 +26,7 @@ import grpc
 from tqdm import tqdm
 
 from memhub.api.convert import new_memory
-from memhub.cli.client_cmds import add_connection_args, client_from
+from memhub.cli.hub_connection import add_connection_args, client_from
 from memhub.client import kind_value, memory_input, type_value
 from memhub.core import validation as v
 from memhub.errors import InvalidArgument

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 from datetime import datetime, timezone
 
-from memhub.cli.client_cmds import add_connection_args, client_from, parse_duration, print_json
+from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.memory_options import parse_duration
+from memhub.cli.output import print_json
 from memhub.memory_text import json_string, one_line
 from memhub.v1 import memory_pb2 as pb
 

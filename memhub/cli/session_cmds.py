@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 from google.protobuf.json_format import MessageToDict
 
-from memhub.cli.client_cmds import add_connection_args, client_from, parse_duration
+from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.memory_options import parse_duration
 from memhub.client import MemhubClient
 from memhub.memory_text import json_safe, one_line
 from memhub.session_state.json_text import one_line as one_line_json

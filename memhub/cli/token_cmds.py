@@ -12,7 +12,8 @@ from memhub import client_config
 from memhub.auth.config import LOCAL_SECRET_NAME
 from memhub.auth.issuer import IssuedToken, issue_token
 from memhub.auth.local_secret import load_secret
-from memhub.cli.client_cmds import add_connection_args, client_from, parse_duration
+from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.memory_options import parse_duration
 from memhub.data_dir import default_data_dir
 from memhub.v1 import admin_pb2
 

@@ -19,7 +19,9 @@ import sys
 import grpc
 from google.protobuf.json_format import MessageToDict
 
-from memhub.cli.client_cmds import _add_filter_args, add_connection_args, client_from, format_memory
+from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.memory_options import add_filter_args
+from memhub.cli.output import format_memory
 from memhub.client import change_name
 from memhub.client_feed import FeedFollower
 from memhub.memory_text import json_safe
@@ -39,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "this agent may read and subscribe to",
     )
     p.add_argument("--from", dest="cursor", default="", help="resume after this cursor (printed by an earlier watch)")
-    _add_filter_args(p, "watch")
+    add_filter_args(p, "watch")
     p.add_argument("--change", action="append", default=[], dest="changes", help=f"only these changes: {CHANGES} (repeatable)")
     p.add_argument("--count", type=int, default=0, help="exit after this many changes (default: run until Ctrl-C)")
     add_connection_args(p)

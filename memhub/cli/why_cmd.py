@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from memhub.cli.client_cmds import add_connection_args, client_from, format_memory, print_json
+from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.output import format_memory, print_json
 from memhub.memory_text import one_line
 from memhub.v1 import memory_pb2 as pb
 
