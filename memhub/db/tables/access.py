@@ -1,0 +1,54 @@
+"""Access: revoked token ids and the audit log of every access decision."""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Boolean, Column, DateTime, Index, String, Table, Text, func, text
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+
+from memhub.db.tables import metadata
+
+# Revoked token ids. Every replica keeps the unexpired ones in memory and
+# refreshes them every few seconds (and on NOTIFY memhub_revocations).
+revoked_tokens = Table(
+    "revoked_tokens",
+    metadata,
+    Column("jti", String(128), primary_key=True),
+    Column("agent_id", String(255), nullable=False, server_default=""),
+    # After the token's own expiry the row is no longer needed (the token is refused anyway).
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("revoked_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("revoked_by", String(255), nullable=False),
+    Column("reason", Text, nullable=False, server_default=""),
+    Index("ix_revoked_tokens_expires", "expires_at"),
+)
+
+# Every access decision, allowed and denied.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("agent_id", String(255), nullable=False),
+    Column("groups", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("action", String(32), nullable=False),
+    # A namespace path, or "" for hub-wide actions (admin).
+    Column("namespace", String(255), nullable=False),
+    Column("decision", String(8), nullable=False),
+    Column("policy_ids", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("policy_version", String(64), nullable=False, server_default=""),
+    Column("rpc", String(64), nullable=False, server_default=""),
+    # The caller's idempotency key (WriteMemories/ForgetMemories request_id): its choice.
+    Column("request_id", String(128), nullable=False, server_default=""),
+    Column("trace_id", String(32), nullable=False, server_default=""),
+    # What the row aggregates or counts, e.g. {"reason": "bad-signature", "source": "10.0.0.7", "count": 37}
+    # for repeated authentication failures, {"namespaces": 12} for a search's one read decision.
+    Column("detail", JSONB, nullable=False, server_default="{}"),
+    # The hub's id of the call, one per RPC: joins the decisions of one request, its memories and its spans.
+    Column("hub_request_id", String(36), nullable=False, server_default=""),
+    Column("trace_id_from_caller", Boolean, nullable=False, server_default=text("false")),
+    Index("ix_audit_log_at", "at"),
+    Index("ix_audit_log_agent_at", "agent_id", "at"),
+    Index("ix_audit_log_namespace_at", "namespace", "at"),
+    # The decisions of one call (QueryAuditLog hub_request_id; migration 0011).
+    Index("ix_audit_log_hub_request", "hub_request_id", postgresql_where=text("hub_request_id <> ''")),
+)
