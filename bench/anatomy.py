@@ -23,7 +23,7 @@ from pathlib import Path
 from memhub.app import Hub
 from memhub.config import HubConfig
 from memhub.core.model import Caller, Channel, MemoryFilter, SearchQuery
-from memhub.db import memories as memories_db
+from memhub.db import memory_reads
 from memhub.index import IndexFilter
 
 Row = tuple[str, float, float]
@@ -56,7 +56,7 @@ def measure(data_dir: Path, policy_dir: Path, queries: Sequence[str], roots: Seq
 
         def hydrate(i: int) -> None:
             with hub.engine.connect() as conn:
-                memories_db.hydrate(conn, hits[i], memory_filter, readable)
+                memory_reads.hydrate(conn, hits[i], memory_filter, readable)
 
         rows: list[Row] = []
         for name, fn in (

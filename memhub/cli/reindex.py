@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from memhub.app import open_database, open_embedder, open_index, prepare_data_dirs
     from memhub.core.index_rebuild import rebuild
     from memhub.db.context import Window
-    from memhub.db.memories import servable_condition
+    from memhub.db.memory_rows import servable_condition
     from memhub.db.schema import memories
     from memhub.errors import StartupError
 

@@ -20,7 +20,7 @@ from memhub.core.index_report import IndexReport, IndexReporter
 from memhub.core.model import Caller
 from memhub.core.namespaces import validate_namespace
 from memhub.db import audit_queries, namespace_usage, quarantine
-from memhub.db.memories import subtree_condition
+from memhub.db.memory_rows import subtree_condition
 from memhub.db.schema import namespaces
 from memhub.errors import FailedPrecondition, InvalidArgument
 from memhub.policy import Decision, PolicyStore, Principal

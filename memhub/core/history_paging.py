@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import UUID
 
 from memhub.core import paging
 from memhub.core.model import MemoryRecord, Status
-from memhub.db.memories import to_record
+from memhub.db.memory_rows import to_record
 from memhub.db.schema import memories
 from memhub.errors import InvalidArgument
 

@@ -38,7 +38,7 @@ from memhub.core.index_pointer import current, switch
 from memhub.core.index_reconcile import Reconciled, reconcile
 from memhub.core.indexer import _servable, apply_rows
 from memhub.db import context
-from memhub.db.memories import servable_ids_after
+from memhub.db.memory_reads import servable_ids_after
 from memhub.db.schema import memories
 from memhub.embedding import Embedder, embed_bulk
 from memhub.index import MilvusIndex

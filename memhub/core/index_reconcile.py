@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, select, text
 
 from memhub import outage_log
-from memhub.db.memories import enqueue_index, servable_condition, servable_ids_after
+from memhub.db.memories import enqueue_index
+from memhub.db.memory_reads import servable_ids_after
+from memhub.db.memory_rows import servable_condition
 from memhub.db.schema import memories, outbox
 from memhub.env_settings import env_float
 from memhub.index import MilvusIndex

@@ -47,7 +47,8 @@ from memhub.core import index_pointer
 from memhub.core.index_health import IndexHealth
 from memhub.core.index_reconcile import Reconciler, interval_from_env
 from memhub.db import context
-from memhub.db.memories import enqueue_index, servable_condition
+from memhub.db.memories import enqueue_index
+from memhub.db.memory_rows import servable_condition
 from memhub.db.schema import memories, outbox
 from memhub.embedding import Embedder, embed_bulk
 from memhub.index import IndexedMemory, IndexUnavailable, MilvusIndex

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, select
 
-from memhub.db.memories import subtree_condition
+from memhub.db.memory_rows import subtree_condition
 from memhub.db.schema import audit_log
 
 

@@ -39,7 +39,7 @@ from sqlalchemy import Connection, Text, any_, bindparam, cast, delete, exists, 
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
-from memhub.db.memories import subtree_condition, to_record
+from memhub.db.memory_rows import subtree_condition, to_record
 from memhub.db.schema import XID8, change_feed_horizon, change_feed_key, memories, memory_changes, namespaces
 from memhub.feed.model import Change, ChangeBatch, ChangeRecord, FeedFilter, Position
 

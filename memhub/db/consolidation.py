@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, Connection, Select, Text, bindparam, func,
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 
 from memhub.core.model import Kind, MemoryFilter, MemoryRecord, Status, Trust
-from memhub.db.memories import filter_conditions, filter_params, servable_condition, to_record
+from memhub.db.memory_rows import filter_conditions, filter_params, servable_condition, to_record
 from memhub.db.schema import memories
 
 

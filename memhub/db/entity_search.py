@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Text, and_, bindparam, select
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from memhub.core.model import MemoryFilter
-from memhub.db.memories import filter_conditions, filter_params, servable_condition
+from memhub.db.memory_rows import filter_conditions, filter_params, servable_condition
 from memhub.db.schema import memories
 
 MAX_MATCHES = 1000

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Text, and_, cast, func, literal_column, selec
 from sqlalchemy.dialects.postgresql import TSQUERY
 
 from memhub.core.model import MemoryFilter
-from memhub.db.memories import filter_conditions, filter_params, servable_condition
+from memhub.db.memory_rows import filter_conditions, filter_params, servable_condition
 from memhub.db.schema import memories
 
 # A literal, not a bound parameter: the planner uses the expression index

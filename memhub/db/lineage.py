@@ -8,7 +8,7 @@ from sqlalchemy import Connection, Text, any_, bindparam, cast, func, select
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 
 from memhub.core.model import MemoryRecord, Status
-from memhub.db.memories import to_record
+from memhub.db.memory_rows import to_record
 from memhub.db.schema import memories
 
 

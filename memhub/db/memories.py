@@ -1,38 +1,23 @@
-"""Reading and writing memories in Postgres (the source of truth).
+"""Writing memories in Postgres (the source of truth), and reading one memory or a subject's versions.
 
 Every function takes an open connection so the caller decides the
 transaction: a write, its supersessions and its outbox rows commit together
-or not at all.
+or not at all. Other reads are in memhub/db/memory_reads.py; the record a
+row becomes and the shared filter in memhub/db/memory_rows.py.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
-from sqlalchemy import Boolean, Connection, Select, Text, and_, any_, bindparam, cast, func, or_, select, text, tuple_, update
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy import Connection, func, or_, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.sql.elements import ColumnElement
 
-from memhub.core.model import (
-    Caller,
-    Kind,
-    MemoryFilter,
-    MemoryRecord,
-    MemoryType,
-    NewMemory,
-    Replaced,
-    Status,
-    TimeWindow,
-    Trust,
-    WriteOutcome,
-)
+from memhub.core.model import Caller, MemoryFilter, MemoryRecord, NewMemory, Replaced, Status, WriteOutcome
 from memhub.db import versions
+from memhub.db.memory_rows import filter_conditions, filter_params, to_record
 from memhub.db.schema import memories, namespaces, outbox
 from memhub.errors import Aborted, PermissionDenied
 from memhub.recall.entities import keys_for as entity_keys_for
@@ -41,59 +26,6 @@ from memhub.recall.entities import keys_for as entity_keys_for
 def content_hash(content: str) -> str:
     """sha256 of the exact content (no normalisation: 'Yes' and 'yes' are different memories)."""
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
-
-
-def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the memories table
-    m = row._mapping
-    return MemoryRecord(
-        id=str(m["id"]),
-        namespace=m["namespace"],
-        kind=Kind(m["kind"]),
-        type=MemoryType(m["type"]),
-        content=m["content"],
-        tags=tuple(m["tags"]),
-        entities=tuple(m["entities"]),
-        importance=m["importance"],
-        confidence=m["confidence"],
-        occurred_at=m["occurred_at"],
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-        valid_from=m["valid_from"],
-        valid_to=m["valid_to"],
-        expires_at=m["expires_at"],
-        source_agent=m["source_agent"],
-        source_session=m["source_session"],
-        source_trace=m["source_trace"],
-        source_request_id=m["source_request_id"],
-        source_trace_from_caller=m["source_trace_from_caller"],
-        content_hash=m["content_hash"],
-        status=Status(m["status"]),
-        subject_key=m["subject_key"],
-        supersedes=tuple(str(x) for x in m["supersedes"]),
-        derived_from=tuple(str(x) for x in m["derived_from"]),
-        superseded_by=str(m["superseded_by"]) if m["superseded_by"] else None,
-        recall_count=m["recall_count"],
-        last_recalled_at=m["last_recalled_at"],
-        embedding_model=m["embedding_model"],
-        forgotten_at=m["forgotten_at"],
-        forgotten_by=m["forgotten_by"],
-        forget_reason=m["forget_reason"],
-        trust=Trust(m["trust"]),
-        flags=tuple(m["flags"]),
-        seen_count=m["seen_count"],
-        use_count=m["use_count"],
-        not_useful_count=m["not_useful_count"],
-        last_used_at=m["last_used_at"],
-        version=m["version"],
-    )
-
-
-# Every column, with the uuid[] ones read as text[]: the driver then hands over
-# strings, and SQLAlchemy skips its per-element conversion of UUID arrays.
-_RECORD_COLUMNS = [
-    cast(c, ARRAY(Text)).label(c.name) if isinstance(c.type, ARRAY) and isinstance(c.type.item_type, UUID) else c
-    for c in memories.c
-]
 
 
 def enqueue_index(conn: Connection, memory_ids: Iterable[str], *, context_only: bool = False) -> None:
@@ -384,142 +316,6 @@ def subject_history(conn: Connection, namespace: str, subject_key: str, limit: i
     return [to_record(r) for r in reversed(rows[:limit])], len(rows) > limit
 
 
-def subtree_condition(column: ColumnElement[str], roots: Sequence[str]) -> ColumnElement[bool]:
-    """`column` equals one of the roots or lies below it ('a' covers 'a/b', not 'ab')."""
-    clauses: list[ColumnElement[bool]] = []
-    for root in roots:
-        # '_' is legal in namespaces but a LIKE wildcard: escape it (and the escape char).
-        escaped = root.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
-        clauses.append(column == root)
-        clauses.append(column.like(escaped + "/%", escape="\\"))
-    return or_(*clauses)
-
-
-def resolve_namespaces(conn: Connection, roots: Sequence[str]) -> list[str]:
-    """The concrete namespaces that exist at or below the given roots."""
-    if not roots:
-        return []
-    query = select(namespaces.c.name).where(subtree_condition(namespaces.c.name, roots)).order_by(namespaces.c.name)
-    return [r[0] for r in conn.execute(query)]
-
-
-def all_namespaces(conn: Connection) -> list[str]:
-    return [r[0] for r in conn.execute(select(namespaces.c.name).order_by(namespaces.c.name))]
-
-
-# The shared filter as named parameters: each filter field that is set adds one
-# condition with a bound parameter of its own. A statement is then the same for
-# every request of the same shape (which fields are set), so hot statements are
-# built once and SQLAlchemy's compiled cache serves them; "= ANY(array)" rather
-# than "IN (...)" for the same reason (an IN list is re-rendered per execution).
-# Measured at 16 concurrent searches: building and keying the hydration statement
-# per request was a tenth of the hub's Python time.
-_FILTER_CONDITIONS: dict[str, Callable[[], ColumnElement[bool]]] = {
-    "f_namespaces": lambda: memories.c.namespace == any_(bindparam("f_namespaces", type_=ARRAY(Text))),
-    "f_kinds": lambda: memories.c.kind == any_(bindparam("f_kinds", type_=ARRAY(Text))),
-    "f_types": lambda: memories.c.type == any_(bindparam("f_types", type_=ARRAY(Text))),
-    "f_tags": lambda: memories.c.tags.overlap(bindparam("f_tags", type_=ARRAY(Text))),
-    "f_occurred_from": lambda: memories.c.occurred_at >= bindparam("f_occurred_from", type_=memories.c.occurred_at.type),
-    "f_occurred_to": lambda: memories.c.occurred_at < bindparam("f_occurred_to", type_=memories.c.occurred_at.type),
-    "f_created_from": lambda: memories.c.created_at >= bindparam("f_created_from", type_=memories.c.created_at.type),
-    "f_created_to": lambda: memories.c.created_at < bindparam("f_created_to", type_=memories.c.created_at.type),
-    "f_subject_key": lambda: memories.c.subject_key == bindparam("f_subject_key", type_=Text),
-    "f_flags": lambda: memories.c.flags.overlap(bindparam("f_flags", type_=ARRAY(Text))),
-    "f_unflagged": lambda: and_(bindparam("f_unflagged", type_=Boolean), func.cardinality(memories.c.flags) == 0),
-}
-
-
-def filter_params(flt: MemoryFilter, allowed: Sequence[str]) -> dict[str, Any]:
-    """The filter's parameters, one per field that is set (its keys are the statement's shape).
-
-    `allowed` is the exact list of namespaces the caller may touch (already
-    resolved below the filter's roots and checked against policy).
-    """
-    values: dict[str, Any] = {
-        "f_namespaces": list(allowed),
-        "f_kinds": [k.value for k in flt.kinds] or None,
-        "f_types": [t.value for t in flt.types] or None,
-        "f_tags": list(flt.tags_any) or None,
-        "f_occurred_from": flt.occurred.start,
-        "f_occurred_to": flt.occurred.end,
-        "f_created_from": flt.created.start,
-        "f_created_to": flt.created.end,
-        "f_subject_key": flt.subject_key,
-        "f_flags": list(flt.flags_any) or None,
-        "f_unflagged": True if flt.unflagged else None,
-    }
-    return {k: v for k, v in values.items() if v is not None}
-
-
-@functools.lru_cache(maxsize=512)
-def _conditions(shape: tuple[str, ...]) -> tuple[ColumnElement[bool], ...]:
-    return tuple(_FILTER_CONDITIONS[name]() for name in shape)
-
-
-def filter_conditions(params: dict[str, Any]) -> tuple[ColumnElement[bool], ...]:
-    """SQL conditions for the shared filter fields (not status), bound by ``params`` (from ``filter_params``) at execution."""
-    return _conditions(tuple(params))
-
-
-def servable_condition() -> ColumnElement[bool]:
-    """Active and not past its expiry, judged now (the index may lag behind both)."""
-    return and_(
-        memories.c.status == Status.ACTIVE.value,
-        or_(memories.c.expires_at.is_(None), memories.c.expires_at > func.now()),
-    )
-
-
-def servable_ids_after(conn: Connection, after: str | None, limit: int) -> list[str]:
-    """The next ``limit`` servable memory ids above ``after`` (None: from the start), in id order: how a rebuild or a
-    reconciliation walks every memory the index should hold, a page at a time."""
-    q = select(memories.c.id).where(servable_condition()).order_by(memories.c.id).limit(limit)
-    if after is not None:
-        q = q.where(memories.c.id > after)
-    return [str(r[0]) for r in conn.execute(q)]
-
-
-def hydrate(conn: Connection, ids: Sequence[str], flt: MemoryFilter, allowed: Sequence[str]) -> dict[str, MemoryRecord]:
-    """Load search hits and re-check them: servable, inside the filter. Missing ids are simply absent."""
-    if not ids:
-        return {}
-    params = filter_params(flt, allowed)
-    rows = conn.execute(_hydrate_statement(tuple(params)), {**params, "h_ids": list(ids)}).all()
-    return {str(r._mapping["id"]): to_record(r) for r in rows}
-
-
-@functools.lru_cache(maxsize=512)
-def _hydrate_statement(shape: tuple[str, ...]) -> Select:
-    return select(*_RECORD_COLUMNS).where(
-        memories.c.id == any_(cast(bindparam("h_ids", type_=ARRAY(Text)), ARRAY(UUID(as_uuid=False)))),
-        servable_condition(),
-        *_conditions(shape),
-    )
-
-
-def list_page(
-    conn: Connection,
-    flt: MemoryFilter,
-    allowed: Sequence[str],
-    statuses: Sequence[Status],
-    limit: int,
-    after: tuple[datetime, str] | None,
-) -> list[MemoryRecord]:
-    """Newest first, keyset-paged on (created_at, id) so pages stay stable while memories are added."""
-    params = filter_params(flt, allowed)
-    conds = list(filter_conditions(params))
-    if statuses == (Status.ACTIVE,):
-        conds.append(servable_condition())
-    else:
-        conds.append(memories.c.status.in_([s.value for s in statuses]))
-    if after is not None:
-        created, last_id = after
-        conds.append(or_(memories.c.created_at < created, and_(memories.c.created_at == created, memories.c.id < last_id)))
-    rows = conn.execute(
-        select(memories).where(*conds).order_by(memories.c.created_at.desc(), memories.c.id.desc()).limit(limit), params
-    ).all()
-    return [to_record(r) for r in rows]
-
-
 def forget(conn: Connection, ids: Sequence[str], caller: Caller, reason: str) -> list[str]:
     """Turn active or superseded memories into tombstones: content erased, who/when/why kept.
 
@@ -561,12 +357,6 @@ def select_ids_for_forget(conn: Connection, flt: MemoryFilter, allowed: Sequence
     return [str(r[0]) for r in rows]
 
 
-def existing_ids(conn: Connection, ids: Sequence[str]) -> dict[str, str]:
-    """id -> namespace for the ids that exist (any status)."""
-    rows = conn.execute(select(memories.c.id, memories.c.namespace).where(memories.c.id.in_(list(ids)))).all()
-    return {str(r[0]): r[1] for r in rows}
-
-
 def record_recalls(conn: Connection, counts: dict[str, int]) -> None:
     """Add recall counts (batched by the caller so search does not write on its hot path).
 
@@ -587,30 +377,3 @@ def record_recalls(conn: Connection, counts: dict[str, int]) -> None:
         ),
         {"ids": ids, "ns": [counts[i] for i in ids]},
     )
-
-
-def occurred_within(conn: Connection, ids: Sequence[str], window: TimeWindow) -> set[str]:
-    """Those of ``ids`` whose occurred_at falls in ``window`` (half-open; either bound may be open)."""
-    if not ids:
-        return set()
-    conditions = [memories.c.id == any_(cast(bindparam("o_ids", type_=ARRAY(Text)), ARRAY(UUID(as_uuid=False))))]
-    if window.start is not None:
-        conditions.append(memories.c.occurred_at >= window.start)
-    if window.end is not None:
-        conditions.append(memories.c.occurred_at < window.end)
-    return {str(r[0]) for r in conn.execute(select(memories.c.id).where(*conditions), {"o_ids": list(ids)})}
-
-
-def entity_keys_of(conn: Connection, ids: Sequence[str]) -> list[str]:
-    """The entity keys of the servable memories among ``ids``, in the order of ``ids``, without repeats."""
-    if not ids:
-        return []
-    rows = conn.execute(
-        select(memories.c.id, memories.c.entity_keys).where(
-            memories.c.id == any_(cast(bindparam("k_ids", type_=ARRAY(Text)), ARRAY(UUID(as_uuid=False)))),
-            servable_condition(),
-        ),
-        {"k_ids": list(ids)},
-    ).all()
-    by_id = {str(r[0]): r[1] for r in rows}
-    return list(dict.fromkeys(k for mid in ids for k in by_id.get(mid, ())))

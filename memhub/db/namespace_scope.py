@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, and_, case, false, func, not_, or_, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
-from memhub.db.memories import subtree_condition
+from memhub.db.memory_rows import subtree_condition
 from memhub.db.schema import namespaces
 from memhub.policy.scope import WILDCARD, AllOf, AnyOf, Const, Equals, Like, Not, Predicate, Within
 

@@ -9,8 +9,7 @@ import dataclasses
 from sqlalchemy import Connection
 
 from memhub.core.model import MemoryFilter, SearchHit
-from memhub.db import context
-from memhub.db import memories as memories_db
+from memhub.db import context, memory_reads
 
 
 def attach(conn: Connection, hits: list[SearchHit], turns: int, readable: list[str]) -> list[SearchHit]:
@@ -19,7 +18,7 @@ def attach(conn: Connection, hits: list[SearchHit], turns: int, readable: list[s
         return hits
     around = context.neighbour_ids(conn, [h.memory.id for h in hits], context.Window(turns, turns))
     wanted = list(dict.fromkeys(nid for before, after in around.values() for nid in (*before, *after)))
-    records = memories_db.hydrate(conn, wanted, MemoryFilter(namespaces=()), readable)
+    records = memory_reads.hydrate(conn, wanted, MemoryFilter(namespaces=()), readable)
     out = []
     for h in hits:
         before, after = around.get(h.memory.id, ((), ()))

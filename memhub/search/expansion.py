@@ -13,7 +13,7 @@ from sqlalchemy import Connection
 
 from memhub import telemetry
 from memhub.core.model import Channel
-from memhub.db import memories as memories_db
+from memhub.db import memory_reads
 from memhub.embedding import EmbeddingError
 from memhub.index import IndexBackendError, IndexFilter
 from memhub.search.channels import Ranked
@@ -57,7 +57,7 @@ def _second_round(
     seeds = [f.id for f in ranking.fused[: settings.expansion_seeds]]
     with _tracer.start_as_current_span("search.expansion", attributes={"memhub.search.seeds": len(seeds)}):
         own = set(asked.entity_keys)
-        extra = [k for k in memories_db.entity_keys_of(conn, seeds) if k not in own]
+        extra = [k for k in memory_reads.entity_keys_of(conn, seeds) if k not in own]
         rounds: dict[Channel, Ranked] = {}
         if extra:
             rounds[Channel.KEYWORD] = index.index.search_keyword(text + " " + " ".join(extra), flt, depth)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from memhub.core.model import MemoryRecord, SearchQuery
-from memhub.db import memories as memories_db
+from memhub.db import memory_reads
 from memhub.search.fusion import Fused
 
 
@@ -24,7 +24,7 @@ def hydrate(conn: Connection, fused: list[Fused], query: SearchQuery, readable: 
     """Rows for the first ``head`` candidates (a few spare rows cover hits that turn out stale or filtered),
     and for the rest only when too few of those were servable."""
     ids = [f.id for f in fused]
-    records = memories_db.hydrate(conn, ids[:head], query.filter, readable)
+    records = memory_reads.hydrate(conn, ids[:head], query.filter, readable)
     if len(records) < query.top_k and len(ids) > head:  # stale or filtered hits: look deeper
-        records.update(memories_db.hydrate(conn, ids[head:], query.filter, readable))
+        records.update(memory_reads.hydrate(conn, ids[head:], query.filter, readable))
     return Hydrated([f for f in fused if f.id in records], records)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from memhub.core.model import Channel
-from memhub.db import memories as memories_db
+from memhub.db import memory_reads
 from memhub.search.fusion import Ranking
 from memhub.search.query import Understood
 
@@ -15,5 +15,5 @@ from memhub.search.query import Understood
 def boost(conn: Connection, asked: Understood, ranking: Ranking) -> Ranking:
     if asked.window is None or not ranking.fused:
         return ranking
-    inside = memories_db.occurred_within(conn, [f.id for f in ranking.fused], asked.window)
+    inside = memory_reads.occurred_within(conn, [f.id for f in ranking.fused], asked.window)
     return ranking.adding(Channel.TIME, [(f.id, 0.0) for f in ranking.fused if f.id in inside])

@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 from memhub.core.access import Action, denied, require
 from memhub.core.model import Caller, ForgetRequest, ForgetResult
 from memhub.curation import archive, write_gate
-from memhub.db import idempotency
+from memhub.db import idempotency, memory_reads
 from memhub.db import memories as memories_db
 from memhub.db import versions as versions_db
 from memhub.errors import NotFound
@@ -88,7 +88,7 @@ class Forgetting:
         ctx = self._ctx
         with ctx.hold_decisions() as held:
             with ctx.engine.begin() as conn:
-                found = memories_db.existing_ids(conn, ids)
+                found = memory_reads.existing_ids(conn, ids)
                 for i, mid in enumerate(ids):
                     namespace = found.get(mid)
                     if namespace is None or not ctx.authorizer.allowed(caller, Action.READ, namespace):
@@ -102,7 +102,7 @@ class Forgetting:
 
     def _forgettable_ids(self, conn: Connection, caller: Caller, ids: Sequence[str]) -> list[str]:
         """The ids, once each is known to be readable and forgettable by the caller."""
-        found = memories_db.existing_ids(conn, ids)
+        found = memory_reads.existing_ids(conn, ids)
         for i, mid in enumerate(ids):
             namespace = found.get(mid)
             if namespace is None or not self._ctx.authorizer.allowed(caller, Action.READ, namespace):
@@ -120,7 +120,7 @@ class Forgetting:
         caller may forget (the forgotten ids it gets back would reveal them).
         """
         with self._ctx.engine.connect() as conn:
-            candidates = memories_db.resolve_namespaces(conn, list(roots))
+            candidates = memory_reads.resolve_namespaces(conn, list(roots))
         scope = []
         for ns in candidates:
             if not self._ctx.authorizer.allowed(caller, Action.READ, ns):

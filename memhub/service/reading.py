@@ -19,6 +19,7 @@ from memhub.core.model import Caller, ListPage, ListQuery, MemoryRecord, Status
 from memhub.core.namespaces import minimal_roots
 from memhub.db import lineage as lineage_db
 from memhub.db import memories as memories_db
+from memhub.db import memory_reads
 from memhub.errors import NotFound
 from memhub.service.context import ServiceContext, with_effective_status
 
@@ -132,7 +133,7 @@ class Reading:
         if not readable:
             return ListPage((), "")
         with ctx.engine.connect() as conn:
-            rows = memories_db.list_page(conn, flt, readable, statuses, query.page_size + 1, after)
+            rows = memory_reads.list_page(conn, flt, readable, statuses, query.page_size + 1, after)
         page = rows[: query.page_size]
         # A page of large memories ends early (still with a token): the response must stay under the limit.
         kept = response_size.fitting([response_size.memory_bytes(r) for r in page], ctx.response_budget)

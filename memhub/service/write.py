@@ -21,7 +21,7 @@ from memhub.core.near_duplicates import NearDuplicateFinder
 from memhub.curation import write_gate
 from memhub.curation.fact_extraction import FactExtractor
 from memhub.db import changes as changes_db
-from memhub.db import idempotency
+from memhub.db import idempotency, memory_reads
 from memhub.db import memories as memories_db
 from memhub.errors import InvalidArgument, PermissionDenied
 from memhub.service.context import ServiceContext
@@ -260,7 +260,7 @@ class Writing:
         if not wanted:
             return
         with self._ctx.engine.connect() as conn:
-            found = memories_db.existing_ids(conn, wanted)
+            found = memory_reads.existing_ids(conn, wanted)
         for i, item in enumerate(items):
             for j, mid in enumerate(item.derived_from):
                 ns = found.get(mid)

@@ -1,0 +1,145 @@
+"""A memory's row as SQL sees it: the record a row becomes, every column, the shared filter as bound
+parameters, and the conditions readers apply (servable now, inside a namespace subtree).
+
+Shared by the stores' modules that read memories (memhub/db/memories.py, memory_reads.py, fulltext.py,
+entity_search.py, changes.py, consolidation.py, ...), so a filter means the same wherever it is applied.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Boolean, Text, and_, any_, bindparam, cast, func, or_
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy.sql.elements import ColumnElement
+
+from memhub.core.model import Kind, MemoryFilter, MemoryRecord, MemoryType, Status, Trust
+from memhub.db.schema import memories
+
+
+def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the memories table
+    m = row._mapping
+    return MemoryRecord(
+        id=str(m["id"]),
+        namespace=m["namespace"],
+        kind=Kind(m["kind"]),
+        type=MemoryType(m["type"]),
+        content=m["content"],
+        tags=tuple(m["tags"]),
+        entities=tuple(m["entities"]),
+        importance=m["importance"],
+        confidence=m["confidence"],
+        occurred_at=m["occurred_at"],
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+        valid_from=m["valid_from"],
+        valid_to=m["valid_to"],
+        expires_at=m["expires_at"],
+        source_agent=m["source_agent"],
+        source_session=m["source_session"],
+        source_trace=m["source_trace"],
+        source_request_id=m["source_request_id"],
+        source_trace_from_caller=m["source_trace_from_caller"],
+        content_hash=m["content_hash"],
+        status=Status(m["status"]),
+        subject_key=m["subject_key"],
+        supersedes=tuple(str(x) for x in m["supersedes"]),
+        derived_from=tuple(str(x) for x in m["derived_from"]),
+        superseded_by=str(m["superseded_by"]) if m["superseded_by"] else None,
+        recall_count=m["recall_count"],
+        last_recalled_at=m["last_recalled_at"],
+        embedding_model=m["embedding_model"],
+        forgotten_at=m["forgotten_at"],
+        forgotten_by=m["forgotten_by"],
+        forget_reason=m["forget_reason"],
+        trust=Trust(m["trust"]),
+        flags=tuple(m["flags"]),
+        seen_count=m["seen_count"],
+        use_count=m["use_count"],
+        not_useful_count=m["not_useful_count"],
+        last_used_at=m["last_used_at"],
+        version=m["version"],
+    )
+
+
+# Every column, with the uuid[] ones read as text[]: the driver then hands over
+# strings, and SQLAlchemy skips its per-element conversion of UUID arrays.
+RECORD_COLUMNS = [
+    cast(c, ARRAY(Text)).label(c.name) if isinstance(c.type, ARRAY) and isinstance(c.type.item_type, UUID) else c
+    for c in memories.c
+]
+
+
+def subtree_condition(column: ColumnElement[str], roots: Sequence[str]) -> ColumnElement[bool]:
+    """`column` equals one of the roots or lies below it ('a' covers 'a/b', not 'ab')."""
+    clauses: list[ColumnElement[bool]] = []
+    for root in roots:
+        # '_' is legal in namespaces but a LIKE wildcard: escape it (and the escape char).
+        escaped = root.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
+        clauses.append(column == root)
+        clauses.append(column.like(escaped + "/%", escape="\\"))
+    return or_(*clauses)
+
+
+# The shared filter as named parameters: each filter field that is set adds one
+# condition with a bound parameter of its own. A statement is then the same for
+# every request of the same shape (which fields are set), so hot statements are
+# built once and SQLAlchemy's compiled cache serves them; "= ANY(array)" rather
+# than "IN (...)" for the same reason (an IN list is re-rendered per execution).
+# Measured at 16 concurrent searches: building and keying the hydration statement
+# per request was a tenth of the hub's Python time.
+_FILTER_CONDITIONS: dict[str, Callable[[], ColumnElement[bool]]] = {
+    "f_namespaces": lambda: memories.c.namespace == any_(bindparam("f_namespaces", type_=ARRAY(Text))),
+    "f_kinds": lambda: memories.c.kind == any_(bindparam("f_kinds", type_=ARRAY(Text))),
+    "f_types": lambda: memories.c.type == any_(bindparam("f_types", type_=ARRAY(Text))),
+    "f_tags": lambda: memories.c.tags.overlap(bindparam("f_tags", type_=ARRAY(Text))),
+    "f_occurred_from": lambda: memories.c.occurred_at >= bindparam("f_occurred_from", type_=memories.c.occurred_at.type),
+    "f_occurred_to": lambda: memories.c.occurred_at < bindparam("f_occurred_to", type_=memories.c.occurred_at.type),
+    "f_created_from": lambda: memories.c.created_at >= bindparam("f_created_from", type_=memories.c.created_at.type),
+    "f_created_to": lambda: memories.c.created_at < bindparam("f_created_to", type_=memories.c.created_at.type),
+    "f_subject_key": lambda: memories.c.subject_key == bindparam("f_subject_key", type_=Text),
+    "f_flags": lambda: memories.c.flags.overlap(bindparam("f_flags", type_=ARRAY(Text))),
+    "f_unflagged": lambda: and_(bindparam("f_unflagged", type_=Boolean), func.cardinality(memories.c.flags) == 0),
+}
+
+
+def filter_params(flt: MemoryFilter, allowed: Sequence[str]) -> dict[str, Any]:
+    """The filter's parameters, one per field that is set (its keys are the statement's shape).
+
+    `allowed` is the exact list of namespaces the caller may touch (already
+    resolved below the filter's roots and checked against policy).
+    """
+    values: dict[str, Any] = {
+        "f_namespaces": list(allowed),
+        "f_kinds": [k.value for k in flt.kinds] or None,
+        "f_types": [t.value for t in flt.types] or None,
+        "f_tags": list(flt.tags_any) or None,
+        "f_occurred_from": flt.occurred.start,
+        "f_occurred_to": flt.occurred.end,
+        "f_created_from": flt.created.start,
+        "f_created_to": flt.created.end,
+        "f_subject_key": flt.subject_key,
+        "f_flags": list(flt.flags_any) or None,
+        "f_unflagged": True if flt.unflagged else None,
+    }
+    return {k: v for k, v in values.items() if v is not None}
+
+
+@functools.lru_cache(maxsize=512)
+def shape_conditions(shape: tuple[str, ...]) -> tuple[ColumnElement[bool], ...]:
+    return tuple(_FILTER_CONDITIONS[name]() for name in shape)
+
+
+def filter_conditions(params: dict[str, Any]) -> tuple[ColumnElement[bool], ...]:
+    """SQL conditions for the shared filter fields (not status), bound by ``params`` (from ``filter_params``) at execution."""
+    return shape_conditions(tuple(params))
+
+
+def servable_condition() -> ColumnElement[bool]:
+    """Active and not past its expiry, judged now (the index may lag behind both)."""
+    return and_(
+        memories.c.status == Status.ACTIVE.value,
+        or_(memories.c.expires_at.is_(None), memories.c.expires_at > func.now()),
+    )
