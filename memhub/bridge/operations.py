@@ -222,7 +222,7 @@ async def fenced_get(hub: BridgeHubClient, call: HubCaller, narrowing: Narrowing
 
 
 def missing_memory_details(memory_id: str) -> str:
-    """The hub's status details for GetMemory of a missing id (memhub/core/service.py MemoryService.get);
+    """The hub's status details for GetMemory of a missing id (memhub/service/reading.py);
     tests/security/test_bridge_oracles.py compares the two answers, so a change to either is caught."""
     return f"memory {memory_id} not found"
 

@@ -1,5 +1,5 @@
 """Which memories of a write go to the fact extractor, and the facts it finds, ready to store
-(memhub/curation/fact_extraction.py says what the extractor does; memhub/core/service.py stores the result).
+(memhub/curation/fact_extraction.py says what the extractor does; memhub/service/write.py stores the result).
 
 Only episodic memories the write keeps are sent, and only where extraction cannot give the writer more than
 it has:
@@ -92,7 +92,7 @@ def _as_memory(fact: ExtractedFact, turn: NewMemory, keep_subject: bool, gate: G
         valid_to=None,
         expires_at=None,
         subject_key=fact.subject_key if keep_subject else None,
-        derived_from=(),  # the turn's id, once the transaction has stored it (memhub/core/service.py)
+        derived_from=(),  # the turn's id, once the transaction has stored it (memhub/service/write.py)
     )
     ttl = gate.default_ttl.get(fact.kind)
     return memory if ttl is None else dataclasses.replace(memory, expires_at=datetime.now(timezone.utc) + ttl)

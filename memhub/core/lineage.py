@@ -6,7 +6,7 @@ From the memory asked about, the walk follows two kinds of links, both stored on
 - derived_from: what a memory was consolidated from, or what its writer cited, and the other way round what
   was derived from it. Each costs one step, up to ``max_depth``.
 
-What the caller may not read (memhub/core/service.py decides: its readable namespaces, quarantine for admins
+What the caller may not read (memhub/service/reading.py decides: its readable namespaces, quarantine for admins
 only) is shown only where a link stored on a shown memory leads to it: one hidden entry per such link, with
 nothing of the memory (no id, content, writer, time or status), never followed further. The number of such
 links is part of the shown memory (its writer cited that many), so it says nothing about what happens in

@@ -247,7 +247,7 @@ class SearchQuery:
     channels_named: bool = False
     """The request named its channels (a channel it names runs even if the hub weighs it 0)."""
     priors: bool | None = None
-    """Importance, recency, use and type in the ranking (memhub/core/priors.py); None: the hub's default (on)."""
+    """Importance, recency, use and type in the ranking (memhub/search/priors.py); None: the hub's default (on)."""
 
 
 @dataclass(frozen=True)
@@ -268,7 +268,7 @@ class SearchHit:
     before: tuple[MemoryRecord, ...] = ()
     after: tuple[MemoryRecord, ...] = ()
     priors: tuple[float, float, float, float] | None = None
-    """With explain: what importance, recency, use and type added to the score's factor (memhub/core/priors.py)."""
+    """With explain: what importance, recency, use and type added to the score's factor (memhub/search/priors.py)."""
 
 
 @dataclass(frozen=True)

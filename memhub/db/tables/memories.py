@@ -64,7 +64,7 @@ memories = Table(
     Column("flags", ARRAY(Text), nullable=False, server_default="{}"),
     # Written by an agent that could write the namespace but not read it (an inbox, a report drop).
     # Such a memory is never deduplicated against, nor deduplicated into, what is already stored:
-    # answering "already there" would tell the writer what the namespace holds (memhub/core/service.py).
+    # answering "already there" would tell the writer what the namespace holds (memhub/service/write.py).
     Column("blind_write", Boolean, nullable=False, server_default=text("false")),
     # Goes up on every change a reader can see (not recall or use counts); kept by triggers (migration 0013),
     # a subject's memories numbered above every version the subject has had (memhub/db/versions.py).
