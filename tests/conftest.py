@@ -272,10 +272,11 @@ class RecordingIndex:
         self.upserted: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def upsert(self, rows: Sequence[IndexedMemory]) -> None:
-        self.inner.upsert(rows)
+    def upsert(self, rows: Sequence[IndexedMemory], *, skip_unchanged: bool = False) -> int:
+        written = self.inner.upsert(rows, skip_unchanged=skip_unchanged)
         with self._lock:
             self.upserted.update(r.id for r in rows)
+        return written
 
     def delete(self, ids: Sequence[str]) -> None:
         self.inner.delete(ids)

@@ -119,12 +119,20 @@ def _servable(row, now_ms: int) -> bool:  # noqa: ANN001 - a row mapping
 
 
 def apply_rows(
-    index: MilvusIndex, upsert: Sequence, vectors: dict[str, np.ndarray], contexts: dict[str, list[str]], gone: Sequence[str]
-) -> None:
+    index: MilvusIndex,
+    upsert: Sequence,
+    vectors: dict[str, np.ndarray],
+    contexts: dict[str, list[str]],
+    gone: Sequence[str],
+    *,
+    skip_unchanged: bool = False,
+) -> int:
     """Upsert memory rows (``memories`` mappings, with their vectors and keyword contexts) and delete ``gone``;
-    shared by the outbox loop and ``memhub reindex`` (memhub/core/index_rebuild.py)."""
+    shared by the outbox loop and ``memhub reindex`` (memhub/core/index_rebuild.py). Returns the rows upserted
+    (``skip_unchanged``: rows the index holds as they are are not written again)."""
+    written = 0
     if upsert:
-        index.upsert(
+        written = index.upsert(
             [
                 IndexedMemory(
                     id=str(m["id"]),
@@ -139,10 +147,12 @@ def apply_rows(
                     vector=vectors[str(m["id"])],
                 )
                 for m in upsert
-            ]
+            ],
+            skip_unchanged=skip_unchanged,
         )
     if gone:
         index.delete(list(gone))
+    return written
 
 
 class Indexer:

@@ -25,7 +25,8 @@ from memhub.index.errors import IndexBackendError, IndexModelMismatch, IndexUnav
 from memhub.index.filters import build_filter, quote
 from memhub.index.milvus_collection import MilvusCollection
 from memhub.index.records import IndexedMemory, IndexFilter
-from memhub.index.rows import check_vector, to_row
+from memhub.index.replace_gate import ReplaceGate
+from memhub.index.rows import SCALAR_FIELDS, check_vector, same_fields, to_row
 
 __all__ = [
     "IndexBackendError",
@@ -44,6 +45,8 @@ MAX_LIMIT = 16384
 # worst case, under Milvus's default 64 MB gRPC message limit; typical
 # memories are a few hundred bytes, so this is one call per indexer batch.
 _UPSERT_BATCH = 512
+# Rows per replacing upsert: each holds this process's searches back for its length (a few ms on Lite).
+_REPLACE_BATCH = 64
 # Ids per delete expression (~40 KB of filter text).
 _DELETE_BATCH = 1000
 # Ids per page when listing them (a few hundred KB per reply).
@@ -98,6 +101,7 @@ class MilvusIndex(MilvusCollection):
         self._search_timeout = search_timeout_s
         self._flush_lock = threading.Lock()  # one flush at a time
         self._pending = 0  # rows written since the last flush; guarded by _lock
+        self._gate = ReplaceGate(search_timeout_s)
         super().__init__(
             uri,
             token=token,
@@ -138,19 +142,48 @@ class MilvusIndex(MilvusCollection):
 
     # -- writes -------------------------------------------------------------------
 
-    def upsert(self, rows: Sequence[IndexedMemory]) -> None:
-        """Insert or replace memories by id. Raises ValueError (naming the memory) for invalid rows."""
+    def upsert(self, rows: Sequence[IndexedMemory], *, skip_unchanged: bool = False) -> int:
+        """Insert or replace memories by id; returns how many rows were written. Raises ValueError (naming the
+        memory) for invalid rows.
+
+        Rows the index already holds are replaced under the replace gate, so no search of this process runs
+        while Lite has deleted them and not yet inserted them again (memhub/index/replace_gate.py).
+        ``skip_unchanged``: a held row whose every field but the vector equals the new one is not written again
+        (a memory's vector follows from its content, which never changes while it is servable).
+        """
         if not rows:
-            return
+            return 0
         # Last write wins within a batch: Milvus may refuse duplicate keys in one upsert.
         by_id = {m.id: to_row(m, self._dimension) for m in rows}
-        data = list(by_id.values())
-        with self._span("upsert", {"memhub.milvus.rows": len(data)}):
-            for start in range(0, len(data), _UPSERT_BATCH):
-                chunk = data[start : start + _UPSERT_BATCH]
+        held = self._held_rows(list(by_id), with_fields=skip_unchanged)
+        fresh = [row for mid, row in by_id.items() if mid not in held]
+        replacing = [row for mid, row in by_id.items() if mid in held and not (skip_unchanged and same_fields(row, held[mid]))]
+        with self._span("upsert", {"memhub.milvus.rows": len(fresh), "memhub.milvus.replaced": len(replacing)}):
+            for start in range(0, len(fresh), _UPSERT_BATCH):
+                chunk = fresh[start : start + _UPSERT_BATCH]
                 self._healing("upsert", lambda c=chunk: self._client.upsert(self._collection, c, timeout=self._timeout))
+            # Small chunks: searches wait for one chunk at a time, not the whole batch.
+            for start in range(0, len(replacing), _REPLACE_BATCH):
+                chunk = replacing[start : start + _REPLACE_BATCH]
+                with self._gate.replace():
+                    self._healing("upsert", lambda c=chunk: self._client.upsert(self._collection, c, timeout=self._timeout))
             with self._lock:
-                self._pending += len(data)
+                self._pending += len(fresh) + len(replacing)
+        return len(fresh) + len(replacing)
+
+    def _held_rows(self, ids: list[str], *, with_fields: bool) -> dict[str, dict[str, Any]]:
+        """The rows among ``ids`` the collection holds: id -> its stored scalar fields (only the id unless
+        ``with_fields``)."""
+        fields = list(SCALAR_FIELDS) if with_fields else [schema.ID]
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(ids), _DELETE_BATCH):
+            expr = f"{schema.ID} in [" + ", ".join(quote(i) for i in ids[start : start + _DELETE_BATCH]) + "]"
+            found = self._healing(
+                "read held rows",
+                lambda e=expr: self._client.query(self._collection, filter=e, output_fields=fields, timeout=self._timeout),
+            )
+            out.update({str(r[schema.ID]): dict(r) for r in found})
+        return out
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove memories by id; unknown ids are ignored."""
@@ -305,7 +338,15 @@ class MilvusIndex(MilvusCollection):
             raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
         expr = build_filter(flt)
         params = {"params": self._dense.search_params} if field == schema.DENSE and self._dense.search_params else None
-        res = self._healing(
+        with self._gate.search():
+            res = self._searching(what, data, field, expr, limit, params)
+        # Dense: cosine similarity; BM25: score. Both "higher is better". One list per query.
+        lists = list(res) if res else []
+        lists += [[]] * (len(data) - len(lists))
+        return [[(str(h["id"]), float(h["distance"])) for h in hits] for hits in lists]
+
+    def _searching(self, what: str, data: list[Any], field: str, expr: str, limit: int, params: Any) -> Any:
+        return self._healing(
             what,
             lambda: self._client.search(
                 self._collection,
@@ -319,10 +360,6 @@ class MilvusIndex(MilvusCollection):
                 timeout=self._search_timeout,
             ),
         )
-        # Dense: cosine similarity; BM25: score. Both "higher is better". One list per query.
-        lists = list(res) if res else []
-        lists += [[]] * (len(data) - len(lists))
-        return [[(str(h["id"]), float(h["distance"])) for h in hits] for hits in lists]
 
 
 def _search_attributes(flt: IndexFilter, limit: int) -> dict[str, Any]:

@@ -87,3 +87,22 @@ def _fit_bytes(text: str, max_bytes: int) -> str:
     if len(data) <= max_bytes:
         return text
     return data[:max_bytes].decode("utf-8", errors="ignore")
+
+
+SCALAR_FIELDS = (
+    schema.ID,
+    schema.NAMESPACE,
+    schema.KIND,
+    schema.TYPE,
+    schema.CONTENT,
+    schema.TAG_KEYS,
+    schema.OCCURRED_AT,
+    schema.CREATED_AT,
+    schema.EXPIRES_AT,
+)
+"""Every stored field but the vectors (the sparse one is derived from the content inside Milvus)."""
+
+
+def same_fields(row: dict[str, Any], stored: dict[str, Any]) -> bool:
+    """Does ``stored`` (read back from the collection) hold what ``row`` (from ``to_row``) would write, vector aside?"""
+    return all(row[f] == stored.get(f) for f in SCALAR_FIELDS)
