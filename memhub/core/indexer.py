@@ -19,14 +19,12 @@ Episodic memories are indexed for keywords with the turns around them in
 their session (memhub/db/context.py); a memory queued only because a neighbour
 changed reuses its vector from the index.
 
-Tracing: each batch that claims rows is a root span "indexer.batch" (not
-linked to the writes that queued the rows; the embedding, Milvus and
-Postgres work are its children); idle polls make no spans. The work after
-catching up (a flush, perhaps a bigger dense index) is a root span
-"indexer.catch_up".
-
-Metrics: each batch that claimed rows (or failed) counts by outcome, with its
-time and the rows and memories it applied (memhub/metrics/); idle polls do not.
+Beside it, one job per module: how a memory becomes an index row
+(memhub/core/index_apply.py, shared with ``memhub reindex``), what a batch
+reports in traces and metrics (memhub/core/indexer_telemetry.py: a root span
+"indexer.batch" per batch that claims rows, "indexer.catch_up" after catching
+up; idle polls make neither), and whether the embedded index kept what it
+acknowledged (memhub/core/index_durability.py).
 """
 
 from __future__ import annotations
@@ -39,19 +37,21 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import psycopg
 from opentelemetry import context as otel_context
-from opentelemetry import trace
 from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
 
-from memhub import outage_log, telemetry
+from memhub import outage_log
 from memhub.core import index_pointer
+from memhub.core.index_apply import apply_rows, servable
+from memhub.core.index_durability import DurabilityWatch
 from memhub.core.index_health import IndexHealth
 from memhub.core.index_reconcile import Reconciler, interval_from_env
+from memhub.core.indexer_telemetry import CATCH_UP_SPAN, BatchSpan, outcome, tracer
 from memhub.db import context
 from memhub.db.memories import enqueue_index
 from memhub.db.memory_rows import servable_condition
 from memhub.db.schema import memories, outbox
 from memhub.embedding import Embedder, embed_bulk
-from memhub.index import IndexedMemory, IndexUnavailable, MilvusIndex
+from memhub.index import IndexUnavailable, MilvusIndex
 from memhub.metrics import record
 
 log = logging.getLogger(__name__)
@@ -60,99 +60,6 @@ _LOOP = outage_log.Site("indexer", log)
 _LISTENER = outage_log.Site("outbox listener", log)
 
 MAX_BACKOFF_S = 60.0
-# How often rows the embedded index failed to persist are queued again while the disk stays full.
-REPERSIST_INTERVAL_S = 30.0
-# At most this often the indexer reads the embedded index's data file back after writes (memhub/index/lite_durability.py).
-DURABILITY_CHECK_S = 5.0
-
-_tracer = telemetry.tracer(__name__)
-BATCH_SPAN = "indexer.batch"
-CATCH_UP_SPAN = "indexer.catch_up"
-
-
-class _BatchSpan:
-    """The batch's root span, opened only once rows are claimed (but timed from the claim)."""
-
-    def __init__(self) -> None:
-        self._start_ns = time.time_ns()
-        self.span: trace.Span | None = None
-        self._token: object | None = None
-
-    def open(self, claimed: int) -> None:
-        # An empty Context: a root span, whatever the calling thread has current.
-        self.span = _tracer.start_span(
-            BATCH_SPAN, context=otel_context.Context(), start_time=self._start_ns, attributes={"memhub.indexer.claimed": claimed}
-        )
-        self._token = otel_context.attach(trace.set_span_in_context(self.span))
-
-    def set(self, key: str, value: int) -> None:
-        if self.span is not None:
-            self.span.set_attribute(key, value)
-
-    def failed(self, exc: BaseException) -> None:
-        if self.span is not None:
-            self.span.set_attribute("error.type", type(exc).__name__)
-            self.span.set_status(trace.StatusCode.ERROR, type(exc).__name__)
-
-    def close(self) -> None:
-        if self._token is not None:
-            otel_context.detach(self._token)  # type: ignore[arg-type]
-            self._token = None
-        if self.span is not None:
-            self.span.end()
-
-
-_OUTCOMES = {"milvus": "index_error", "embedder": "embedding_error", "postgres": "database_error", "disk": "database_error"}
-
-
-def _outcome(exc: Exception) -> str:
-    """The metrics outcome of a failed batch: which store (or the embedder) failed, as the outage log names it."""
-    return _OUTCOMES.get(outage_log.classify(exc) or "", "other_error")
-
-
-def _epoch_ms(value) -> int:  # noqa: ANN001 - datetime or None
-    return int(value.timestamp() * 1000) if value is not None else 0
-
-
-def _servable(row, now_ms: int) -> bool:  # noqa: ANN001 - a row mapping
-    return row["status"] == "active" and not (0 < _epoch_ms(row["expires_at"]) <= now_ms)
-
-
-def apply_rows(
-    index: MilvusIndex,
-    upsert: Sequence,
-    vectors: dict[str, np.ndarray],
-    contexts: dict[str, list[str]],
-    gone: Sequence[str],
-    *,
-    skip_unchanged: bool = False,
-) -> int:
-    """Upsert memory rows (``memories`` mappings, with their vectors and keyword contexts) and delete ``gone``;
-    shared by the outbox loop and ``memhub reindex`` (memhub/core/index_rebuild.py). Returns the rows upserted
-    (``skip_unchanged``: rows the index holds as they are are not written again)."""
-    written = 0
-    if upsert:
-        written = index.upsert(
-            [
-                IndexedMemory(
-                    id=str(m["id"]),
-                    namespace=m["namespace"],
-                    kind=m["kind"],
-                    type=m["type"],
-                    content=context.keyword_text(m["content"], contexts.get(str(m["id"]), ())),
-                    tags=tuple(m["tags"]),
-                    occurred_at_ms=_epoch_ms(m["occurred_at"]),
-                    created_at_ms=_epoch_ms(m["created_at"]),
-                    expires_at_ms=_epoch_ms(m["expires_at"]),
-                    vector=vectors[str(m["id"])],
-                )
-                for m in upsert
-            ],
-            skip_unchanged=skip_unchanged,
-        )
-    if gone:
-        index.delete(list(gone))
-    return written
 
 
 class Indexer:
@@ -192,20 +99,17 @@ class Indexer:
         self.reconciler = Reconciler(
             engine, index, interval_from_env() if reconcile_interval_s is None else reconcile_interval_s, nudge=self.nudge
         )
-        self._last_repersist = 0.0
         self._index_was_ok = True
         if index_health is not None:
             index_health.subscribe(self._on_index_health)
-        self._durable: bool | None = None
-        self._durability_due = False
-        self._last_durability_check = 0.0
+        self.durability = DurabilityWatch(engine, index, index_health, self.nudge)
 
     # -- one step -------------------------------------------------------------
 
     def run_once(self) -> int:
         """Claim and apply one batch; return how many outbox rows it consumed (0 when idle)."""
         claimed: list[int] = []
-        batch = _BatchSpan()
+        batch = BatchSpan()
         started = time.perf_counter()
         applied = (0, 0)
         try:
@@ -232,7 +136,7 @@ class Indexer:
                 # deleted, one that changed meanwhile is left to its own outbox row.
                 current = conn.execute(select(memories).where(memories.c.id.in_(memory_ids)).with_for_update(read=True)).all()
                 now_ms = int(time.time() * 1000)
-                servable = {str(r._mapping["id"]): r._mapping for r in current if _servable(r._mapping, now_ms)}
+                servable = {str(r._mapping["id"]): r._mapping for r in current if servable(r._mapping, now_ms)}
                 upsert = [m for mid, m in servable.items() if vectors.get(mid, (None,))[0] == m["content_hash"]]
                 gone = [mid for mid in memory_ids if mid not in servable]
                 batch.set("memhub.indexer.upserted", len(upsert))
@@ -244,7 +148,7 @@ class Indexer:
                 # The turns around a memory that came or went hold it in their keyword context.
                 enqueue_index(conn, context.holders(conn, entered_or_left, self._context, claimed), context_only=True)
         except Exception as exc:  # any store or embedding failure: back off and retry later
-            record.indexer_batch(_outcome(exc), time.perf_counter() - started)
+            record.indexer_batch(outcome(exc), time.perf_counter() - started)
             batch.failed(exc)
             if isinstance(exc, IndexUnavailable) and self._index_health is not None:
                 self._index_health.mark_down(str(exc))
@@ -267,7 +171,7 @@ class Indexer:
         now_ms = int(time.time() * 1000)
         columns = (memories.c.id, memories.c.content, memories.c.content_hash, memories.c.status, memories.c.expires_at)
         found = conn.execute(select(*columns).where(memories.c.id.in_(memory_ids)))
-        rows = [r._mapping for r in found if _servable(r._mapping, now_ms)]
+        rows = [r._mapping for r in found if servable(r._mapping, now_ms)]
         if not rows:
             return {}
         held = self._index.vectors([str(m["id"]) for m in rows if str(m["id"]) in reusable]) if reusable else {}
@@ -428,18 +332,11 @@ class Indexer:
                 if self._unflushed:
                     # Caught up: seal what we wrote, grow the dense index if it is due.
                     self._unflushed = False
-                    self._durability_due = True
-                    with _tracer.start_as_current_span(CATCH_UP_SPAN, context=otel_context.Context()):
+                    self.durability.wrote()
+                    with tracer.start_as_current_span(CATCH_UP_SPAN, context=otel_context.Context()):
                         self._index.after_catch_up()
-                # Did the index keep what it was given? At most every DURABILITY_CHECK_S (57 ms at 100k rows on
-                # Lite, bench/bench_index_reconcile.py), so a stream of small writes is not slowed; again and
-                # again while it is not durable, which also queues the lost rows again.
-                if (self._durability_due or self._durable is False) and (
-                    time.monotonic() - self._last_durability_check >= DURABILITY_CHECK_S
-                ):
-                    self._durability_due = False
-                    self._last_durability_check = time.monotonic()
-                    self._durable = self.check_durable()
+                # Did the index keep what it was given? (memhub/core/index_durability.py)
+                self.durability.maybe_check()
             except Exception as exc:
                 _LOOP.failed(exc, "indexer step failed; retrying after the poll interval")
             self._wake.wait(self._poll_interval_s)
@@ -455,32 +352,8 @@ class Indexer:
         return index_pointer.follow(self._engine, self._index)
 
     def check_durable(self) -> bool | None:
-        """After a flush: did the index keep what it acknowledged? (embedded Milvus Lite only; memhub/index/lite_durability.py)
-
-        Rows it serves but did not write to its file are reported (health, GetIndexHealth, one ERROR line) and
-        queued again, at most every REPERSIST_INTERVAL_S (on a disk that stays full they would fail again);
-        once the file holds every row the index is durable again. None: nothing to check.
-        """
-        found = self._index.unpersisted()
-        if found is None:
-            return None
-        lost, free = found
-        if not lost:
-            if self._index_health is not None:
-                self._index_health.mark_durable()
-            return True
-        if self._index_health is not None:
-            self._index_health.mark_not_durable(
-                f"Milvus Lite serves {len(lost)} rows it could not write to its data file ({free} bytes free on its "
-                "disk): they would be lost at the next start; free space there, the hub writes them again (and "
-                "re-indexes from Postgres at start)"
-            )
-        if time.monotonic() - self._last_repersist >= REPERSIST_INTERVAL_S:
-            self._last_repersist = time.monotonic()
-            with self._engine.begin() as conn:
-                enqueue_index(conn, lost, context_only=True)  # the vectors are still in the engine: not re-embedded
-            self.nudge()
-        return False
+        """Did the embedded index keep what it acknowledged? Checked now (memhub/core/index_durability.py)."""
+        return self.durability.check()
 
     def _listen(self) -> None:
         """LISTEN for commits from other replicas so their writes are indexed promptly, not at the next poll."""
