@@ -19,7 +19,11 @@ $m policy validate --dir policies --files default.cedar,examples/fleet.cedar || 
 $m policy test policies/tests/default.csv --dir policies --files default.cedar || exit 1
 $m policy test policies/tests/fleet.csv --dir policies --files default.cedar,examples/fleet.cedar || exit 1
 
-.venv/bin/python -m pytest "$@"
+# Test files run on MEMHUB_TEST_WORKERS workers (pytest-xdist; 3 by default, a file's tests on one worker so
+# its module fixtures are made once): most tests wait on hubs, servers and subprocesses rather than use a core,
+# so three workers on two cores take the suite from ~19 to ~9 minutes. MEMHUB_TEST_WORKERS=0 runs it serially;
+# arguments after test.sh (e.g. -n 0, a file) override.
+.venv/bin/python -m pytest -n "${MEMHUB_TEST_WORKERS:-3}" --dist loadfile "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "memhub tests: no tests were collected; treating that as a failure" >&2

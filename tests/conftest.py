@@ -185,19 +185,36 @@ def backend_database(request: pytest.FixtureRequest, backend: str) -> Iterator[s
         drop_database(admin_url, url)
 
 
-@pytest.fixture(scope="session", params=["embedded-pg", "external-pg"])
-def stack(request: pytest.FixtureRequest, data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    backend = request.param
-    with backend_database(request, backend) as database_url:
-        # Milvus Lite: one data file per stack (one process may open a file once).
-        config = hub_config(tmp_path_factory.mktemp(f"milvus-{backend}"), database_url, "memhub_test")
-        with serving(config) as (hub, address):
-            stack = Stack(backend, hub, address, None)  # type: ignore[arg-type]
-            stack.client = client = stack.client_as("tester")
-            try:
-                yield stack
-            finally:
-                client.close()
+@pytest.fixture(scope="session")
+def stacks(
+    tmp_path_factory: pytest.TempPathFactory, embedded_pg_admin_url: str, external_pg_admin_url: str
+) -> Iterator[dict[str, Stack]]:
+    """The session's two hubs, one per Postgres backend, each opened when a test first asks for it and kept to the
+    end. Not a parametrized session fixture: pytest tears one of those down whenever the next test wants the other
+    parameter, which under pytest-xdist's file-by-file distribution restarted both hubs for every file."""
+    admin_urls = {"embedded-pg": embedded_pg_admin_url, "external-pg": external_pg_admin_url}
+    with contextlib.ExitStack() as closing:
+
+        class Lazy(dict[str, Stack]):
+            def __missing__(self, backend: str) -> Stack:
+                # A scratch database of its own (see backend_database), dropped at the end of the session.
+                database_url = create_scratch_database(admin_urls[backend])
+                closing.callback(drop_database, admin_urls[backend], database_url)
+                # Milvus Lite: one data file per stack (one process may open a file once).
+                config = hub_config(tmp_path_factory.mktemp(f"milvus-{backend}"), database_url, "memhub_test")
+                hub, address = closing.enter_context(serving(config))
+                stack = Stack(backend, hub, address, None)  # type: ignore[arg-type]
+                stack.client = closing.enter_context(contextlib.closing(stack.client_as("tester")))
+                self[backend] = stack
+                return stack
+
+        yield Lazy()
+
+
+@pytest.fixture(params=["embedded-pg", "external-pg"])
+def stack(request: pytest.FixtureRequest, stacks: dict[str, Stack]) -> Stack:
+    """A running hub on the embedded Postgres and on the external one (each test runs on both)."""
+    return stacks[request.param]
 
 
 @pytest.fixture

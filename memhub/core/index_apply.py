@@ -16,7 +16,7 @@ def epoch_ms(value) -> int:  # noqa: ANN001 - datetime or None
     return int(value.timestamp() * 1000) if value is not None else 0
 
 
-def servable(row, now_ms: int) -> bool:  # noqa: ANN001 - a row mapping
+def is_servable(row, now_ms: int) -> bool:  # noqa: ANN001 - a row mapping
     """Does this memory row belong in the index at ``now_ms`` (active and not expired)?"""
     return row["status"] == "active" and not (0 < epoch_ms(row["expires_at"]) <= now_ms)
 

@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, func, select
 
-from memhub.core.index_apply import apply_rows, servable
+from memhub.core.index_apply import apply_rows, is_servable
 from memhub.core.index_pointer import current, switch
 from memhub.core.index_reconcile import Reconciled, reconcile
 from memhub.db import context
@@ -78,7 +78,7 @@ def _write(
     with engine.connect() as conn:
         rows = [r._mapping for r in conn.execute(select(memories).where(memories.c.id.in_(ids)))]
         now_ms = int(time.time() * 1000)
-        live = [m for m in rows if servable(m, now_ms)]
+        live = [m for m in rows if is_servable(m, now_ms)]
         contexts = context.surrounding_turns(conn, [str(m["id"]) for m in live], window)
     vectors = dict(zip((str(m["id"]) for m in live), embed_bulk(embedder, [m["content"] for m in live]), strict=True))
     gone = sorted(set(ids) - {str(m["id"]) for m in live})

@@ -41,7 +41,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, text, u
 
 from memhub import outage_log
 from memhub.core import index_pointer
-from memhub.core.index_apply import apply_rows, servable
+from memhub.core.index_apply import apply_rows, is_servable
 from memhub.core.index_durability import DurabilityWatch
 from memhub.core.index_health import IndexHealth
 from memhub.core.index_reconcile import Reconciler, interval_from_env
@@ -136,7 +136,7 @@ class Indexer:
                 # deleted, one that changed meanwhile is left to its own outbox row.
                 current = conn.execute(select(memories).where(memories.c.id.in_(memory_ids)).with_for_update(read=True)).all()
                 now_ms = int(time.time() * 1000)
-                servable = {str(r._mapping["id"]): r._mapping for r in current if servable(r._mapping, now_ms)}
+                servable = {str(r._mapping["id"]): r._mapping for r in current if is_servable(r._mapping, now_ms)}
                 upsert = [m for mid, m in servable.items() if vectors.get(mid, (None,))[0] == m["content_hash"]]
                 gone = [mid for mid in memory_ids if mid not in servable]
                 batch.set("memhub.indexer.upserted", len(upsert))
@@ -171,7 +171,7 @@ class Indexer:
         now_ms = int(time.time() * 1000)
         columns = (memories.c.id, memories.c.content, memories.c.content_hash, memories.c.status, memories.c.expires_at)
         found = conn.execute(select(*columns).where(memories.c.id.in_(memory_ids)))
-        rows = [r._mapping for r in found if servable(r._mapping, now_ms)]
+        rows = [r._mapping for r in found if is_servable(r._mapping, now_ms)]
         if not rows:
             return {}
         held = self._index.vectors([str(m["id"]) for m in rows if str(m["id"]) in reusable]) if reusable else {}

@@ -125,12 +125,20 @@ def _big(ns: str, i: int) -> pb.MemoryInput:
 
 
 @pytest.fixture(scope="module")
-def big_namespace(stack: Stack) -> str:
-    ns = f"t{uuid.uuid4().hex[:12]}"
-    for start in range(0, 100, 25):
-        stack.client.write([_big(ns, i) for i in range(start, start + 25)])
-    stack.client.write([memory_input(ns, "barrier")], wait_indexed=True)
-    return ns
+def big_namespaces() -> dict[str, str]:
+    """One namespace of big memories per backend, written once for the module's tests."""
+    return {}
+
+
+@pytest.fixture
+def big_namespace(stack: Stack, big_namespaces: dict[str, str]) -> str:
+    if stack.backend not in big_namespaces:
+        ns = f"t{uuid.uuid4().hex[:12]}"
+        for start in range(0, 100, 25):
+            stack.client.write([_big(ns, i) for i in range(start, start + 25)])
+        stack.client.write([memory_input(ns, "barrier")], wait_indexed=True)
+        big_namespaces[stack.backend] = ns
+    return big_namespaces[stack.backend]
 
 
 def test_a_list_page_of_big_memories_ends_early_and_pages_on(stack: Stack, big_namespace: str) -> None:
