@@ -183,8 +183,11 @@ def test_a_full_disk_is_named_health_says_so_and_writes_recover(
         assert all(pgdata not in details for _, details in failures)
         # One line when it starts, one when it ends: never one per failed write (>= 20 here, and the audit
         # writer's retries). The ballast leaves a few MB that Postgres frees and fills again, so the probe may
-        # find room for a moment: each such flap is one line each way, and the last line says it is failing.
-        assert outage[-1].endswith("is failing") and len(outage) <= 5, outage
+        # find room for a moment (more often on a loaded machine): each such flap is one line each way, so the
+        # lines alternate, start and end with "is failing", and are far fewer than the failures.
+        assert outage[-1].endswith("is failing") and outage[0].endswith("is failing"), outage
+        assert all(a.endswith("is failing") != b.endswith("is failing") for a, b in zip(outage, outage[1:], strict=False)), outage
+        assert len(outage) <= len(failures) // 2, outage
         assert not [r for r in caplog.records if "internal error" in r.getMessage()]
 
         ballast.unlink()

@@ -2,7 +2,7 @@
 
 ``MemoryService`` is the one object the servicers, the consolidator and app.py hold; it builds the shared
 ``ServiceContext`` and hands each call to its use case: memhub/service/write.py, search.py, reading.py,
-forgetting.py, and memhub/core/retrieval_feedback.py (MarkUsed, the retrieval log). It decides nothing itself.
+forgetting.py, and memhub/service/feedback.py (MarkUsed, the retrieval log). It decides nothing itself.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from memhub.core.model import (
 )
 from memhub.core.near_duplicates import NearDuplicateFinder
 from memhub.core.recall_stats import RecallRecorder
-from memhub.core.retrieval_feedback import RetrievalFeedback
 from memhub.curation import write_gate
 from memhub.curation.fact_extraction import FactExtractor
 from memhub.curation.near_dup import NearDupConfig
@@ -44,6 +43,7 @@ from memhub.retrieval_log.writer import RetrievalLogWriter
 from memhub.search.priors import PriorWeights
 from memhub.search.settings import RetrievalSettings
 from memhub.service.context import ServiceContext
+from memhub.service.feedback import RetrievalFeedback
 from memhub.service.forgetting import Forgetting
 from memhub.service.reading import Reading
 from memhub.service.search import Searching
@@ -200,7 +200,7 @@ class MemoryService:
         return self._forgetting.restore(caller, ids)
 
     def mark_used(self, caller: Caller, marks: UseMarks) -> MarkedCount:
-        """Which recalled memories the caller used (memhub/core/retrieval_feedback.py)."""
+        """Which recalled memories the caller used (memhub/service/feedback.py)."""
         return self._feedback.mark_used(caller, marks)
 
     def retrieval_log(self, caller: Caller, query: LogQuery) -> LogPage:

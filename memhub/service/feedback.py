@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from typing import Any
 
 from opentelemetry import trace
-from sqlalchemy import Engine
+from sqlalchemy import Engine, Row
 
 from memhub.core import paging
 from memhub.core.access import Action, Authorizer, require
@@ -54,7 +55,7 @@ class RetrievalFeedback:
         for i, mid in enumerate(ids):
             now = found.get(mid)
             visible = now is not None and now.namespace in readable
-            if visible and now.status == Status.QUARANTINED:
+            if visible and now is not None and now.status == Status.QUARANTINED:
                 if admin is None:
                     admin = self._authorizer.allowed(caller, Action.ADMIN, None)
                 visible = admin
@@ -91,7 +92,9 @@ class RetrievalFeedback:
         return ids
 
 
-def _entry(row, now: dict[str, log_db.MemoryNow], visible: set[str], marks: dict) -> LogEntry:  # noqa: ANN001 - a Row
+def _entry(
+    row: Row[Any], now: dict[str, log_db.MemoryNow], visible: set[str], marks: dict[tuple[str, str, str], bool | None]
+) -> LogEntry:
     hits = []
     for position, mid in enumerate(row.hit_ids):
         if mid not in visible:
