@@ -193,7 +193,7 @@ def main() -> None:
         data_dir = saved = None
         if args.data_dir is not None:
             data_dir = args.data_dir / f"window-{before}-{after or 0}-{args.conversations}"
-            data_dir.mkdir(parents=True, exist_ok=True)
+            data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the hub refuses a data directory others can read
             saved = data_dir / "locomo-mapping.json"
         print(f"hub with a keyword context of {before} turn(s) before, {after or 0} after...", file=sys.stderr)
         with running_hub(data_dir=data_dir, extra_env=env) as hub:

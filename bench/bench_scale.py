@@ -70,7 +70,7 @@ def main() -> None:
     print("measuring the raw embedder...", file=sys.stderr)
     raw_rate = raw_embedder_rate([text for _, text in corpus[:1500]])
     data = args.data_dir or Path(tempfile.mkdtemp(prefix="memhub-scale-"))
-    data.mkdir(parents=True, exist_ok=True)
+    data.mkdir(mode=0o700, parents=True, exist_ok=True)  # the hub refuses a data directory others can read
     ingest: Ingest | None = None
     levels = {}
     try:
