@@ -34,10 +34,6 @@ def resolve_namespaces(conn: Connection, roots: Sequence[str]) -> list[str]:
     return [r[0] for r in conn.execute(query)]
 
 
-def all_namespaces(conn: Connection) -> list[str]:
-    return [r[0] for r in conn.execute(select(namespaces.c.name).order_by(namespaces.c.name))]
-
-
 def servable_ids_after(conn: Connection, after: str | None, limit: int) -> list[str]:
     """The next ``limit`` servable memory ids above ``after`` (None: from the start), in id order: how a rebuild or a
     reconciliation walks every memory the index should hold, a page at a time."""

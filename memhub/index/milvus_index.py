@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,9 @@ MAX_LIMIT = 16384
 # worst case, under Milvus's default 64 MB gRPC message limit; typical
 # memories are a few hundred bytes, so this is one call per indexer batch.
 _UPSERT_BATCH = 512
+# A keyword search that met Lite's BM25 statistics mid-change is tried again this often, this far apart.
+_BM25_RACE_RETRIES = 2
+_BM25_RACE_PAUSE_S = 0.01
 # Rows per replacing upsert: each holds this process's searches back for its length (a few ms on Lite).
 _REPLACE_BATCH = 64
 # Ids per delete expression (~40 KB of filter text).
@@ -253,14 +257,23 @@ class MilvusIndex(MilvusCollection):
         if not text or not text.strip():
             return []
         with self._span("search_keyword", _search_attributes(flt, limit)) as span:
-            try:
-                hits = self._search([text], schema.SPARSE, flt, limit, "keyword search")
-            except IndexBackendError as exc:
-                # Milvus Lite cannot weigh BM25 terms before any row was ever written (its average
-                # document length is 0, "Invalid sparse row: NaN or Inf value"): nothing to find.
-                if "NaN or Inf" not in str(exc) or self.count() > 0:
-                    raise
-                hits = []
+            for attempt in range(_BM25_RACE_RETRIES + 1):
+                try:
+                    hits = self._search([text], schema.SPARSE, flt, limit, "keyword search")
+                    break
+                except IndexBackendError as exc:
+                    # Milvus Lite cannot weigh BM25 terms before any row was ever written (its average
+                    # document length is 0, "Invalid sparse row: NaN or Inf value"): nothing to find.
+                    if "NaN or Inf" in str(exc) and self.count() == 0:
+                        hits = []
+                        break
+                    # Lite 2.5.1 can weigh a query term below zero while rows are written and sealed beside
+                    # the search ("Invalid sparse row: negative value"; seen under load in
+                    # test_concurrent_searches_while_upserting): the next try sees consistent statistics.
+                    if "Invalid sparse row: negative value" not in str(exc) or attempt == _BM25_RACE_RETRIES:
+                        raise
+                    span.add_event("retry", {"memhub.milvus.reason": "bm25 statistics changing"})
+                    time.sleep(_BM25_RACE_PAUSE_S)
             span.set_attribute("memhub.milvus.hits", len(hits))
         return hits
 
