@@ -31,7 +31,7 @@ import pytest
 from conftest import client_of, create_scratch_database, drop_database, eventually, hub_config, serving
 
 from memhub.client import MemhubClient, memory_input
-from memhub.config import HubConfig, StoreConfig
+from memhub.config import HubConfig, IndexerConfig, StoreConfig
 from memhub.index import IndexedMemory
 from memhub.v1 import admin_pb2
 from memhub.v1 import memory_pb2 as pb
@@ -187,7 +187,7 @@ def test_rows_lost_at_a_restart_are_found_and_indexed_again(
         # Lite may still fit a batch into free pages its file already holds (seen: 256 lost, the indexer's
         # other batch of 44 kept), so the count is what the file lacked, at least one batch of the 300.
         last = hub.indexer.reconciler.last
-        assert last is not None and len(during) - 256 <= last.missing <= len(during), last
+        assert last is not None and len(during) - IndexerConfig().batch_size <= last.missing <= len(during), last
         assert any(f"lacked {last.missing} servable memories" in r.getMessage() for r in caplog.records)
         assert index_report(client).index_ok and client.healthy(service=MEMORY)
         client.close()

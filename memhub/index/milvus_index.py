@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,7 @@ _BM25_RACE_RETRIES = 2
 _BM25_RACE_PAUSE_S = 0.01
 # Rows per replacing upsert: each holds this process's searches back for its length (a few ms on Lite).
 _REPLACE_BATCH = 64
-# Ids per delete expression (~40 KB of filter text).
+# Ids per `id in [...]` filter (deletes and reads by id; ~40 KB of filter text).
 _DELETE_BATCH = 1000
 # Ids per page when listing them (a few hundred KB per reply).
 _ID_PAGE = 8192
@@ -179,15 +179,7 @@ class MilvusIndex(MilvusCollection):
         """The rows among ``ids`` the collection holds: id -> its stored scalar fields (only the id unless
         ``with_fields``)."""
         fields = list(SCALAR_FIELDS) if with_fields else [schema.ID]
-        out: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(ids), _DELETE_BATCH):
-            expr = f"{schema.ID} in [" + ", ".join(quote(i) for i in ids[start : start + _DELETE_BATCH]) + "]"
-            found = self._healing(
-                "read held rows",
-                lambda e=expr: self._client.query(self._collection, filter=e, output_fields=fields, timeout=self._timeout),
-            )
-            out.update({str(r[schema.ID]): dict(r) for r in found})
-        return out
+        return {str(r[schema.ID]): dict(r) for r in self._rows_by_id(ids, fields, "read held rows")}
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove memories by id; unknown ids are ignored."""
@@ -195,10 +187,9 @@ class MilvusIndex(MilvusCollection):
         if not unique:
             return
         with self._span("delete", {"memhub.milvus.rows": len(unique)}):
-            for start in range(0, len(unique), _DELETE_BATCH):
-                # Not delete(ids=...): pymilvus wraps string keys in quotes without
-                # escaping them, so an id containing ' could widen the delete.
-                expr = f"{schema.ID} in [" + ", ".join(quote(i) for i in unique[start : start + _DELETE_BATCH]) + "]"
+            # Not delete(ids=...): pymilvus wraps string keys in quotes without
+            # escaping them, so an id containing ' could widen the delete.
+            for expr in _id_filters(unique):
                 self._healing("delete", lambda e=expr: self._client.delete(self._collection, filter=e, timeout=self._timeout))
             with self._lock:
                 self._pending += len(unique)
@@ -257,40 +248,42 @@ class MilvusIndex(MilvusCollection):
         if not text or not text.strip():
             return []
         with self._span("search_keyword", _search_attributes(flt, limit)) as span:
-            for attempt in range(_BM25_RACE_RETRIES + 1):
-                try:
-                    hits = self._search([text], schema.SPARSE, flt, limit, "keyword search")
-                    break
-                except IndexBackendError as exc:
-                    # Milvus Lite cannot weigh BM25 terms before any row was ever written (its average
-                    # document length is 0, "Invalid sparse row: NaN or Inf value"): nothing to find.
-                    if "NaN or Inf" in str(exc) and self.count() == 0:
-                        hits = []
-                        break
-                    # Lite 2.5.1 can weigh a query term below zero while rows are written and sealed beside
-                    # the search ("Invalid sparse row: negative value"; seen under load in
-                    # test_concurrent_searches_while_upserting): the next try sees consistent statistics.
-                    if "Invalid sparse row: negative value" not in str(exc) or attempt == _BM25_RACE_RETRIES:
-                        raise
-                    span.add_event("retry", {"memhub.milvus.reason": "bm25 statistics changing"})
-                    time.sleep(_BM25_RACE_PAUSE_S)
+            hits = self._keyword_hits(text, flt, limit, span)
             span.set_attribute("memhub.milvus.hits", len(hits))
         return hits
+
+    def _keyword_hits(self, text: str, flt: IndexFilter, limit: int, span: Any) -> list[tuple[str, float]]:
+        for attempt in range(_BM25_RACE_RETRIES + 1):
+            try:
+                return self._search([text], schema.SPARSE, flt, limit, "keyword search")
+            except IndexBackendError as exc:
+                # Milvus Lite cannot weigh BM25 terms before any row was ever written (its average
+                # document length is 0, "Invalid sparse row: NaN or Inf value"): nothing to find.
+                if "NaN or Inf" in str(exc) and self.count() == 0:
+                    return []
+                # Lite 2.5.1 can weigh a query term below zero while rows are written and sealed beside
+                # the search ("Invalid sparse row: negative value"; seen under load in
+                # test_concurrent_searches_while_upserting): the next try sees consistent statistics.
+                if "Invalid sparse row: negative value" not in str(exc) or attempt == _BM25_RACE_RETRIES:
+                    raise
+                span.add_event("retry", {"memhub.milvus.reason": "bm25 statistics changing"})
+                time.sleep(_BM25_RACE_PAUSE_S)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored dense vectors of those ``ids`` the index holds (to re-upsert a row without embedding it again)."""
         unique = sorted(set(ids))
-        out: dict[str, np.ndarray] = {}
         with self._span("get_vectors", {"memhub.milvus.rows": len(unique)}):
-            for start in range(0, len(unique), _DELETE_BATCH):
-                expr = f"{schema.ID} in [" + ", ".join(quote(i) for i in unique[start : start + _DELETE_BATCH]) + "]"
-                rows = self._healing(
-                    "get vectors",
-                    lambda e=expr: self._client.query(
-                        self._collection, filter=e, output_fields=[schema.ID, schema.DENSE], timeout=self._timeout
-                    ),
-                )
-                out.update({str(r[schema.ID]): np.asarray(r[schema.DENSE], dtype=np.float32) for r in rows})
+            rows = self._rows_by_id(unique, [schema.ID, schema.DENSE], "get vectors")
+        return {str(r[schema.ID]): np.asarray(r[schema.DENSE], dtype=np.float32) for r in rows}
+
+    def _rows_by_id(self, ids: Sequence[str], fields: list[str], what: str) -> list[dict[str, Any]]:
+        """The stored ``fields`` of the rows among ``ids`` the collection holds, a page of ids per query."""
+        out: list[dict[str, Any]] = []
+        for expr in _id_filters(ids):
+            out += self._healing(
+                what, lambda e=expr: self._client.query(self._collection, filter=e, output_fields=fields, timeout=self._timeout)
+            )
         return out
 
     def count(self) -> int:
@@ -352,28 +345,31 @@ class MilvusIndex(MilvusCollection):
         expr = build_filter(flt)
         params = {"params": self._dense.search_params} if field == schema.DENSE and self._dense.search_params else None
         with self._gate.search():
-            res = self._searching(what, data, field, expr, limit, params)
+            res = self._healing(
+                what,
+                lambda: self._client.search(
+                    self._collection,
+                    data=data,
+                    anns_field=field,
+                    filter=expr,
+                    limit=limit,
+                    # No output fields: hits carry their key only; the rest is read from Postgres.
+                    search_params=params,
+                    consistency_level=self._consistency_level,
+                    timeout=self._search_timeout,
+                ),
+            )
         # Dense: cosine similarity; BM25: score. Both "higher is better". One list per query.
         lists = list(res) if res else []
         lists += [[]] * (len(data) - len(lists))
         return [[(str(h["id"]), float(h["distance"])) for h in hits] for hits in lists]
 
-    def _searching(self, what: str, data: list[Any], field: str, expr: str, limit: int, params: Any) -> Any:
-        return self._healing(
-            what,
-            lambda: self._client.search(
-                self._collection,
-                data=data,
-                anns_field=field,
-                filter=expr,
-                limit=limit,
-                # No output fields: hits carry their key only; the rest is read from Postgres.
-                search_params=params,
-                consistency_level=self._consistency_level,
-                timeout=self._search_timeout,
-            ),
-        )
-
 
 def _search_attributes(flt: IndexFilter, limit: int) -> dict[str, Any]:
     return {"memhub.milvus.limit": limit, "memhub.milvus.namespaces": len(flt.namespaces)}
+
+
+def _id_filters(ids: Sequence[str]) -> Iterator[str]:
+    """``id in [...]`` filters over ``ids``, _DELETE_BATCH ids each, every id quoted (never pasted)."""
+    for start in range(0, len(ids), _DELETE_BATCH):
+        yield f"{schema.ID} in [" + ", ".join(quote(i) for i in ids[start : start + _DELETE_BATCH]) + "]"
