@@ -15,7 +15,7 @@ def escape(text: str) -> str:
     last = 0
     for match in _CODE_SPAN.finditer(text):
         out.append(_escape_plain(text[last : match.start()]))
-        out.append(match.group(0).replace("|", "\\|"))
+        out.append(match.group(0))  # Markdown tables leave a pipe inside a code span alone
         last = match.end()
     out.append(_escape_plain(text[last:]))
     return "".join(out)
@@ -29,7 +29,7 @@ def code(text: str) -> str:
     """An inline code span that survives backticks inside it and table cells."""
     fence = "``" if "`" in text else "`"
     pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def paragraphs(comment: str) -> str:
