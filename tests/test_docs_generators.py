@@ -74,3 +74,5 @@ def test_an_unknown_marker_stops_the_build_naming_the_page() -> None:
     with pytest.raises(hooks.MarkerError, match=r"guides/example.md: <!-- memhub:nonsense -->: unknown marker"):
         hooks.on_page_markdown("text <!-- memhub:nonsense --> text", Page(), None, None)
     assert hooks.on_page_markdown("no markers here", Page(), None, None) == "no markers here"
+    shown = "write `<!-- memhub:mcp-tool-count -->` instead"  # a marker as code is documentation, not a request
+    assert hooks.on_page_markdown(shown, Page(), None, None) == shown

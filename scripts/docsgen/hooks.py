@@ -34,7 +34,8 @@ import docs_mcp_tools
 import docs_metrics
 
 REPO = Path(__file__).resolve().parents[2]
-MARKER = re.compile(r"<!--\s*memhub:([a-z-]+)(?:\s+([^\s>]+))?\s*-->")
+# A marker written as code (`<!-- memhub:cli -->`, in a page about the markers) is shown, not replaced.
+MARKER = re.compile(r"(?<!`)<!--\s*memhub:([a-z-]+)(?:\s+([^\s>]+))?\s*-->(?!`)")
 _LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)")
 
 
