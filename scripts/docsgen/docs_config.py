@@ -77,6 +77,32 @@ OUTSIDE_DATACLASSES: dict[str, tuple[str, str]] = {
 
 _ROOTS = ("memhub.config.HubConfig",)
 
+# Section titles a reader scans for; a settings class not named here is titled by its class name.
+TITLES = {
+    "HubConfig": "Curation and ranking",
+    "StoreConfig": "Stores",
+    "ServerConfig": "gRPC server",
+    "IndexerConfig": "Indexer",
+    "SearchConfig": "Search",
+    "RerankConfig": "Rerank",
+    "EmbeddingConfig": "Embeddings",
+    "AuthConfig": "Tokens",
+    "PolicyConfig": "Policies",
+    "AuditConfig": "Audit log",
+    "LimitsConfig": "Limits and quotas",
+    "CallLimit": "Every agent's call limits",
+    "ScreeningConfig": "Quarantine",
+    "GateConfig": "Write gate",
+    "ExtractionConfig": "LLM fact extraction",
+    "ConsolidationConfig": "Scheduled consolidation",
+    "SummariserConfig": "Consolidation summariser",
+    "RetrievalLogConfig": "Retrieval log",
+    "ChangeFeedConfig": "Change feed",
+    "MetricsConfig": "Metrics",
+    "SessionStateConfig": "Shared session state",
+    "ConsoleConfig": "Web console",
+}
+
 
 class UndocumentedVariable(RuntimeError):
     """The code reads a MEMHUB_* variable the reference cannot describe (or describes one nobody reads)."""
@@ -124,8 +150,9 @@ def render() -> str:
             klass = getattr(importlib.import_module(module), cls)
             title = first_sentence((klass.__doc__ or "").strip()) if _has_own_doc(klass) else ""
             path = Path(*module.split(".")).with_suffix(".py")
-            heading = f"## {cls} {{ #{cls} }}"
-            intro = f"{escape(title)} Source: {code(str(path))}, {code(cls)}." if title else f"Source: {code(str(path))}."
+            heading = f"## {TITLES.get(cls, cls)} {{ #{cls} }}"
+            where = f"Source: {code(str(path))}, {code(cls)}."
+            intro = f"{escape(title)} {where}" if title else where
             sections.append("\n\n".join([heading, intro, table(["variable", "default", "range", "meaning"], rows)]))
     rows = [[code(name), default, "", escape(meaning)] for name, (default, meaning) in sorted(OUTSIDE_DATACLASSES.items())]
     sections.insert(0, "Every variable, A to Z: " + ", ".join(f"[{code(v)}](#{index[v]})" for v in sorted(index)) + ".")

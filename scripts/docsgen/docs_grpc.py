@@ -112,8 +112,9 @@ class _FileRenderer:
     def render(self) -> str:
         parts = [f"Source: {code('proto/' + self.proto.name)}, package {code(self.proto.package)}."]
         header = self.comments.get((_FILE_SYNTAX,))
-        if header is not None and header.leading_detached_comments:
-            parts.append(paragraphs("\n\n".join(header.leading_detached_comments)))
+        if header is not None:  # the file's opening comment, attached to `syntax` or detached from it
+            opening = [*header.leading_detached_comments, header.leading_comments]
+            parts.append(paragraphs("\n\n".join(c for c in opening if c.strip())))
         for i, service in enumerate(self.proto.service):
             parts.append(self.service(service, (_FILE_SERVICE, i)))
         if self.proto.message_type:
