@@ -137,7 +137,7 @@ class SearchConfig:
     )
     """Weight of each channel in the fusion (MEMHUB_CHANNEL_WEIGHTS, e.g. "entity=0.3,time=1";
     names not given keep these defaults; a channel weighted 0 does not run). Chosen on LoCoMo
-    conversations 1-5 (README, Benchmarks): the entity channel cost recall there at 0.5 and 0.15."""
+    conversations 1-5 (docs/benchmarks.md): the entity channel cost recall there at 0.5 and 0.15."""
 
     expansion: bool = False
     """Run the second, expanded retrieval round by default (MEMHUB_EXPANSION=1). A request may turn it on or off."""

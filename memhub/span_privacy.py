@@ -3,7 +3,7 @@
 Trace backends are usually open to more people than the audit log, and keep
 what they receive wherever the operator ships it; so spans carry counts,
 lengths, policy ids, decisions and request ids, and never an agent id
-(README, Tracing). Two things would otherwise bring identities in:
+(docs/operating/tracing.md). Two things would otherwise bring identities in:
 
 - Error texts. The hub's messages name the caller and the namespace
   ("permission denied: agent 'mallory' may not write in namespace

@@ -164,16 +164,16 @@ def test_memhub_help_and_bridge_init_help_load_no_sdk_and_no_store_libraries(tmp
     assert "memhub bridge init [-h] --agent AGENT" in done.stdout and "default 30d" in done.stdout
 
 
-# -- the README's HTTP bridge flow, as written ------------------------------------------------------
+# -- the docs' HTTP bridge flow (docs/guides/mcp-bridge.md), as written -------------------------------
 
 STEP = "@@step "
 
 
 def readme_bridge_commands() -> list[str]:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## MCP bridge") : text.index("## Tracing")]
+    text = (REPO / "docs" / "guides" / "mcp-bridge.md").read_text()
+    section = text[text.index("## Try it: a bridge for HTTP clients") :]
     block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block, "README's MCP bridge section has no ```sh block"
+    assert block, "the MCP bridge guide's 'Try it' section has no ```sh block"
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
@@ -208,8 +208,8 @@ def served_hub(env: dict[str, str], data_dir: Path) -> Iterator[int]:
         proc.wait(timeout=60)
 
 
-def test_readme_http_bridge_flow_runs_as_written(tmp_path: Path) -> None:
-    """The README's block, line by line in one bash, by a user whose home is fresh; the only substitution is
+def test_docs_http_bridge_flow_runs_as_written(tmp_path: Path) -> None:
+    """The MCP bridge guide's block, line by line in one bash, by a user whose home is fresh; the only substitution is
     the bridge's port (8765 may be taken on a test machine)."""
     home = tmp_path / "home"
     home.mkdir()

@@ -243,12 +243,15 @@ def secret_literal_problems(first: dict, second: dict, secrets: dict[str, str]) 
     return problems
 
 
-def readme_config_names() -> set[str]:
-    """MEMHUB_* names of the README's configuration table."""
-    text = (REPO / "README.md").read_text()
-    table = text.split("## Configuration", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in table.splitlines() if line.startswith("|")]
-    return {name for row in rows for name in re.findall(r"`(MEMHUB_[A-Z0-9_]+)`", row)}
+def documented_config_names() -> set[str]:
+    """MEMHUB_* names of the configuration reference (docs/reference/configuration.md, generated from the code)."""
+    sys.path.insert(0, str(REPO / "scripts" / "docsgen"))
+    try:
+        import docs_config
+    finally:
+        sys.path.remove(str(REPO / "scripts" / "docsgen"))
+    text = docs_config.render()
+    return {name for row in text.splitlines() if row.startswith("|") for name in re.findall(r"`(MEMHUB_[A-Z0-9_]+)`", row)}
 
 
 def names_read_by(folder: str, *, leaving_out: str | None = None) -> set[str]:
@@ -262,13 +265,13 @@ def names_read_by(folder: str, *, leaving_out: str | None = None) -> set[str]:
 def env_name_problems(model: dict) -> list[str]:
     """The hub's variables must be documented configuration that the hub reads; the bridge's, ones it reads."""
     problems = []
-    documented = readme_config_names()
+    documented = documented_config_names()
     hub_reads = names_read_by("memhub", leaving_out="memhub/bridge")
     for key in environment(model["services"]["hub"]):
         if key.startswith("OTEL_"):
             continue
         if key not in documented:
-            problems.append(f"hub: {key} is not in README's configuration table")
+            problems.append(f"hub: {key} is not in the configuration reference")
         if key not in hub_reads:
             problems.append(f"hub: {key} is read nowhere in memhub/")
     bridge_reads = names_read_by("memhub/bridge") | {n for n in hub_reads if n.startswith("MEMHUB_TRACES_")}
@@ -578,7 +581,7 @@ def test_structural_checks_can_fail(rendered: tuple[dict, dict]) -> None:
     broken["services"]["hub"]["environment"]["MEMHUB_MILVUS_TOKEN_FILE"] = "/run/secrets/x"
     broken["services"]["bridge"]["environment"]["MEMHUB_BRIDGE_TOKEN"] = "x"
     found = env_name_problems(broken)
-    assert "hub: MEMHUB_MILVUS_TOKEN_FILE is not in README's configuration table" in found
+    assert "hub: MEMHUB_MILVUS_TOKEN_FILE is not in the configuration reference" in found
     assert "bridge: MEMHUB_BRIDGE_TOKEN is read nowhere in memhub/bridge/" in found
 
     broken = copy.deepcopy(model)

@@ -1,6 +1,7 @@
 """The README's shell quickstart, run as written against a hub started with a non-default --port and --data-dir.
 
-The commands are read from README.md itself, so the README cannot drift from
+The commands are read from README.md itself (the block between its `--8<-- [start:quickstart]` and
+`[end:quickstart]` markers, which the docs site's Quickstart page includes), so neither can drift from
 what works. The only substitution is the documented `<id>` placeholder.
 A client file of the test's own (XDG_CONFIG_HOME) stands in for
 ~/.config/memhub, which `memhub serve` writes and the commands read.
@@ -25,9 +26,9 @@ STEP = "@@step "
 
 def quickstart_commands() -> list[str]:
     text = (REPO / "README.md").read_text()
-    section = text[text.index("## Quickstart from the shell") :]
+    section = text[text.index("--8<-- [start:quickstart]") : text.index("--8<-- [end:quickstart]")]
     block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block, "README's quickstart has no ```sh block"
+    assert block, "README's quickstart section has no ```sh block"
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 

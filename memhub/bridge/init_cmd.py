@@ -140,7 +140,7 @@ def _init(args: argparse.Namespace) -> int:
     _write_private(token_file, issued.token + "\n")
     if namespaces:
         narrowing = f"# The namespaces agent {args.agent}'s bridge may touch (each with its descendants).\n"
-        narrowing += "# It only narrows what the hub's policies allow; see memhub/bridge/README.md (Narrowing).\n"
+        narrowing += "# It only narrows what the hub's policies allow; see docs/guides/mcp-bridge.md (Narrowing).\n"
         _write_private(config_file, narrowing + f"namespaces = {json.dumps(namespaces)}\n", mode=0o644)
     if not http_file.exists():
         _write_private(http_file, secrets.token_hex(32) + "\n")
@@ -194,7 +194,7 @@ def _print_guide(
     print(f"  Authorization: Bearer <the contents of {http_file}>")
     print(
         "(A client in a container or on another machine needs --host 0.0.0.0 and this machine's address; "
-        "see memhub/bridge/README.md.)"
+        "see docs/guides/mcp-clients.md.)"
     )
     print(
         f"\nRotate before {expires}: run this command again with --force and restart the client. "

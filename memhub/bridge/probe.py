@@ -7,7 +7,7 @@
     # the same for a bridge started a moment ago: wait until it answers
     python -m memhub.bridge.probe --url http://127.0.0.1:8765/mcp --wait 30 list
 
-For operators checking a deployment and for the README's walkthrough; agents
+For operators checking a deployment and for the docs' walkthroughs; agents
 use their MCP client instead. Prints the tool's text (and, with --json, its
 structured content) and exits 1 when the tool reports an error. Under stdio
 the bridge inherits this shell's MEMHUB_* and OTEL_* variables (so

@@ -71,7 +71,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         type=parse_relevance,
         default=0.0,
         help="leave out hits less relevant than this, 0 to 1 (default 0: keep all); "
-        "0.5 drops most unrelated memories, 0.7 nearly all (see README, Recall)",
+        "0.5 drops most unrelated memories, 0.7 nearly all (see docs/concepts/recall.md)",
     )
     p.add_argument("--explain", action="store_true", help="show each hit's fused score and channel ranks")
     add_flag_args(p)

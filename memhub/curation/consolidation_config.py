@@ -1,6 +1,6 @@
 """Consolidation settings: which summariser, and which namespaces are consolidated on a schedule, as whom.
 
-Read from MEMHUB_* variables (README, "Consolidation"); a malformed value
+Read from MEMHUB_* variables (docs/concepts/consolidation.md); a malformed value
 stops the hub at start with a message naming the variable.
 
     MEMHUB_SUMMARISER=extractive | llm              (default extractive)

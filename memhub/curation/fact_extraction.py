@@ -13,7 +13,7 @@ MEMHUB_EXTRACTOR_MAX_FACTS: each such fact is dropped (counted, logged without c
 A failure of the endpoint (unreachable, slow, not JSON) never fails the write: the turn is stored without
 facts and the failure is logged; the write result says ``extraction_failed``.
 
-Configuration (README, "What the hub keeps"):
+Configuration (docs/concepts/curation.md):
 
     MEMHUB_EXTRACTOR=off | llm                      (default off)
     MEMHUB_EXTRACTOR_BASE_URL=http://host:8000/v1   (llm: the OpenAI-compatible API)

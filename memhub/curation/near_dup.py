@@ -18,7 +18,7 @@ is kept too: a merge that loses a fact is worse than a duplicate line.
 Which memories are checked: semantic and procedural ones (facts do not
 repeat; a second copy only crowds the results), and episodic ones only
 against the same session (the same sentence said on two days is two
-episodes). Measured on LoCoMo (bench/bench_near_dup.py): see README, "What the hub keeps".
+episodes). Measured on LoCoMo (bench/bench_near_dup.py): see docs/concepts/curation.md.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ class Calibration:
 
 
 # Fitted by `bench/bench_relevance.py fit` on LoCoMo conversations 1-5 (1,106 evidence turns, 11,930
-# candidates from other conversations); the held-out figures are in README's Recall section.
+# candidates from other conversations); the held-out figures are in docs/concepts/recall.md.
 MODEL_FREE = Calibration(bias=-3.227, coverage=11.602, missing_names=-2.189)
 # By model id prefix: the dynamically quantised MiniLM and the int8 one give cosines within 0.01 of each other.
 CALIBRATIONS: dict[str, Calibration] = {

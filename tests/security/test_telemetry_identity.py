@@ -2,7 +2,7 @@
 
 Trace backends are usually open to more people than the audit log, and a
 span is kept wherever the operator ships it. What a span may carry is listed
-in README.md (Tracing); the hub's own request id on the RPC span
+in docs/operating/tracing.md; the hub's own request id on the RPC span
 (`memhub.request_id`) leads from a trace to the audit rows, which hold the
 identities.
 
