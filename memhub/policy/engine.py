@@ -56,7 +56,8 @@ from memhub.policy.model import (
     PolicySources,
     Principal,
 )
-from memhub.policy.scope import Predicate, Unsupported, probe_namespaces, translate
+from memhub.policy.scope import PolicyPredicates, Predicate, Unsupported, combine, split
+from memhub.policy.scope_probes import probe_namespaces
 from memhub.policy.sources import check_sources, read_sources
 
 SCOPE_CACHE_SIZE = 4096
@@ -74,6 +75,9 @@ class Scope:
     version: str
     unsupported: str = ""
     """Why there is no predicate."""
+    permits: PolicyPredicates = ()
+    """Where each permit that can decide applies: what names the policies behind a decision over many namespaces."""
+    forbids: PolicyPredicates = ()
 
 
 log = logging.getLogger(__name__)
@@ -238,9 +242,11 @@ class PolicyEngine:
         residuals = result.residuals
         if not residuals:
             raise Unsupported(f"partial evaluation returned no residuals (decision {result.decision.name})")
-        predicate, ids = translate(residuals)
+        permits, forbids = split(residuals)
+        predicate = combine(permits, forbids)
         self._verify(Principal(agent_id, groups), action, predicate, agent_id)
-        return Scope(predicate, ids, self.version)
+        ids = tuple(sorted(pid for pid, _ in (*permits, *forbids)))
+        return Scope(predicate, ids, self.version, permits=permits, forbids=forbids)
 
     def _verify(self, principal: Principal, action: str, predicate: Predicate, agent_id: str) -> None:
         """Compare the predicate with real decisions on the namespaces at its boundaries; Unsupported if they differ."""
