@@ -178,17 +178,22 @@ class PolicyEngine:
         self._cache.put(key, decision)
         return decision
 
-    def decide_many(self, principal: Principal, action: str, namespaces: Sequence[str | None]) -> list[Decision]:
+    def decide_many(
+        self, principal: Principal, action: str, namespaces: Sequence[str | None], *, cache: bool = True
+    ) -> list[Decision]:
         """Decide the same action on several namespaces (e.g. every namespace a search may span).
 
         Cache misses are evaluated in one Cedar batch over one entity set, which
         is cheaper than one call each. Returns decisions in input order.
+        ``cache=False`` neither reads nor fills the cache: for one-off reports over
+        thousands of namespaces (AdminService.ExplainAccess) that must not evict
+        the decisions agents' calls reuse.
         """
         agent_id, groups = normalize_principal(principal)
         out: list[Decision | None] = []
         missing: dict[str | None, list[int]] = {}
         for i, ns in enumerate(namespaces):
-            hit = self._cache.get((agent_id, groups, action, ns))
+            hit = self._cache.get((agent_id, groups, action, ns)) if cache else None
             out.append(hit)
             if hit is None:
                 self._check_request(action, ns)
@@ -200,7 +205,8 @@ class PolicyEngine:
             for ns, result in zip(todo, results, strict=False):
                 key = (agent_id, groups, action, ns)
                 decision = self._to_decision(result, key)
-                self._cache.put(key, decision)
+                if cache:
+                    self._cache.put(key, decision)
                 for i in missing[ns]:
                     out[i] = decision
         return out  # type: ignore[return-value]
