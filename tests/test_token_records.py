@@ -6,6 +6,10 @@ Policies: policies/default.cedar + examples/fleet.cedar (root administers; token
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -199,3 +203,22 @@ def test_the_hub_records_uses_in_the_background(fleet: Fleet) -> None:
         user.search("anything", [f"agents/{agent}"])
     records = TokenRecords(fleet.hub.engine)
     eventually(lambda: records.get(issued.jti) is not None, "the hub recorded the token's use", timeout_s=30)
+
+
+def test_memhub_token_list_shows_the_tokens_as_text_and_as_one_json_document(fleet: Fleet) -> None:
+    agent = f"listed-{uuid.uuid4().hex[:8]}"
+    signed = issue_token(fleet.secret, agent_id=agent, groups=["support"], ttl=timedelta(hours=1))
+    with MemhubClient(fleet.address, token=signed.token) as user:
+        user.search("anything", [f"agents/{agent}"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")} | {"MEMHUB_TOKEN": fleet.token("root")}
+    command = [sys.executable, "-m", "memhub.cli.main", "token", "list", "--agent", agent, "--hub", fleet.address]
+    text_out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert text_out.returncode == 0, text_out.stderr
+    (line,) = text_out.stdout.splitlines()
+    assert line.startswith(f"{signed.jti}  {agent}  [support]  expires ") and "(signed elsewhere)" in line
+    assert "last use 20" in line and signed.token not in text_out.stdout
+    as_json = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env, timeout=120)
+    document = json.loads(as_json.stdout)
+    (record,) = document["tokens"]
+    assert record["token_id"] == signed.jti and record["groups"] == ["support"] and record["last_used_at"]
+    assert record["issued_at"] is None and document["next_page_token"] == ""

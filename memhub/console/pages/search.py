@@ -6,6 +6,7 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.routing import Route
 
+from memhub.console import policy_note
 from memhub.console.pages.memories import KINDS, TYPES
 from memhub.console.view import View, page
 from memhub.core import validation
@@ -60,6 +61,7 @@ async def search(view: View) -> Response:
         form=form,
         result=result,
         rows=rows,
+        why_empty=await policy_note.why_empty(view, namespaces) if not rows else "",
         order=order_summary([row["stage"] for row in rows]),
         explained=EXPLAINED,
         kinds=KINDS,
