@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from memhub.console.claims import looks_like_jwt, read_claims
+from memhub.console.gateway import HubCallError
 from memhub.console.params import FieldError
 from memhub.console.view import View, page
 from memhub.core import validation
@@ -46,6 +47,16 @@ async def _listing(view: View, agent: str = "", expired: bool = False, token: st
     }
 
 
+async def _listing_after(view: View) -> dict[str, object]:
+    """The list under an action's answer; the answer is shown even when the list cannot be (e.g. the operator just
+    revoked its own token: the session ends at its next page, not before it has seen that the revocation took)."""
+    try:
+        return await _listing(view)
+    except HubCallError as exc:
+        listing = {"rows": [], "filters": {"agent": "", "expired": ""}, "query_pairs": [], "next_page_token": ""}
+        return listing | {"paged": False, "lifetimes": LIFETIMES, "trust_levels": TRUST, "listing_error": exc.details}
+
+
 @page("tokens", accepted=("agent", "expired", "page_token"))
 async def tokens(view: View) -> Response:
     p = view.params
@@ -64,7 +75,7 @@ async def issue(view: View) -> Response:
     request = apb.IssueTokenRequest(agent_id=agent, groups=groups, ttl_seconds=LIFETIMES[ttl], trust=trust, note=note)
     reply = await view.call(lambda c: c.call_admin("IssueToken", request))
     # The token is in this response only: the hub keeps no copy and the console none either.
-    return view.render("tokens.html", result=None, issued=reply, **await _listing(view))
+    return view.render("tokens.html", result=None, issued=reply, **await _listing_after(view))
 
 
 @page("tokens", accepted=("token", "reason"))
@@ -89,7 +100,7 @@ async def revoke(view: View) -> Response:
         request.token_id, subject = given, ""
     reply = await view.call(lambda c: c.call_admin("RevokeToken", request))
     result = {"token_id": request.token_id, "subject": subject, "revoked": reply.revoked}
-    return view.render("tokens.html", result=result, issued=None, **await _listing(view))
+    return view.render("tokens.html", result=result, issued=None, **await _listing_after(view))
 
 
 def _status(record: apb.TokenRecord, now: datetime) -> str:
