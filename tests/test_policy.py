@@ -628,3 +628,39 @@ def test_operator_table_fails_without_operators_cedar(capsys: pytest.CaptureFixt
         "(default deny: no policy permits it)" in out
     )
     assert "agent=issuer groups=admins|token-issuers issue_token (hub): expected allow, got deny" in out
+
+
+def test_naming_the_policies_behind_a_set_agrees_with_evaluating_each_namespace() -> None:
+    """memhub/policy/attribution.py finds subtrees and agents' namespaces by substring search: it must name
+    exactly the policies that apply to at least one name, look-alike names included."""
+    from memhub.policy import attribution
+    from memhub.policy.scope import Like
+
+    engine = PolicyEngine.from_dir(POLICIES, files=FLEET)
+    names = [
+        "agents/lee",
+        "agents/lee/notes",
+        "agents/leex",
+        "agents/lee.old/x",
+        "teams/support",
+        "teams/supportx",
+        "teams/support-archive/a",
+        "teams/support/secrets/a",
+        "teams/support/inbox",
+        "shared",
+        "agentsx/lee",
+    ]
+    principals = [
+        Principal("lee", ("support", "support-leads")),
+        Principal("audrey", ("auditors",)),
+        Principal("mo", ("write-only",)),
+        Principal("lee.old"),
+    ]
+    extra = (("like", Like("path", ("teams/", None, "/inbox"))),)  # a shape scanned name by name
+    for principal in principals:
+        for action in ("read", "write", "forget"):
+            scope = engine.scope(principal, action)
+            for policies in (scope.permits, scope.forbids, scope.permits + extra):
+                for subset in (names, names[:1], names[4:], names[-3:], []):
+                    naive = tuple(sorted(pid for pid, p in policies if any(p.matches(n) for n in subset)))
+                    assert attribution.matching(policies, subset) == naive, (principal, action, subset)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import datetime, timezone
 
 from memhub.auth.token_records import Sighting, TokenRecords
@@ -27,32 +28,44 @@ MAX_PENDING = 10_000
 PURGE_INTERVAL_S = 3600.0
 
 
+class _Held:
+    """One token's uses since the last flush (mutable: a repeated use only moves ``last``)."""
+
+    __slots__ = ("identity", "first", "last")
+
+    def __init__(self, identity: Identity, first: float, last: float) -> None:
+        self.identity = identity
+        self.first = first
+        self.last = last
+
+    def sighting(self) -> Sighting:
+        i = self.identity
+        at = datetime.fromtimestamp
+        return Sighting(i.token_id, i.agent_id, i.groups, i.expires_at, at(self.first, timezone.utc), at(self.last, timezone.utc))
+
+
 class TokenUseRecorder:
     def __init__(self, records: TokenRecords, *, interval_s: float = FLUSH_INTERVAL_S, max_pending: int = MAX_PENDING) -> None:
         self._records = records
         self._max_pending = max_pending
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
-        self._pending: dict[str, Sighting] = {}
+        self._pending: dict[str, _Held] = {}
         self._skipped = 0
         self._last_purge = 0.0
         self._periodic = Periodic(self._step, interval_s, "memhub-token-use", log, "could not record token uses; will retry")
 
     def seen(self, identity: Identity) -> None:
-        """One accepted call made with ``identity``'s token (the request path: memory only)."""
+        """One accepted call made with ``identity``'s token (the request path: memory only, a few microseconds)."""
         if not identity.token_id:
             return
-        now = datetime.now(timezone.utc)
+        now = time.time()
         with self._lock:
             held = self._pending.get(identity.token_id)
             if held is not None:
-                self._pending[identity.token_id] = Sighting(
-                    held.token_id, held.agent_id, held.groups, held.expires_at, held.first_at, now
-                )
+                held.last = now
             elif len(self._pending) < self._max_pending:
-                self._pending[identity.token_id] = Sighting(
-                    identity.token_id, identity.agent_id, identity.groups, identity.expires_at, now, now
-                )
+                self._pending[identity.token_id] = _Held(identity, now, now)
             else:
                 self._skipped += 1
 
@@ -68,21 +81,19 @@ class TokenUseRecorder:
             with self._lock:
                 batch, self._pending = self._pending, {}
             try:
-                return self._records.record_uses(list(batch.values()))
+                return self._records.record_uses([held.sighting() for held in batch.values()])
             except Exception:
                 with self._lock:  # merge back what arrived meanwhile, keeping the earliest first use
                     for token_id, old in batch.items():
                         new = self._pending.get(token_id)
-                        self._pending[token_id] = (
-                            old
-                            if new is None
-                            else Sighting(old.token_id, old.agent_id, old.groups, old.expires_at, old.first_at, new.last_at)
-                        )
+                        if new is not None:
+                            old.last = max(old.last, new.last)
+                        self._pending[token_id] = old
                 raise
 
     def _step(self) -> None:
         self.flush()
-        now = datetime.now(timezone.utc).timestamp()
+        now = time.time()
         if now - self._last_purge >= PURGE_INTERVAL_S:
             self._last_purge = now
             self._records.purge_expired()
