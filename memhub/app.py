@@ -19,8 +19,11 @@ from memhub.audit.aggregate import AggregatedEvents
 from memhub.audit.writer import AuditWriter
 from memhub.auth import KeyRing, RevocationList, TokenVerifier
 from memhub.auth.config import LOCAL_SECRET_NAME
+from memhub.auth.token_records import TokenRecords
+from memhub.auth.token_use import TokenUseRecorder
 from memhub.config import HubConfig
 from memhub.core.access import AllowAll, Authorizer
+from memhub.core.access_report import AccessReporter
 from memhub.core.admin import AdminService
 from memhub.core.consolidation import Consolidator
 from memhub.core.consolidation_schedule import ScheduledConsolidation
@@ -31,6 +34,7 @@ from memhub.core.indexer import Indexer
 from memhub.core.model import Channel
 from memhub.core.policy_authorizer import PolicyAuthorizer
 from memhub.core.recall_stats import RECALL_JOURNAL, RecallRecorder
+from memhub.core.token_admin import TokenAdmin
 from memhub.core.usage_folder import UsageFolder
 from memhub.curation.archive import Archiver
 from memhub.curation.consolidation_config import SummariserConfig
@@ -197,6 +201,12 @@ class Hub:
     """The shared session state (memhub/session_state/); set by open()."""
     session_pruner: Periodic | None = None
     """Deletes expired session state every MEMHUB_SESSION_PRUNE_INTERVAL_S."""
+    token_uses: TokenUseRecorder | None = None
+    """Records the ids, first and last use of the tokens the verifier accepts (memhub/auth/token_use.py)."""
+    tokens: TokenAdmin | None = None
+    """ListTokens and IssueToken (memhub/core/token_admin.py); set by open()."""
+    access: AccessReporter | None = None
+    """ExplainAccess (memhub/core/access_report.py); set by open()."""
 
     @classmethod
     def open(cls, config: HubConfig, *, authorizer: Authorizer | None = None) -> Hub:
@@ -208,7 +218,9 @@ class Hub:
         keyring = KeyRing.from_config(config.auth)  # creates the local secret (0600) on first start
         engine, url = open_database(config)
         revocations = RevocationList(engine)
-        verifier = TokenVerifier(config.auth, keyring, revocations.is_revoked)
+        token_records = TokenRecords(engine)
+        token_uses = TokenUseRecorder(token_records)  # the ids of accepted tokens, written in batches
+        verifier = TokenVerifier(config.auth, keyring, revocations.is_revoked, on_accepted=token_uses.seen)
         embedder = open_embedder(config)
         index = open_index(config, embedder)
         index_health = IndexHealth()
@@ -264,7 +276,14 @@ class Hub:
             collection=config.store.milvus_collection,
         )
         admin = AdminService(
-            engine, authorizer, policies, revocations, nudge=indexer.nudge, audit=audit, index_reporter=index_reporter
+            engine,
+            authorizer,
+            policies,
+            revocations,
+            nudge=indexer.nudge,
+            audit=audit,
+            index_reporter=index_reporter,
+            token_records=token_records,
         )
         consolidator = Consolidator(
             engine,
@@ -296,6 +315,9 @@ class Hub:
             retrieval_log=retrieval_log,
         )
         hub.consolidator = consolidator
+        hub.token_uses = token_uses
+        hub.tokens = TokenAdmin(authorizer, policies, token_records, token_uses, config.auth, audit)
+        hub.access = AccessReporter(engine, authorizer, policies, audit)
         hub.feed = ChangeFeed(
             engine,
             authorizer,
@@ -313,6 +335,8 @@ class Hub:
         if self.metrics is not None:
             self.metrics.start()  # first: the other parts' start-up work is recorded too
         self.revocations.start()  # loads the list before returning: never serve with an unknown list
+        if self.token_uses is not None:
+            self.token_uses.start()
         self.policies.start()
         self.audit.start()
         self.events.start()
@@ -352,6 +376,8 @@ class Hub:
         self.events.stop()  # its last rows go to the audit writer, which stops next
         self.audit.stop()
         self.policies.stop()
+        if self.token_uses is not None:
+            self.token_uses.stop()  # writes the uses it holds
         self.revocations.stop()
         self.service.close()
         self.index.close()

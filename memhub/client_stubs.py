@@ -48,6 +48,9 @@ class AdminStub(Protocol):
     GetLimits: grpc.UnaryUnaryMultiCallable[admin_pb2.GetLimitsRequest, admin_pb2.LimitsReport]
     ReleaseMemories: grpc.UnaryUnaryMultiCallable[admin_pb2.ReleaseMemoriesRequest, admin_pb2.ReleaseMemoriesResponse]
     CheckAccess: grpc.UnaryUnaryMultiCallable[admin_pb2.CheckAccessRequest, admin_pb2.CheckAccessResponse]
+    ExplainAccess: grpc.UnaryUnaryMultiCallable[admin_pb2.ExplainAccessRequest, admin_pb2.ExplainAccessResponse]
+    ListTokens: grpc.UnaryUnaryMultiCallable[admin_pb2.ListTokensRequest, admin_pb2.ListTokensResponse]
+    IssueToken: grpc.UnaryUnaryMultiCallable[admin_pb2.IssueTokenRequest, admin_pb2.IssueTokenResponse]
     GetIndexHealth: grpc.UnaryUnaryMultiCallable[admin_pb2.GetIndexHealthRequest, admin_pb2.IndexHealthReport]
 
 

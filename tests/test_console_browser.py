@@ -170,7 +170,7 @@ def test_revoking_a_token_refuses_its_next_call(browser, console: RunningConsole
     browser.get(at(browser, console) + "/tokens")
     browser.find_element(by("ID"), "token").send_keys(target.token)
     browser.find_element(by("ID"), "reason").send_keys("bob's laptop was stolen")
-    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "form[action$='/tokens/revoke'] button"), "/revoke")
+    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "#revoke-form button"), "/revoke")
     assert f"Revoked token {target.jti} (agent bob)" in browser.find_element(by("ID"), "revoke-result").text
 
     def refused() -> bool:
@@ -187,7 +187,7 @@ def test_revoking_a_token_refuses_its_next_call(browser, console: RunningConsole
     browser.get(at(browser, console) + "/tokens")
     browser.find_element(by("ID"), "token").send_keys(own)
     browser.find_element(by("ID"), "reason").send_keys("rotating")
-    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "form[action$='/tokens/revoke'] button"), "/revoke")
+    submit_and_wait(browser, browser.find_element(by("CSS_SELECTOR"), "#revoke-form button"), "/revoke")
 
     pages = at(browser, console)
 

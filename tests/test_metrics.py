@@ -34,6 +34,8 @@ from memhub.errors import StartupError
 from memhub.metrics import MetricsConfig, change_feed
 from memhub.metrics.endpoint import MAX_CONNECTIONS, MetricsEndpoint
 from memhub.metrics.instruments import AUTH_REASONS, LIMIT_REASONS
+from memhub.retrieval_log.config import RetrievalLogConfig
+from memhub.retrieval_log.writer import RetrievalLogWriter
 
 SLOW = 1 / 600  # one call per ten minutes: a spent bucket stays spent for the whole module
 LIMITS = LimitsConfig(agents=(("ratey", CallLimit(0, SLOW, 1)), ("bench", CallLimit(0, 0, 0))))
@@ -152,6 +154,30 @@ def test_calls_are_counted_per_method_code_decision_and_refusal(metered: Metrics
     assert delta("memhub_policy_decisions_total", action="write", effect="allow") == 2
     # One scope per search, and each write asks whether its writer may read there (a blind write otherwise).
     assert delta("memhub_policy_decisions_total", action="read", effect="allow") == 4 + 2
+
+
+def test_security_events_and_retrieval_log_drops_reach_the_scrape(
+    metered: MetricsStack, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both were OpenTelemetry counters without a meter provider: /metrics never showed them (issue 24)."""
+    before = metered.scrape()
+    assert ("memhub_security_events_total", (("action", "authenticate"), ("reason", "bad-signature"))) in before
+    assert ("memhub_retrieval_log_dropped_total", ()) in before  # known series start at 0
+    with MemhubClient(metered.address, token="not-a-jwt") as forged, pytest.raises(grpc.RpcError):
+        forged.search("anything", [ns])
+    # A real writer whose queue holds two searches and is never drained, in front of the hub's service.
+    writer = RetrievalLogWriter(metered.hub.engine, RetrievalLogConfig(max_queue=2))
+    monkeypatch.setattr(metered.hub.service, "_retrieval_log", writer)
+    metered.client.write([memory_input(ns, "Backups run nightly at 02:00")], wait_indexed=True)
+    for i in range(5):
+        assert metered.client.search(f"when do backups run? ({i})", [ns]).search_id
+    after = metered.scrape()
+    forged_delta = value(after, "memhub_security_events_total", action="authenticate", reason="malformed-token") - value(
+        before, "memhub_security_events_total", action="authenticate", reason="malformed-token"
+    )
+    assert forged_delta == 1
+    dropped = value(after, "memhub_retrieval_log_dropped_total") - value(before, "memhub_retrieval_log_dropped_total")
+    assert dropped == writer.dropped == 3
 
 
 def test_no_agent_id_or_namespace_becomes_a_label(metered: MetricsStack, ns: str) -> None:

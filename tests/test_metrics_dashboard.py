@@ -10,6 +10,8 @@ the port and the path the hub serves.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import os
 import re
@@ -164,6 +166,96 @@ def test_the_dashboard_check_can_fail(exported: set[str]) -> None:
     assert metric_names(
         'histogram_quantile(0.99, sum by (le, method) (rate(a_bucket{job=~"$job", x="b{c}"}[$__rate_interval]))) / on(x) b'
     ) == {"a_bucket", "b"}
+
+
+# -- every metric the docs name ---------------------------------------------------------------------------------
+
+DOCUMENTS = (*sorted(REPO.glob("*.md")), *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "deploy").rglob("*.md")))
+"""The user-facing markdown: README, SECURITY, the documentation site, the deployment guides."""
+# A memhub name in either spelling: Prometheus's (memhub_rpc_requests_total) or OpenTelemetry's (memhub.retrieval_log.dropped).
+_DOCUMENTED_NAME = re.compile(r"(?<![\w.$/{-])(memhub(?:_[a-z0-9]+)+|memhub(?:\.[a-z0-9_]+)+)(?![\w(])")
+# Words that make a line (or the header of the table a row is in) talk about metrics; other memhub_ names are
+# claims, channels, collections, span attributes or modules.
+_METRIC_CONTEXT = re.compile(r"metric|counter|gauge|histogram|prometheus|scrape", re.IGNORECASE)
+_PROMETHEUS_SUFFIXES = ("", "_total", "_count", "_bucket", "_sum", "_info")
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def documented_metrics(text: str, source: str) -> dict[str, list[str]]:
+    """The metric names ``text`` mentions, each with where ("README.md:474")."""
+    found: dict[str, list[str]] = {}
+    header, in_table = "", False
+    for number, line in enumerate(text.splitlines(), start=1):
+        row = line.lstrip().startswith("|")
+        if row and not in_table:
+            header = line
+        in_table = row
+        rest = _DOCUMENTED_NAME.sub(" ", line)
+        if not (_METRIC_CONTEXT.search(rest) or (row and _METRIC_CONTEXT.search(header))):
+            continue
+        for name in _DOCUMENTED_NAME.findall(line):
+            if "." in name and _is_module(name):  # memhub.metrics.change_feed: a module, not a metric
+                continue
+            found.setdefault(name, []).append(f"{source}:{number}")
+    return found
+
+
+def undocumented_on_scrape(documented: dict[str, list[str]], exported: set[str]) -> dict[str, list[str]]:
+    """Documented names no series of the scrape carries (a dotted name as Prometheus spells it: dots become
+    underscores, and a counter gains _total)."""
+    missing = {}
+    for name, where in documented.items():
+        base = name.replace(".", "_")
+        if not any(base + suffix in exported for suffix in _PROMETHEUS_SUFFIXES):
+            missing[name] = where
+    return missing
+
+
+def generated_metrics() -> dict[str, list[str]]:
+    """The names of the metrics reference the docs site generates from the registry at build time
+    (scripts/docsgen/docs_metrics.py; its page holds a marker, not the names), when this checkout has it."""
+    generator = REPO / "scripts" / "docsgen" / "docs_metrics.py"
+    if not generator.exists():
+        return {}
+    sys.path.insert(0, str(generator.parent))  # it imports its siblings by name, as the mkdocs hook loads it
+    try:
+        docs_metrics = importlib.import_module("docs_metrics")
+    finally:
+        sys.path.remove(str(generator.parent))
+    return {name: ["docs/reference/metrics.md (generated)"] for name in docs_metrics.metric_names()}
+
+
+def test_every_metric_the_docs_name_is_on_a_scrape(exported: set[str]) -> None:
+    documented = generated_metrics()
+    for path in DOCUMENTS:
+        for name, where in documented_metrics(path.read_text(encoding="utf-8"), str(path.relative_to(REPO))).items():
+            documented.setdefault(name, []).extend(where)
+    # The metrics table (hand-written in the README, or generated in the docs site) names more than 25: the
+    # scan must find them, or it checks nothing.
+    assert len(documented) >= 25 and "memhub_rpc_requests_total" in documented, sorted(documented)
+    assert undocumented_on_scrape(documented, exported) == {}
+
+
+def test_the_docs_metric_check_can_fail(exported: set[str]) -> None:
+    text = (
+        "| metric | type |\n|---|---|\n| `memhub_rpc_request_total` | counter |\n\n"
+        "Drops are counted by the `memhub.retrieval.dropped` metric.\n"
+        "The JWT claim `memhub_trust` carries the writer's trust level.\n"
+        "The module `memhub.metrics.change_feed` is a metric helper.\n"
+    )
+    documented = documented_metrics(text, "x.md")
+    assert set(documented) == {"memhub_rpc_request_total", "memhub.retrieval.dropped"}
+    assert undocumented_on_scrape(documented, exported) == {
+        "memhub_rpc_request_total": ["x.md:3"],
+        "memhub.retrieval.dropped": ["x.md:5"],
+    }
+    assert undocumented_on_scrape({"memhub.security.events": ["y"], "memhub_memories": ["y"]}, exported) == {}
 
 
 def test_the_dashboard_is_portable_between_compose_and_helm() -> None:

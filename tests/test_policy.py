@@ -63,9 +63,13 @@ permit (principal in Group::"team-a", action in [Action::"read", Action::"write"
 
 
 def test_schema_declares_every_hub_action() -> None:
-    assert REQUIRED_ACTIONS == {a.value: ("Hub" if a is Action.ADMIN else "Namespace") for a in Action}
+    """Every action but issue_token is required of a schema; the shipped one declares issue_token too (a schema of
+    your own without it loads, and the hub then issues no token)."""
+    hub_wide = (Action.ADMIN, Action.ISSUE_TOKEN)
+    assert REQUIRED_ACTIONS == {a.value: ("Hub" if a in hub_wide else "Namespace") for a in Action if a is not Action.ISSUE_TOKEN}
     engine = PolicyEngine.from_dir(POLICIES)
     assert set(engine.actions) == {a.value for a in Action}
+    assert engine.actions["issue_token"] == frozenset({"Hub"})
 
 
 @pytest.mark.parametrize("files", [None, ["default.cedar"], FLEET])
@@ -82,11 +86,14 @@ def test_shipped_policies_validate(capsys: pytest.CaptureFixture[str], files: li
 
 def test_default_selection_is_the_dir_only() -> None:
     """Without --files: every *.cedar directly in the dir; examples/ and tests/ are never picked up."""
-    assert PolicyEngine.from_dir(POLICIES).files == ("default.cedar",)
+    assert PolicyEngine.from_dir(POLICIES).files == ("default.cedar", "operators.cedar")
     assert PolicyEngine.from_dir(POLICIES, files=FLEET).files == tuple(FLEET)
 
 
-@pytest.mark.parametrize(("table", "files"), [("default.csv", ["default.cedar"]), ("fleet.csv", FLEET)])
+@pytest.mark.parametrize(
+    ("table", "files"),
+    [("default.csv", ["default.cedar"]), ("fleet.csv", FLEET), ("operators.csv", ["default.cedar", "operators.cedar"])],
+)
 def test_shipped_tables_pass(capsys: pytest.CaptureFixture[str], table: str, files: list[str]) -> None:
     code, out, err = policy_cli_run(
         capsys, "test", str(POLICIES / "tests" / table), "--dir", str(POLICIES), "--files", ",".join(files)
@@ -99,7 +106,9 @@ def test_shipped_tables_pass(capsys: pytest.CaptureFixture[str], table: str, fil
 
 def test_fleet_table_fails_without_the_fleet_policy(capsys: pytest.CaptureFixture[str]) -> None:
     """The table can fail: run against default.cedar alone, the team grants are missing."""
-    code, out, _ = policy_cli_run(capsys, "test", str(POLICIES / "tests" / "fleet.csv"), "--dir", str(POLICIES))
+    code, out, _ = policy_cli_run(
+        capsys, "test", str(POLICIES / "tests" / "fleet.csv"), "--dir", str(POLICIES), "--files", "default.cedar"
+    )
     assert code == 1
     assert "FAIL" in out and "expected allow, got deny" in out
     # a deny the fleet file alone supplies (auditors may not write their own namespace) shows the permit that won
@@ -606,3 +615,52 @@ def test_env_selects_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], m
     monkeypatch.setenv(policy_cli.FILES_ENV, "default.cedar, examples/fleet.cedar")
     code, out, _ = policy_cli_run(capsys, "test", str(POLICIES / "tests" / "fleet.csv"))
     assert code == 0 and "0 failed" in out
+
+
+def test_operator_table_fails_without_operators_cedar(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's operator token reads nothing under default.cedar alone: the table says so, naming the default deny."""
+    code, out, _ = policy_cli_run(
+        capsys, "test", str(POLICIES / "tests" / "operators.csv"), "--dir", str(POLICIES), "--files", "default.cedar"
+    )
+    assert code == 1
+    assert (
+        "agent=ops groups=admins|auditors read agents/planner/ops: expected allow, got deny "
+        "(default deny: no policy permits it)" in out
+    )
+    assert "agent=issuer groups=admins|token-issuers issue_token (hub): expected allow, got deny" in out
+
+
+def test_naming_the_policies_behind_a_set_agrees_with_evaluating_each_namespace() -> None:
+    """memhub/policy/attribution.py finds subtrees and agents' namespaces by substring search: it must name
+    exactly the policies that apply to at least one name, look-alike names included."""
+    from memhub.policy import attribution
+    from memhub.policy.scope import Like
+
+    engine = PolicyEngine.from_dir(POLICIES, files=FLEET)
+    names = [
+        "agents/lee",
+        "agents/lee/notes",
+        "agents/leex",
+        "agents/lee.old/x",
+        "teams/support",
+        "teams/supportx",
+        "teams/support-archive/a",
+        "teams/support/secrets/a",
+        "teams/support/inbox",
+        "shared",
+        "agentsx/lee",
+    ]
+    principals = [
+        Principal("lee", ("support", "support-leads")),
+        Principal("audrey", ("auditors",)),
+        Principal("mo", ("write-only",)),
+        Principal("lee.old"),
+    ]
+    extra = (("like", Like("path", ("teams/", None, "/inbox"))),)  # a shape scanned name by name
+    for principal in principals:
+        for action in ("read", "write", "forget"):
+            scope = engine.scope(principal, action)
+            for policies in (scope.permits, scope.forbids, scope.permits + extra):
+                for subset in (names, names[:1], names[4:], names[-3:], []):
+                    naive = tuple(sorted(pid for pid, p in policies if any(p.matches(n) for n in subset)))
+                    assert attribution.matching(policies, subset) == naive, (principal, action, subset)

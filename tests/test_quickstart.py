@@ -117,6 +117,18 @@ def test_readme_quickstart_runs_as_written_with_non_default_port_and_data_dir(
     second = run_script(rest, user_env)
     assert second[len(rest) - 1] == f"forgot 1 memory\n  {memory_id}\n"
 
+    # The README's operator token under the shipped policies (default.cedar + operators.cedar, issue 24): it
+    # administers the hub and, as an auditor, reads every namespace, so it finds planner's memories too.
+    operator = [
+        "source .venv/bin/activate",
+        "export MEMHUB_TOKEN=$(memhub token issue --agent ops --groups admins,auditors --ttl 8h)",
+        'memhub search "can I deploy on Friday afternoon?"',
+        "memhub token list --agent planner",
+    ]
+    ops = run_script(operator, user_env)
+    assert "Alice prefers answers in German" in ops[2] and ops[2].startswith("order: "), ops[2]  # (Deploys... is forgotten)
+    assert "  planner  [-]  expires " in ops[3]  # the tokens planner's commands used, as the hub recorded them
+
 
 def test_client_commands_without_a_recorded_hub_name_the_default_address(user_env: dict[str, str]) -> None:
     env = {**user_env, "MEMHUB_TOKEN": "x.y.z"}

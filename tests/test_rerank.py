@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import Stack, create_scratch_database, drop_database, hub_config, serving
 
+from memhub.cli.search_output import print_hits
 from memhub.client import memory_input
 from memhub.rerank import Candidate, RerankConfig, RerankError
 from memhub.rerank.http import HttpReranker
 from memhub.rerank.local import LocalReranker
+from memhub.v1 import memory_pb2 as pb
 
 
 class RerankServer:
@@ -127,7 +129,7 @@ def test_local_reranker_prefers_covering_more_of_the_query() -> None:
 
 
 def test_search_through_a_reranking_hub_follows_the_server_and_degrades_when_it_fails(
-    tmp_path: Path, rerank_server: RerankServer, external_pg_admin_url: str
+    tmp_path: Path, rerank_server: RerankServer, external_pg_admin_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = create_scratch_database(external_pg_admin_url)
     config = replace(hub_config(tmp_path, db, "rerank"), rerank=RerankConfig(mode="http", url=rerank_server.url, depth=10))
@@ -138,7 +140,17 @@ def test_search_through_a_reranking_hub_follows_the_server_and_degrades_when_it_
                 client.write([memory_input("rr", t) for t in texts], wait_indexed=True)
                 hits = client.search("when do deploys happen?", ["rr"], top_k=3).hits
                 assert hits[0].memory.content == "The ZEBRA note about deploys"
+                assert not hits[0].HasField("placement")  # only with explain
                 assert rerank_server.requests and not client.search("deploys", ["rr"]).degraded
+                # With explain each hit says what placed it: the reranker, with its own score (1 for ZEBRA, else 0).
+                explained = client.search("when do deploys happen?", ["rr"], top_k=3, explain=True).hits
+                assert [h.placement.ordered_by for h in explained] == [pb.RANKING_STAGE_RERANK] * 3
+                assert [(h.placement.rerank_rank, h.placement.rerank_score) for h in explained] == [(1, 1.0), (2, 0.0), (3, 0.0)]
+                assert sorted(h.placement.fused_rank for h in explained) == [1, 2, 3]
+                print_hits(pb.SearchMemoriesResponse(hits=explained), explain=False, min_relevance=0)
+                printed = capsys.readouterr().out.splitlines()
+                assert printed[0].startswith("order: by the reranker's order;")
+                assert f"[rerank #1, fused #{explained[0].placement.fused_rank}]" in printed[1]
                 # Per request, the stage can be turned off: fused order, no call to the server.
                 before = len(rerank_server.requests)
                 client.search("when do deploys happen?", ["rr"], ranking={"rerank": False})
@@ -149,5 +161,7 @@ def test_search_through_a_reranking_hub_follows_the_server_and_degrades_when_it_
                 assert failed.degraded and "rerank" in failed.degraded_reason
                 fused = client.search("when do deploys happen?", ["rr"], top_k=3, ranking={"rerank": False})
                 assert [h.memory.id for h in failed.hits] == [h.memory.id for h in fused.hits]
+                unranked = client.search("when do deploys happen?", ["rr"], top_k=3, explain=True).hits
+                assert [(h.placement.ordered_by, h.placement.rerank_rank) for h in unranked] == [(pb.RANKING_STAGE_PRIORS, 0)] * 3
     finally:
         drop_database(external_pg_admin_url, db)

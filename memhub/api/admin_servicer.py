@@ -8,16 +8,20 @@ from datetime import datetime, timezone
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from memhub.api import convert_tokens
 from memhub.api.call_limits import CallLimiter
 from memhub.api.identity import current_caller
 from memhub.api.status import blocking_rpc
 from memhub.audit.aggregate import AggregatedEvents
+from memhub.auth.token_records import TokenQuery
 from memhub.config import CallLimit
 from memhub.core import validation as v
+from memhub.core.access_report import AccessReporter
 from memhub.core.admin import AdminService, PolicyInfo
 from memhub.core.namespaces import validate_namespace
+from memhub.core.token_admin import TokenAdmin, issue_request
 from memhub.db.audit_queries import AuditQuery
-from memhub.errors import InvalidArgument
+from memhub.errors import FailedPrecondition, InvalidArgument
 from memhub.policy import Principal
 from memhub.policy.model import POLICY_ID_PATTERN
 from memhub.v1 import admin_pb2 as pb
@@ -28,6 +32,8 @@ MAX_ACTION_CHARS = 32
 MAX_RELEASE_IDS = 100
 MAX_CHECK_GROUPS = 32
 MAX_GROUP_CHARS = 128
+MAX_ISSUE_GROUPS = 64
+MAX_EXPLAIN_ROOTS = 64
 _DECISIONS = {pb.DECISION_ALLOW: "allow", pb.DECISION_DENY: "deny"}
 _DECISION_TO_PB = {v_: k for k, v_ in _DECISIONS.items()}
 
@@ -99,12 +105,63 @@ def _limit(limit: CallLimit) -> pb.CallLimit:
 
 class AdminServicer(pb_grpc.AdminServiceServicer):
     def __init__(
-        self, admin: AdminService, pool: Executor, limiter: CallLimiter | None = None, events: AggregatedEvents | None = None
+        self,
+        admin: AdminService,
+        pool: Executor,
+        limiter: CallLimiter | None = None,
+        events: AggregatedEvents | None = None,
+        *,
+        tokens: TokenAdmin | None = None,
+        access: AccessReporter | None = None,
     ) -> None:
         self._admin = admin
         self.pool = pool  # where the method bodies run (memhub/api/status.py)
         self._limiter = limiter
         self._events = events
+        self._tokens = tokens
+        self._access = access
+
+    @blocking_rpc
+    def ListTokens(self, request: pb.ListTokensRequest, context: None) -> pb.ListTokensResponse:
+        tokens = self._token_admin()
+        query = TokenQuery(
+            agent_id=_bounded_text(request.agent_id, "agent_id", v.MAX_AGENT_ID_CHARS), include_expired=request.include_expired
+        )
+        records, token = tokens.list(current_caller(), query, _page_size(request.page_size), request.page_token)
+        return pb.ListTokensResponse(tokens=[convert_tokens.token_record(r) for r in records], next_page_token=token)
+
+    @blocking_rpc
+    def IssueToken(self, request: pb.IssueTokenRequest, context: None) -> pb.IssueTokenResponse:
+        tokens = self._token_admin()
+        v.bounded(len(request.groups), "groups", MAX_ISSUE_GROUPS, "groups")
+        asked = issue_request(request.agent_id, list(request.groups), request.ttl_seconds, request.trust, request.note)
+        issued = tokens.issue(current_caller(), asked)
+        return pb.IssueTokenResponse(token=issued.token, record=convert_tokens.token_record(issued.record))
+
+    @blocking_rpc
+    def ExplainAccess(self, request: pb.ExplainAccessRequest, context: None) -> pb.ExplainAccessResponse:
+        if self._access is None:
+            raise FailedPrecondition("this hub was started without the access report")
+        v.bounded(len(request.namespaces), "namespaces", MAX_EXPLAIN_ROOTS, "namespaces")
+        roots = [validate_namespace(ns, f"namespaces[{i}]") for i, ns in enumerate(request.namespaces)]
+        action = _one_line(request.action, "action", MAX_ACTION_CHARS) or "read"
+        r = self._access.explain(current_caller(), roots, action)
+        return pb.ExplainAccessResponse(
+            action=r.action,
+            namespaces=r.namespaces,
+            capped=r.capped,
+            allowed=r.allowed,
+            allowing_policy_ids=r.allowing,
+            forbidden=r.forbidden,
+            forbidding_policy_ids=r.forbidding,
+            default_denied=r.default_denied,
+            policy_version=r.version,
+        )
+
+    def _token_admin(self) -> TokenAdmin:
+        if self._tokens is None:
+            raise FailedPrecondition("this hub was started without token records")
+        return self._tokens
 
     @blocking_rpc
     def ListNamespaces(self, request: pb.ListNamespacesRequest, context: None) -> pb.ListNamespacesResponse:

@@ -28,7 +28,6 @@ from memhub.core.model import (
     MemoryRecord,
     MemoryType,
     NewMemory,
-    SearchHit,
     SearchQuery,
     Status,
     TimeWindow,
@@ -85,7 +84,9 @@ def _invert(table: dict[int, E]) -> dict[E, int]:
 
 _KIND_TO_PB, _TYPE_TO_PB = _invert(_KINDS), _invert(_TYPES)
 _FLAG_TO_PB = _invert(_FLAGS)
-_STATUS_TO_PB, _CHANNEL_TO_PB = _invert(_STATUSES), _invert(_CHANNELS) | {Channel.EXPANSION: pb.RETRIEVAL_CHANNEL_EXPANSION}
+_STATUS_TO_PB = _invert(_STATUSES)
+CHANNEL_TO_PB = _invert(_CHANNELS) | {Channel.EXPANSION: pb.RETRIEVAL_CHANNEL_EXPANSION}
+"""Each retrieval channel as the API numbers it (explain's channel ranks: memhub/api/convert_search.py)."""
 
 MAX_TTL = timedelta(days=36_500)
 
@@ -359,23 +360,6 @@ def memory(record: MemoryRecord) -> pb.Memory:
         out.tombstone.reason = record.forget_reason or ""
         _set_time(out.tombstone.forgotten_at, record.forgotten_at)
     return out
-
-
-def search_hit(hit: SearchHit) -> pb.SearchHit:
-    return pb.SearchHit(
-        memory=memory(hit.memory),
-        score=hit.score,
-        channel_ranks=[
-            pb.ChannelRank(channel=_CHANNEL_TO_PB[c.channel], rank=c.rank, score=c.score, contribution=c.contribution)
-            for c in hit.channel_ranks
-        ],
-        relevance=hit.relevance,
-        priors=pb.Priors(importance=hit.priors[0], recency=hit.priors[1], use=hit.priors[2], type=hit.priors[3])
-        if hit.priors is not None
-        else None,
-        before=[memory(m) for m in hit.before],
-        after=[memory(m) for m in hit.after],
-    )
 
 
 def list_page(page: ListPage) -> pb.ListMemoriesResponse:

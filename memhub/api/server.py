@@ -181,7 +181,9 @@ class HubServer:
             maximum_concurrent_rpcs=limits.max_concurrent_calls,
         )
         pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service, self._pool, hub.consolidator), server)
-        admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(hub.admin, self._pool, self.limiter, hub.events), server)
+        admin_pb2_grpc.add_AdminServiceServicer_to_server(
+            AdminServicer(hub.admin, self._pool, self.limiter, hub.events, tokens=hub.tokens, access=hub.access), server
+        )
         if hub.feed is not None:
             changes_pb2_grpc.add_ChangeFeedServiceServicer_to_server(ChangeFeedServicer(hub.feed, hub.verifier), server)
         if hub.session_state is not None:

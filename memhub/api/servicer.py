@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from concurrent.futures import Executor
 
-from memhub.api import convert, convert_consolidate, convert_context, convert_lineage, convert_retrieval_log
+from memhub.api import convert, convert_consolidate, convert_context, convert_lineage, convert_retrieval_log, convert_search
 from memhub.api.identity import current_caller
 from memhub.api.status import blocking_rpc
 from memhub.core import history_paging
@@ -64,7 +64,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             for h in result.hits
         ]
         return pb.SearchMemoriesResponse(
-            hits=[convert.search_hit(h) for h in hits],
+            hits=[convert_search.search_hit(h) for h in hits],
             degraded=bool(result.degraded),
             degraded_reason=result.degraded,
             truncated=result.truncated,

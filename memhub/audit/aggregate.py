@@ -10,8 +10,9 @@ cycling through source addresses) fall into one overflow key, so memory
 stays bounded too.
 
 Totals since start are kept per (action, reason) for the admin view
-(AdminService.GetLimits) and go to the OpenTelemetry counter
-``memhub.security.events`` (a no-op unless a meter provider is installed).
+(AdminService.GetLimits) and counted in the hub's Prometheus registry as
+``memhub_security_events_total{action, reason}`` (memhub/metrics/; it was an
+OpenTelemetry counter without a meter provider, which /metrics never showed).
 """
 
 from __future__ import annotations
@@ -23,21 +24,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from opentelemetry import metrics
-
 from memhub.audit.writer import AuditEntry, AuditWriter
+from memhub.metrics import instruments, record
 from memhub.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
-_counter = metrics.get_meter(__name__).create_counter(
-    "memhub.security.events", unit="{event}", description="Failed authentications and refused calls, by action and reason"
-)
-
 ROUTINE_ACTIONS = frozenset({"filter"})
 """Counted and audited like the others, logged at info: what the write filter dropped."""
 
-OVERFLOW_REASON = "overflow"
+OVERFLOW_REASON = instruments.OVERFLOW_REASON
 """The reason of the key that collects events past ``max_keys`` in one window."""
 
 
@@ -95,7 +91,7 @@ class AggregatedEvents:
             else:
                 tally.count += 1
                 tally.last_at = now
-        _counter.add(1, {"action": key.action, "reason": key.reason})
+        record.security_event(key.action, key.reason)
 
     def totals(self) -> dict[tuple[str, str], int]:
         """Events since this process started, per (action, reason)."""

@@ -16,7 +16,7 @@ import jwt
 
 from memhub.auth.config import REGISTERED_CLAIMS, TRUST_LEVELS
 from memhub.auth.local_secret import MIN_SECRET_BYTES
-from memhub.auth.names import AGENT_ID_RULE, MAX_GROUPS, is_agent_id, normalise_groups
+from memhub.auth.names import AGENT_ID_RULE, MAX_GROUPS, TOKEN_ID_RULE, is_agent_id, is_token_id, normalise_groups
 
 MIN_TTL = timedelta(seconds=1)
 MAX_TTL = timedelta(days=366)
@@ -49,11 +49,14 @@ def issue_token(
     trust: str | None = None,
     trust_claim: str = "memhub_trust",
     now: datetime | None = None,
+    token_id: str | None = None,
 ) -> IssuedToken:
     """Sign an HS256 token for `agent_id`; raise ValueError naming the argument that is wrong.
 
     `groups` are de-duplicated in order; an empty sequence writes an empty
     list. `now` (timezone-aware) is for tests; it defaults to the current time.
+    `token_id` is the jti to use (the hub records it before the token leaves);
+    a fresh random one by default.
     """
     if not isinstance(secret, bytes) or len(secret) < MIN_SECRET_BYTES:
         raise ValueError(f"secret: must be at least {MIN_SECRET_BYTES} bytes")
@@ -83,7 +86,9 @@ def issue_token(
     # JWT times are whole seconds; compute exp once so IssuedToken.expires_at equals the claim exactly.
     iat = int(now.timestamp())
     exp = int((now + ttl).timestamp())
-    jti = uuid.uuid4().hex
+    if token_id is not None and not is_token_id(token_id):
+        raise ValueError(f"token_id: must be {TOKEN_ID_RULE}")
+    jti = token_id or uuid.uuid4().hex
     claims = {
         "iss": issuer,
         "aud": audience,

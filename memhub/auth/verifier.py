@@ -84,12 +84,21 @@ def bearer_token(metadata_value: str | None) -> str:
 class TokenVerifier:
     """Verifies bearer tokens against a KeyRing and a revocation check; safe to share between threads."""
 
-    def __init__(self, config: AuthConfig, keyring: KeyRing, is_revoked: Callable[[str], bool]) -> None:
-        """`is_revoked(jti)` is called on the request path: it must answer from memory (RevocationList does)."""
+    def __init__(
+        self,
+        config: AuthConfig,
+        keyring: KeyRing,
+        is_revoked: Callable[[str], bool],
+        *,
+        on_accepted: Callable[[Identity], None] | None = None,
+    ) -> None:
+        """`is_revoked(jti)` is called on the request path: it must answer from memory (RevocationList does).
+        `on_accepted(identity)` too, for every token accepted (memhub/auth/token_use.py records their ids)."""
         config.validate()
         self._config = config
         self._keyring = keyring
         self._is_revoked = is_revoked
+        self._on_accepted = on_accepted
         # token -> its Identity; bounded, least recently used first out, so many tokens cannot grow it.
         self._verified: OrderedDict[str, Identity] = OrderedDict()
         self._verified_lock = threading.Lock()
@@ -123,12 +132,17 @@ class TokenVerifier:
             if known is not None:
                 self._verified.move_to_end(token)
         if known is not None:
-            return self._still_valid(known)
+            return self._accepted(self._still_valid(known))
         identity = self._verify_fully(token)
         with self._verified_lock:
             self._verified[token] = identity
             while len(self._verified) > VERIFIED_CACHE_SIZE:
                 self._verified.popitem(last=False)
+        return self._accepted(identity)
+
+    def _accepted(self, identity: Identity) -> Identity:
+        if self._on_accepted is not None:
+            self._on_accepted(identity)
         return identity
 
     def _still_valid(self, identity: Identity) -> Identity:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from memhub.cli.hub_connection import add_connection_args, client_from
 from memhub.cli.memory_options import add_filter_args, add_flag_args, parse_duration, parse_relevance, parse_version
 from memhub.cli.output import format_memory, print_json, short_name
+from memhub.cli.search_output import print_hits
 from memhub.client import MemhubClient, kind_value, memory_input, type_value
 from memhub.v1 import memory_pb2 as pb
 
@@ -172,7 +173,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             types=args.types,
             tags=args.tags,
             channels=args.channels,
-            explain=args.explain,
+            # The human output always says which stage placed the hits (memhub/cli/search_output.py): it needs explain.
+            explain=args.explain or not args.json,
             min_relevance=args.min_relevance,
             flags=args.flags,
             exclude_flagged=args.exclude_flagged,
@@ -180,20 +182,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.json:
         print_json(reply)
         return 0
-    if reply.degraded:
-        print(f"degraded search: {reply.degraded_reason}", file=sys.stderr)
-    if not reply.hits:
-        print("no memories found" + (f" with relevance {args.min_relevance:g} or more" if args.min_relevance else ""))
-    for i, hit in enumerate(reply.hits, start=1):
-        # Relevance is what a person can read (the same scale in every search); the fused score only
-        # orders this search's hits, so it is shown with the channel ranks, for debugging.
-        detail = ""
-        if args.explain:
-            ranks = ", ".join(
-                f"{short_name(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}" for c in hit.channel_ranks
-            )
-            detail = f"  (score {hit.score:.4f}" + (f"; {ranks}" if ranks else "") + ")"
-        print(f"{i:>2}. relevance {hit.relevance:.2f}{detail}\n{format_memory(hit.memory)}")
+    print_hits(reply, explain=args.explain, min_relevance=args.min_relevance)
     return 0
 
 

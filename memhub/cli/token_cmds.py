@@ -6,7 +6,10 @@ import argparse
 import json
 import os
 import sys
+from datetime import timezone
 from pathlib import Path
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from memhub import client_config
 from memhub.auth.config import LOCAL_SECRET_NAME
@@ -19,13 +22,21 @@ from memhub.v1 import admin_pb2
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    token = sub.add_parser("token", help="issue or revoke agent tokens")
+    token = sub.add_parser("token", help="issue, list or revoke agent tokens")
     tsub = token.add_subparsers(dest="token_command", required=True, metavar="SUBCOMMAND")
 
     p = tsub.add_parser("issue", help="print a new HS256 token signed with the hub's local secret")
     add_issue_options(p, default_ttl="1h")
     p.add_argument("--json", action="store_true", help="print token, id and expiry as JSON")
     p.set_defaults(func=cmd_issue)
+
+    p = tsub.add_parser("list", help="the tokens the hub knows (issued through it, or accepted), with their last use")
+    p.add_argument("--agent", default="", help="only this agent's tokens")
+    p.add_argument("--expired", action="store_true", help="expired ones too (kept 7 days after expiry)")
+    p.add_argument("--page-size", type=int, default=0, help="tokens per page, 1 to 1000 (default 100)")
+    p.add_argument("--page-token", default="", help="the next page (printed at the end of a page)")
+    add_connection_args(p)
+    p.set_defaults(func=cmd_list)
 
     p = tsub.add_parser("revoke", help="revoke a token by its id (jti); needs an admin token")
     p.add_argument("token_id", help="the token's id (jti), printed on stderr by `memhub token issue`")
@@ -141,3 +152,37 @@ def cmd_revoke(args: argparse.Namespace) -> int:
         reply = client.call_admin("RevokeToken", admin_pb2.RevokeTokenRequest(token_id=args.token_id, reason=args.reason))
     print(f"revoked {args.token_id}" if reply.revoked else f"{args.token_id} was already revoked")
     return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    request = admin_pb2.ListTokensRequest(
+        agent_id=args.agent, include_expired=args.expired, page_size=args.page_size, page_token=args.page_token
+    )
+    with client_from(args) as client:
+        reply = client.call_admin("ListTokens", request)
+    if args.json:
+        print(json.dumps({"tokens": [_as_json(r) for r in reply.tokens], "next_page_token": reply.next_page_token}))
+        return 0
+    if not reply.tokens:
+        print("no tokens known" + (f" for agent {args.agent}" if args.agent else ""))
+    for r in reply.tokens:
+        groups = ",".join(r.groups) or "-"
+        used = _when(r.last_used_at) or "never used"
+        origin = f"issued by {r.issued_by}" if r.issued_by else "signed elsewhere"
+        state = " REVOKED" if r.HasField("revoked_at") else ""
+        print(f"{r.token_id}  {r.agent_id}  [{groups}]  expires {_when(r.expires_at)}  last use {used}  ({origin}){state}")
+    if reply.next_page_token:
+        print(f"more: --page-token {reply.next_page_token}", file=sys.stderr)
+    return 0
+
+
+def _when(ts: Timestamp) -> str:
+    return ts.ToDatetime(tzinfo=timezone.utc).isoformat(timespec="seconds") if ts.seconds or ts.nanos else ""
+
+
+def _as_json(r: admin_pb2.TokenRecord) -> dict[str, object]:
+    times = ("expires_at", "recorded_at", "issued_at", "first_used_at", "last_used_at", "revoked_at")
+    out: dict[str, object] = {"token_id": r.token_id, "agent_id": r.agent_id, "groups": list(r.groups)}
+    out |= {name: _when(getattr(r, name)) or None for name in times}
+    out |= {"issued_by": r.issued_by, "note": r.note}
+    return out

@@ -114,8 +114,28 @@ def page(section: str, accepted: Collection[str] = (), repeatable: Collection[st
                     return response
                 status, title = _STATUS.get(exc.code, (502, "The hub answered with an error"))
                 view = view or View(request, console, session, Params([], ()), section)
-                return view.render("error.html", status, title=title, message=exc.details, code=exc.code.name)
+                message = exc.details + _why_denied(exc, session)
+                return view.render("error.html", status, title=title, message=message, code=exc.code.name)
 
         return endpoint
 
     return wrap
+
+
+def _why_denied(exc: HubCallError, session: Session) -> str:
+    """What a refusal means for the operator, from its own token: the hub's message names the action only
+    ("" for anything but the refusals of the admin pages and of issuing)."""
+    if exc.code != grpc.StatusCode.PERMISSION_DENIED:
+        return ""
+    groups = ", ".join(session.groups) if session.groups else "none"
+    if "may not admin in this hub" in exc.details:
+        return (
+            f". This page is for admins, and the hub's policies do not give your token (agent {session.agent_id}, "
+            f"groups {groups}) the admin right. The Memories and Search pages show what it may read."
+        )
+    if "may not issue_token in this hub" in exc.details:
+        return (
+            ". Issuing tokens needs the issue_token right as well as admin: a token carries every right of its agent "
+            "and groups, so the shipped policies give it only to the group token-issuers (policies/operators.cedar)."
+        )
+    return ""

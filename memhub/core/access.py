@@ -30,11 +30,18 @@ class Action(enum.StrEnum):
     WRITE_UNFILTERED = "write_unfiltered"
     """Store what the write filter would drop (WriteMemoriesRequest.force)."""
     ADMIN = "admin"
+    ISSUE_TOKEN = "issue_token"
+    """Sign a token through the hub (AdminService.IssueToken, with admin); optional in a policy schema."""
 
 
 class Authorizer(Protocol):
     def allowed(self, caller: Caller, action: Action, namespace: str | None) -> bool:
         """Decide (and audit) one action on one namespace; None means the whole hub (admin)."""
+
+    def holds(self, caller: Caller, action: Action, namespace: str | None, purpose: str) -> bool:
+        """Whether the caller holds a right, asked to shape an answer (``purpose``, a fixed text: e.g. whether
+        quarantined memories may be shown), not to refuse anything. An allow is audited (the right was used,
+        with ``purpose`` in the entry's detail); a deny is not, since nothing the caller asked for was refused."""
 
     def allowed_many(self, caller: Caller, action: Action, namespaces: Sequence[str]) -> list[bool]:
         """Decide (and audit) one action on each namespace, in order."""
@@ -59,6 +66,9 @@ class AllowAll:
     """Every caller may do everything. Never used by `memhub serve`."""
 
     def allowed(self, caller: Caller, action: Action, namespace: str | None) -> bool:
+        return True
+
+    def holds(self, caller: Caller, action: Action, namespace: str | None, purpose: str) -> bool:
         return True
 
     def allowed_many(self, caller: Caller, action: Action, namespaces: Sequence[str]) -> list[bool]:

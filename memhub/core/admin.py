@@ -14,6 +14,8 @@ from sqlalchemy import Engine, select
 
 from memhub.audit.writer import AuditEntry, AuditWriter
 from memhub.auth import RevocationList
+from memhub.auth.names import is_token_id
+from memhub.auth.token_records import TokenRecords
 from memhub.core import paging
 from memhub.core.access import Action, Authorizer, require
 from memhub.core.index_report import IndexReport, IndexReporter
@@ -52,6 +54,7 @@ class AdminService:
         *,
         audit: AuditWriter | None = None,
         index_reporter: IndexReporter | None = None,
+        token_records: TokenRecords | None = None,
     ) -> None:
         self._engine = engine
         self._nudge = nudge
@@ -60,6 +63,7 @@ class AdminService:
         self._authorizer = authorizer
         self._policies = policies
         self._revocations = revocations
+        self._token_records = token_records
 
     def list_namespaces(self, caller: Caller, under: str | None, page_size: int, page_token: str) -> tuple[list[str], str]:
         names, token, _ = self.list_namespaces_with_usage(caller, under, page_size, page_token, with_usage=False)
@@ -155,9 +159,14 @@ class AdminService:
 
     def revoke_token(self, caller: Caller, token_id: str, reason: str, expires_at: datetime | None) -> bool:
         require(self._authorizer, caller, Action.ADMIN, None)
-        expiry = expires_at or datetime.now(timezone.utc) + DEFAULT_REVOCATION_TTL
+        # A token the hub knows (issued or seen) gives its agent and expiry to the revocation record.
+        known = self._token_records.get(token_id) if self._token_records is not None and is_token_id(token_id) else None
+        expiry = expires_at or (known.expires_at if known else datetime.now(timezone.utc) + DEFAULT_REVOCATION_TTL)
+        agent = known.agent_id if known else ""
         try:
-            return self._revocations.revoke(token_id, agent_id="", expires_at=expiry, revoked_by=caller.agent_id, reason=reason)
+            return self._revocations.revoke(
+                token_id, agent_id=agent, expires_at=expiry, revoked_by=caller.agent_id, reason=reason
+            )
         except ValueError as exc:  # "field: problem" from the revocation list's own checks
             field, _, problem = str(exc).partition(": ")
             raise InvalidArgument({"jti": "token_id"}.get(field, field), problem or str(exc)) from None

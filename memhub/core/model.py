@@ -259,6 +259,26 @@ class ChannelHit:
     """What this channel added to the fused score: weight / (k + rank)."""
 
 
+class RankingStage(enum.StrEnum):
+    """The stage of a search whose order a hit's place follows (memhub/search/placement.py)."""
+
+    FUSION = "fusion"
+    PRIORS = "priors"
+    RERANK = "rerank"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """With explain: where a hit stood after each ranking stage (1-based; 0: the stage did not place it)."""
+
+    ordered_by: RankingStage
+    fused_rank: int
+    fused_score: float
+    prior_rank: int = 0
+    rerank_rank: int = 0
+    rerank_score: float = 0.0
+
+
 @dataclass(frozen=True)
 class SearchHit:
     memory: MemoryRecord
@@ -269,6 +289,8 @@ class SearchHit:
     after: tuple[MemoryRecord, ...] = ()
     priors: tuple[float, float, float, float] | None = None
     """With explain: what importance, recency, use and type added to the score's factor (memhub/search/priors.py)."""
+    placement: Placement | None = None
+    """With explain: its place after fusion, the priors and the rerank, and which of them decided it."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,13 @@ Which namespaces a search or list may span is decided once per request on
 the policies' scope for the caller (``readable``: a predicate the database
 evaluates, memhub/policy/scope.py) and audited as ONE entry with the counts:
 the cost of a search and the audit rows it writes no longer grow with the
-namespaces other agents create (issue 10 item 3).
+namespaces other agents create (issue 10 item 3). That entry names the policies
+that decided the set (memhub/policy/attribution.py), not every policy that could.
+
+A probe (``holds``: is this caller an admin, so that quarantined memories may be
+shown?) shapes an answer and refuses nothing: its allow is audited with its
+purpose, its deny is not (issue 24: every `memhub why` by an ordinary agent
+logged an admin DENY).
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from memhub.audit.writer import AuditEntry, AuditWriter
 from memhub.core.access import Action, Candidates
 from memhub.core.model import Caller
 from memhub.metrics import record
-from memhub.policy import Decision, PolicyStore, Principal
+from memhub.policy import Decision, PolicyStore, Principal, attribution
+from memhub.policy.scope import any_of
 
 _tracer = telemetry.tracer(__name__)
 
@@ -33,6 +40,14 @@ class PolicyAuthorizer:
         self._audit = audit
 
     def allowed(self, caller: Caller, action: Action, namespace: str | None) -> bool:
+        return self._decide(caller, action, namespace, purpose=None)
+
+    def holds(self, caller: Caller, action: Action, namespace: str | None, purpose: str) -> bool:
+        return self._decide(caller, action, namespace, purpose=purpose)
+
+    def _decide(self, caller: Caller, action: Action, namespace: str | None, *, purpose: str | None) -> bool:
+        """One decision; audited unless it is a probe (``purpose`` given) that denied: a probe shapes an answer
+        and refuses nothing, so its deny in the audit log was a false alarm (issue 24)."""
         with _tracer.start_as_current_span(SPAN_NAME, attributes={"memhub.action": action.value}) as span:
             decision = self._store.current().decide(Principal(caller.agent_id, caller.groups), action.value, namespace)
             if span.is_recording():
@@ -44,10 +59,14 @@ class PolicyAuthorizer:
                         "memhub.policy_version": decision.version,
                     }
                 )
+                if purpose is not None:
+                    span.set_attribute("memhub.policy_probe", purpose)
                 if decision.errors:
                     span.set_attribute("memhub.policy_errors", len(decision.errors))
-            self._record(caller, action, namespace, decision)
-        record.policy_decision(action.value, decision.allowed)
+            if purpose is None or decision.allowed:
+                self._record(caller, action, namespace, decision, {"purpose": purpose} if purpose else {})
+        if purpose is None or decision.allowed:
+            record.policy_decision(action.value, decision.allowed)
         return decision.allowed
 
     def allowed_many(self, caller: Caller, action: Action, namespaces: Sequence[str]) -> list[bool]:
@@ -75,12 +94,18 @@ class PolicyAuthorizer:
             detail: dict[str, str | int] = {}
             if scope.predicate is not None:
                 names = candidates(scope.predicate)
-                policy_ids = scope.policy_ids
+                if names:
+                    policy_ids = attribution.allowing(scope.permits, names)
+                elif scope.permits and scope.forbids:  # was it a forbid, or did no permit apply? (deny path only)
+                    permitted = candidates(any_of(p for _, p in scope.permits))
+                    policy_ids = attribution.matching(scope.forbids, permitted)
+                else:
+                    policy_ids = ()  # the default deny
             else:  # policies the scope cannot express: decide each namespace, still one audit entry
                 every = candidates(None)
                 decisions = engine.decide_many(principal, action.value, every)
                 names = [ns for ns, d in zip(every, decisions, strict=True) if d.allowed]
-                policy_ids = tuple(sorted({pid for d in decisions for pid in d.policy_ids}))
+                policy_ids, _ = attribution.of_decisions(decisions)
                 detail["decided_per_namespace"] = len(every)
             detail["namespaces"] = len(names)
             if roots:
@@ -116,7 +141,14 @@ class PolicyAuthorizer:
         record.policy_decision(action.value, bool(names))
         return names
 
-    def _record(self, caller: Caller, action: Action, namespace: str | None, decision: Decision) -> None:
+    def _record(
+        self,
+        caller: Caller,
+        action: Action,
+        namespace: str | None,
+        decision: Decision,
+        detail: dict[str, str | int] | None = None,
+    ) -> None:
         self._audit.record(
             AuditEntry(
                 agent_id=caller.agent_id,
@@ -131,6 +163,7 @@ class PolicyAuthorizer:
                 trace_id=caller.trace_id,
                 hub_request_id=caller.hub_request_id,
                 trace_id_from_caller=caller.trace_id_from_caller,
+                detail=detail or {},
             )
         )
 

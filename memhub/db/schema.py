@@ -11,7 +11,7 @@ conflict handling (ON CONFLICT) visible.
 from __future__ import annotations
 
 from memhub.db.tables import metadata
-from memhub.db.tables.access import audit_log, revoked_tokens
+from memhub.db.tables.access import audit_log, revoked_tokens, token_records
 from memhub.db.tables.change_feed import XID8, change_feed_horizon, change_feed_key, memory_changes
 from memhub.db.tables.memories import (
     idempotency,
@@ -46,4 +46,5 @@ __all__ = [
     "session_state",
     "session_state_sessions",
     "session_state_version_seq",
+    "token_records",
 ]

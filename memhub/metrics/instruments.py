@@ -43,6 +43,17 @@ LIMIT_REASONS = ("agent-rate", "group-rate", "agent-concurrency", "group-concurr
 """Every ``Refused.reason`` of memhub/api/call_limits.py."""
 QUOTA_REASONS = ("namespaces-per-agent", "namespace-bytes", "namespace-memories", "quota")
 """Every ``quota_reason`` of memhub/core/quotas.py."""
+FILTER_RULES = ("small_talk", "chatter", "no_words", "too_short")
+"""Every rule of memhub/curation/write_filter.py that drops a memory."""
+OVERFLOW_REASON = "overflow"
+"""memhub/audit/aggregate.py's key for the events past its bound in one window."""
+SECURITY_EVENT_REASONS = {
+    "authenticate": (*AUTH_REASONS, OVERFLOW_REASON),
+    "limit": (*LIMIT_REASONS, OVERFLOW_REASON),
+    "quota": (*QUOTA_REASONS, OVERFLOW_REASON),
+    "filter": (*FILTER_RULES, OVERFLOW_REASON),
+}
+"""Every (action, reason) memhub/audit/aggregate.py counts; anything else is counted as (action, "other")."""
 INDEXER_OUTCOMES = ("ok", "index_error", "embedding_error", "database_error", "other_error")
 EMBEDDING_LANES = ("query", "bulk")
 POSTGRES_OPERATIONS = ("select", "insert", "update", "delete", "with", "other")
@@ -147,6 +158,18 @@ CHANGE_FEED_STREAMS = Gauge(
     "Change-feed streams open on this replica now.",
     registry=REGISTRY,
 )
+SECURITY_EVENTS = Counter(
+    "memhub_security_events",
+    "Events the audit log counts in aggregate (memhub/audit/aggregate.py), by audit action and reason: failed "
+    "authentications, calls refused by a limit or a quota, writes the write filter dropped.",
+    ["action", "reason"],
+    registry=REGISTRY,
+)
+RETRIEVAL_LOG_DROPPED = Counter(
+    "memhub_retrieval_log_dropped",
+    "Searches left out of the retrieval log because its queue was full (MEMHUB_RETRIEVAL_LOG_QUEUE).",
+    registry=REGISTRY,
+)
 SAMPLE_FAILURES = Counter(
     "memhub_state_sample_failures",
     "Samples of the stores (outbox, memories per status) that failed or timed out, by sample.",
@@ -167,3 +190,6 @@ for _lane in EMBEDDING_LANES:
     EMBEDDING_FAILURES.labels(_lane)
 for _sample in ("outbox", "statuses"):
     SAMPLE_FAILURES.labels(_sample)
+for _action, _reasons in SECURITY_EVENT_REASONS.items():
+    for _reason in _reasons:
+        SECURITY_EVENTS.labels(_action, _reason)

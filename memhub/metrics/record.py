@@ -106,3 +106,22 @@ def sample_failed(sample: str) -> None:
     """A sample of the stores ("outbox" or "statuses") failed."""
     if _active:
         m.SAMPLE_FAILURES.labels(sample).inc()
+
+
+def security_event(action: str, reason: str) -> None:
+    """One event memhub/audit/aggregate.py counts; a pair outside instruments.SECURITY_EVENT_REASONS is counted
+    under (action, "other") and an unknown action as ("other", "other"), so no caller can add series."""
+    if not _active:
+        return
+    reasons = m.SECURITY_EVENT_REASONS.get(action)
+    if reasons is None:
+        action, reason = "other", "other"
+    elif reason not in reasons:
+        reason = "other"
+    m.SECURITY_EVENTS.labels(action, reason).inc()
+
+
+def retrieval_log_dropped(count: int = 1) -> None:
+    """``count`` searches the retrieval log's full queue left out."""
+    if _active and count:
+        m.RETRIEVAL_LOG_DROPPED.inc(count)

@@ -56,7 +56,8 @@ from memhub.policy.model import (
     PolicySources,
     Principal,
 )
-from memhub.policy.scope import Predicate, Unsupported, probe_namespaces, translate
+from memhub.policy.scope import PolicyPredicates, Predicate, Unsupported, combine, split
+from memhub.policy.scope_probes import probe_namespaces
 from memhub.policy.sources import check_sources, read_sources
 
 SCOPE_CACHE_SIZE = 4096
@@ -74,6 +75,9 @@ class Scope:
     version: str
     unsupported: str = ""
     """Why there is no predicate."""
+    permits: PolicyPredicates = ()
+    """Where each permit that can decide applies: what names the policies behind a decision over many namespaces."""
+    forbids: PolicyPredicates = ()
 
 
 log = logging.getLogger(__name__)
@@ -174,17 +178,22 @@ class PolicyEngine:
         self._cache.put(key, decision)
         return decision
 
-    def decide_many(self, principal: Principal, action: str, namespaces: Sequence[str | None]) -> list[Decision]:
+    def decide_many(
+        self, principal: Principal, action: str, namespaces: Sequence[str | None], *, cache: bool = True
+    ) -> list[Decision]:
         """Decide the same action on several namespaces (e.g. every namespace a search may span).
 
         Cache misses are evaluated in one Cedar batch over one entity set, which
         is cheaper than one call each. Returns decisions in input order.
+        ``cache=False`` neither reads nor fills the cache: for one-off reports over
+        thousands of namespaces (AdminService.ExplainAccess) that must not evict
+        the decisions agents' calls reuse.
         """
         agent_id, groups = normalize_principal(principal)
         out: list[Decision | None] = []
         missing: dict[str | None, list[int]] = {}
         for i, ns in enumerate(namespaces):
-            hit = self._cache.get((agent_id, groups, action, ns))
+            hit = self._cache.get((agent_id, groups, action, ns)) if cache else None
             out.append(hit)
             if hit is None:
                 self._check_request(action, ns)
@@ -196,7 +205,8 @@ class PolicyEngine:
             for ns, result in zip(todo, results, strict=False):
                 key = (agent_id, groups, action, ns)
                 decision = self._to_decision(result, key)
-                self._cache.put(key, decision)
+                if cache:
+                    self._cache.put(key, decision)
                 for i in missing[ns]:
                     out[i] = decision
         return out  # type: ignore[return-value]
@@ -238,9 +248,11 @@ class PolicyEngine:
         residuals = result.residuals
         if not residuals:
             raise Unsupported(f"partial evaluation returned no residuals (decision {result.decision.name})")
-        predicate, ids = translate(residuals)
+        permits, forbids = split(residuals)
+        predicate = combine(permits, forbids)
         self._verify(Principal(agent_id, groups), action, predicate, agent_id)
-        return Scope(predicate, ids, self.version)
+        ids = tuple(sorted(pid for pid, _ in (*permits, *forbids)))
+        return Scope(predicate, ids, self.version, permits=permits, forbids=forbids)
 
     def _verify(self, principal: Principal, action: str, predicate: Predicate, agent_id: str) -> None:
         """Compare the predicate with real decisions on the namespaces at its boundaries; Unsupported if they differ."""

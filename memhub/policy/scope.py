@@ -343,56 +343,29 @@ def policy_predicate(residual: Mapping[str, Any]) -> Predicate:
     return all_of(parts)
 
 
-def translate(residuals: Mapping[str, Mapping[str, Any]]) -> tuple[Predicate, tuple[str, ...]]:
-    """(allowed-namespace predicate, ids of the policies that can decide) for a set of residuals.
+PolicyPredicates = tuple[tuple[str, Predicate], ...]
+"""(policy id, where it applies) for each policy of one effect whose residual is not plain false, by id."""
 
-    Default deny; forbid beats permit: (any permit) and not (any forbid).
-    """
-    permits, forbids, deciding = [], [], []
-    for policy_id, residual in residuals.items():
+
+def split(residuals: Mapping[str, Mapping[str, Any]]) -> tuple[PolicyPredicates, PolicyPredicates]:
+    """(permits, forbids): where each policy that can decide applies. What ``translate`` combines, kept per policy
+    so a decision over many namespaces can name the policies that actually made it (memhub/policy/attribution.py)."""
+    permits: list[tuple[str, Predicate]] = []
+    forbids: list[tuple[str, Predicate]] = []
+    for policy_id, residual in sorted(residuals.items()):
         applies = policy_predicate(residual)
         if applies == FALSE:
             continue
-        deciding.append(policy_id)
-        (permits if residual.get("effect") == "permit" else forbids).append(applies)
-    return all_of((any_of(permits), negate(any_of(forbids)))), tuple(sorted(deciding))
+        (permits if residual.get("effect") == "permit" else forbids).append((policy_id, applies))
+    return tuple(permits), tuple(forbids)
 
 
-# -- probes: where to compare a translation with real decisions ---------------------------------
+def combine(permits: PolicyPredicates, forbids: PolicyPredicates) -> Predicate:
+    """Default deny; forbid beats permit: (any permit) and not (any forbid)."""
+    return all_of((any_of(p for _, p in permits), negate(any_of(p for _, p in forbids))))
 
 
-def probe_namespaces(p: Predicate, agent_id: str, probe: str = "zz-probe") -> set[str]:
-    """Namespaces on each side of every boundary the predicate draws, plus the agent's own subtree.
-
-    For each root or path it names: the namespace, its ancestors and a child; for each root or owner
-    value: that top-level namespace and agents/<value>, with a child; for each like pattern: its
-    wildcards filled. Some may not be valid namespace paths: the caller filters them.
-    """
-    names = {probe, f"{probe}/{probe}", "agents", f"agents/{probe}", f"agents/{agent_id}", f"agents/{agent_id}/{probe}"}
-
-    def around(path: str) -> None:
-        segments = path.split("/")
-        names.update("/".join(segments[:i]) for i in range(1, len(segments) + 1))
-        names.add(f"{path}/{probe}")
-
-    def visit(q: Predicate) -> None:
-        if isinstance(q, Within):
-            around(q.root)
-        elif isinstance(q, Equals):
-            for value in filter(None, (q.value,)):
-                around(value)
-                around(f"agents/{value}")
-        elif isinstance(q, Like):
-            for fill in ("", probe, f"{probe}/{probe}"):
-                text = "".join(fill if part is WILDCARD else part for part in q.pattern)
-                if text:
-                    around(text)
-                    around(f"agents/{text}")
-        elif isinstance(q, Not):
-            visit(q.arg)
-        elif isinstance(q, AllOf | AnyOf):
-            for part in q.parts:
-                visit(part)
-
-    visit(p)
-    return names
+def translate(residuals: Mapping[str, Mapping[str, Any]]) -> tuple[Predicate, tuple[str, ...]]:
+    """(allowed-namespace predicate, ids of the policies that can decide) for a set of residuals."""
+    permits, forbids = split(residuals)
+    return combine(permits, forbids), tuple(sorted(pid for pid, _ in (*permits, *forbids)))

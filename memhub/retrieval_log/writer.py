@@ -20,23 +20,19 @@ import uuid
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 
-from opentelemetry import metrics
 from sqlalchemy import Engine
 
 from memhub import outage_log
 from memhub.core.model import Caller, SearchResult
 from memhub.db.batch_rows import copy_rows, delete_older_than
 from memhub.db.schema import retrieval_log, retrieval_use
+from memhub.metrics import record
 from memhub.periodic import Periodic
 from memhub.retrieval_log.config import QueryLogging, RetrievalLogConfig
 from memhub.retrieval_log.query_key import load_key, query_hash
 
 log = logging.getLogger(__name__)
 _SITE = outage_log.Site("retrieval-log writer", log)  # one line per outage, not per retry (memhub/outage_log.py)
-
-_dropped_counter = metrics.get_meter(__name__).create_counter(
-    "memhub.retrieval_log.dropped", unit="{search}", description="Searches left out of the retrieval log: its queue was full"
-)
 
 MAX_LOGGED_NAMESPACES = 64
 """Namespaces kept per entry (with the full count beside them): an agent may read thousands."""
@@ -123,7 +119,7 @@ class RetrievalLogWriter:
         with self._dropped_lock:
             self._dropped += n
             total = self._dropped
-        _dropped_counter.add(n)
+        record.retrieval_log_dropped(n)
         # Once per power of two: a long outage must not turn into a log line per search.
         if total & (total - 1) == 0 or n > 1:
             log.warning(

@@ -15,7 +15,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from memhub import outage_log, telemetry
-from memhub.core.model import Channel, MemoryRecord, SearchHit
+from memhub.core.model import Channel, MemoryRecord, Placement, SearchHit
 from memhub.embedding import EmbeddingError
 from memhub.index import IndexBackendError, MilvusIndex
 from memhub.search.fusion import Fused
@@ -33,8 +33,9 @@ def judged_hits(
     records: Mapping[str, MemoryRecord],
     priors: Mapping[str, PriorBreakdown],
     vector: Future[np.ndarray] | None,
+    placements: Mapping[str, Placement] | None = None,
 ) -> list[SearchHit]:
-    """``fused`` as hits, each with its relevance (and, when explained, its channels and priors)."""
+    """``fused`` as hits, each with its relevance (and, when explained, its channels, priors and placement)."""
     query = asked.query
     judged = relevances(index, asked, fused, records, vector if asked.judge.wants_cosine else None)
     return [
@@ -44,6 +45,7 @@ def judged_hits(
             f.channels if query.explain else (),
             relevance=r,
             priors=_prior_tuple(priors.get(f.id)) if query.explain else None,
+            placement=placements.get(f.id) if query.explain and placements else None,
         )
         for f, r in zip(fused, judged, strict=True)
         if r >= query.min_relevance

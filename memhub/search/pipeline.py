@@ -26,6 +26,7 @@ from memhub.search import (
     fusion,
     hydration,
     judging,
+    placement,
     priors,
     query_vector,
     recording,
@@ -78,9 +79,16 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             reranker = reranking.choose(env.reranker, env.local_reranker, query)
             head = reranking.rows_needed(reranker, env.rerank_depth, query.top_k)
             found = hydration.hydrate(conn, ranking.fused, query, readable, head)
-            fused, prior_parts = priors.for_query(found.fused, found.records, env.prior_weights, query)
-            fused, rerank_failure = reranking.rerank(reranker, env.rerank_depth, query.text, fused, found.records)
-            hits = judging.judged_hits(env.index.index, asked, fused[: query.top_k], found.records, prior_parts, vector)
+            after_priors, prior_parts = priors.for_query(found.fused, found.records, env.prior_weights, query)
+            fused, rerank_failure, rerank_scores = reranking.rerank(
+                reranker, env.rerank_depth, query.text, after_priors, found.records
+            )
+            placed = (
+                placement.placements(found.fused, after_priors if prior_parts else None, fused, rerank_scores)
+                if query.explain
+                else {}
+            )
+            hits = judging.judged_hits(env.index.index, asked, fused[: query.top_k], found.records, prior_parts, vector, placed)
             hits = budget.fit_tokens(hits, query.max_tokens)
             hits = context_turns.attach(conn, hits, query.context_window, readable)
             hits, truncated = budget.fit_response(hits, env.response_budget)

@@ -31,10 +31,11 @@ def rows_needed(reranker: Reranker | None, depth: int, top_k: int) -> int:
 
 def rerank(
     reranker: Reranker | None, depth: int, text: str, fused: list[Fused], records: dict[str, MemoryRecord]
-) -> tuple[list[Fused], str]:
-    """The candidates in the reranker's order (``fused`` itself without one), and why degraded ("" if not)."""
+) -> tuple[list[Fused], str, dict[str, float]]:
+    """The candidates in the reranker's order (``fused`` itself without one), why degraded ("" if not), and the
+    reranker's score of each candidate it reordered (empty when it did not run; for explain's placement)."""
     if reranker is None:
-        return fused, ""
+        return fused, "", {}
     top, rest = fused[:depth], fused[depth:]
     candidates = [Candidate(f.id, records[f.id].content, f.score, records[f.id].entities) for f in top]
     with _tracer.start_as_current_span("rerank", attributes={"memhub.rerank.candidates": len(top)}):
@@ -42,6 +43,6 @@ def rerank(
             scores = reranker.scores(text, candidates)
         except RerankError as exc:
             log.warning("rerank failed, keeping the fused order: %s", exc)
-            return fused, "the rerank stage failed; hits are in fused order"
+            return fused, "the rerank stage failed; hits are in fused order", {}
     order = sorted(range(len(top)), key=lambda i: -scores[i])  # stable: ties keep the fused order
-    return [top[i] for i in order] + rest, ""
+    return [top[i] for i in order] + rest, "", {f.id: float(score) for f, score in zip(top, scores, strict=True)}

@@ -82,7 +82,7 @@ class Reading:
         """
         ctx = self._ctx
         record = self.get(caller, memory_id)
-        admin = ctx.authorizer.allowed(caller, Action.ADMIN, None)
+        admin = ctx.authorizer.holds(caller, Action.ADMIN, None, "quarantined memories in a lineage")
         with ctx.reads.connect() as conn:
             readable = ctx.readable_namespaces(caller, roots, conn)
             visible = frozenset(readable)

@@ -19,6 +19,7 @@ other agents read it back and copy it into prompts just the same.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 
 from sqlalchemy import Engine
@@ -49,7 +50,8 @@ class SessionStateService:
         req = self._screened(req)
         self._may_change(caller, req.namespace)
         # Only an admin is told which agent holds most of a full quota (store.put).
-        return self._store.put(caller.agent_id, req, lambda: self._authorizer.allowed(caller, Action.ADMIN, None))
+        admin = functools.partial(self._authorizer.holds, caller, Action.ADMIN, None, "who fills a session quota")
+        return self._store.put(caller.agent_id, req, admin)
 
     def get(self, caller: Caller, namespace: str, session_id: str, key: str) -> Entry:
         require(self._authorizer, caller, Action.READ, namespace)

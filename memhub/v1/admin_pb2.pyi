@@ -43,6 +43,36 @@ class CheckAccessResponse(_message.Message):
     errors: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, allowed: _Optional[bool] = ..., policy_ids: _Optional[_Iterable[str]] = ..., policy_version: _Optional[str] = ..., errors: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class ExplainAccessRequest(_message.Message):
+    __slots__ = ("namespaces", "action")
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    action: str
+    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., action: _Optional[str] = ...) -> None: ...
+
+class ExplainAccessResponse(_message.Message):
+    __slots__ = ("action", "namespaces", "capped", "allowed", "allowing_policy_ids", "forbidden", "forbidding_policy_ids", "default_denied", "policy_version")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    CAPPED_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    ALLOWING_POLICY_IDS_FIELD_NUMBER: _ClassVar[int]
+    FORBIDDEN_FIELD_NUMBER: _ClassVar[int]
+    FORBIDDING_POLICY_IDS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_DENIED_FIELD_NUMBER: _ClassVar[int]
+    POLICY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    namespaces: int
+    capped: bool
+    allowed: int
+    allowing_policy_ids: _containers.RepeatedScalarFieldContainer[str]
+    forbidden: int
+    forbidding_policy_ids: _containers.RepeatedScalarFieldContainer[str]
+    default_denied: int
+    policy_version: str
+    def __init__(self, action: _Optional[str] = ..., namespaces: _Optional[int] = ..., capped: _Optional[bool] = ..., allowed: _Optional[int] = ..., allowing_policy_ids: _Optional[_Iterable[str]] = ..., forbidden: _Optional[int] = ..., forbidding_policy_ids: _Optional[_Iterable[str]] = ..., default_denied: _Optional[int] = ..., policy_version: _Optional[str] = ...) -> None: ...
+
 class GetIndexHealthRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
@@ -160,6 +190,74 @@ class RevokeTokenResponse(_message.Message):
     REVOKED_FIELD_NUMBER: _ClassVar[int]
     revoked: bool
     def __init__(self, revoked: _Optional[bool] = ...) -> None: ...
+
+class TokenRecord(_message.Message):
+    __slots__ = ("token_id", "agent_id", "groups", "expires_at", "recorded_at", "issued_at", "issued_by", "note", "first_used_at", "last_used_at", "revoked_at")
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    RECORDED_AT_FIELD_NUMBER: _ClassVar[int]
+    ISSUED_AT_FIELD_NUMBER: _ClassVar[int]
+    ISSUED_BY_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    FIRST_USED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_AT_FIELD_NUMBER: _ClassVar[int]
+    token_id: str
+    agent_id: str
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    expires_at: _timestamp_pb2.Timestamp
+    recorded_at: _timestamp_pb2.Timestamp
+    issued_at: _timestamp_pb2.Timestamp
+    issued_by: str
+    note: str
+    first_used_at: _timestamp_pb2.Timestamp
+    last_used_at: _timestamp_pb2.Timestamp
+    revoked_at: _timestamp_pb2.Timestamp
+    def __init__(self, token_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recorded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., issued_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., issued_by: _Optional[str] = ..., note: _Optional[str] = ..., first_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revoked_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListTokensRequest(_message.Message):
+    __slots__ = ("agent_id", "include_expired", "page_size", "page_token")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    include_expired: bool
+    page_size: int
+    page_token: str
+    def __init__(self, agent_id: _Optional[str] = ..., include_expired: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListTokensResponse(_message.Message):
+    __slots__ = ("tokens", "next_page_token")
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tokens: _containers.RepeatedCompositeFieldContainer[TokenRecord]
+    next_page_token: str
+    def __init__(self, tokens: _Optional[_Iterable[_Union[TokenRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class IssueTokenRequest(_message.Message):
+    __slots__ = ("agent_id", "groups", "ttl_seconds", "trust", "note")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TRUST_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    ttl_seconds: int
+    trust: str
+    note: str
+    def __init__(self, agent_id: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., ttl_seconds: _Optional[int] = ..., trust: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
+
+class IssueTokenResponse(_message.Message):
+    __slots__ = ("token", "record")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    record: TokenRecord
+    def __init__(self, token: _Optional[str] = ..., record: _Optional[_Union[TokenRecord, _Mapping]] = ...) -> None: ...
 
 class AuditEntry(_message.Message):
     __slots__ = ("id", "at", "agent_id", "groups", "action", "namespace", "decision", "policy_ids", "policy_version", "rpc", "request_id", "trace_id", "detail", "hub_request_id", "trace_id_from_caller")

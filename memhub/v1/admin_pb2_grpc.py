@@ -54,6 +54,16 @@ class AdminServiceStub:
                 request_serializer=memhub_dot_v1_dot_admin__pb2.RevokeTokenRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_admin__pb2.RevokeTokenResponse.FromString,
                 _registered_method=True)
+        self.ListTokens = channel.unary_unary(
+                '/memhub.v1.AdminService/ListTokens',
+                request_serializer=memhub_dot_v1_dot_admin__pb2.ListTokensRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_admin__pb2.ListTokensResponse.FromString,
+                _registered_method=True)
+        self.IssueToken = channel.unary_unary(
+                '/memhub.v1.AdminService/IssueToken',
+                request_serializer=memhub_dot_v1_dot_admin__pb2.IssueTokenRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_admin__pb2.IssueTokenResponse.FromString,
+                _registered_method=True)
         self.QueryAuditLog = channel.unary_unary(
                 '/memhub.v1.AdminService/QueryAuditLog',
                 request_serializer=memhub_dot_v1_dot_admin__pb2.QueryAuditLogRequest.SerializeToString,
@@ -73,6 +83,11 @@ class AdminServiceStub:
                 '/memhub.v1.AdminService/CheckAccess',
                 request_serializer=memhub_dot_v1_dot_admin__pb2.CheckAccessRequest.SerializeToString,
                 response_deserializer=memhub_dot_v1_dot_admin__pb2.CheckAccessResponse.FromString,
+                _registered_method=True)
+        self.ExplainAccess = channel.unary_unary(
+                '/memhub.v1.AdminService/ExplainAccess',
+                request_serializer=memhub_dot_v1_dot_admin__pb2.ExplainAccessRequest.SerializeToString,
+                response_deserializer=memhub_dot_v1_dot_admin__pb2.ExplainAccessResponse.FromString,
                 _registered_method=True)
         self.GetIndexHealth = channel.unary_unary(
                 '/memhub.v1.AdminService/GetIndexHealth',
@@ -107,6 +122,29 @@ class AdminServiceServicer:
 
     def RevokeToken(self, request, context):
         """Revokes a token by its id (jti); every replica refuses it within seconds.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTokens(self, request, context):
+        """Lists the tokens the hub knows by id, most recently recorded first:
+        those it issued (IssueToken) and those it accepted, whoever signed them
+        (`memhub token issue`, an identity provider), with their first and last
+        use (each replica records uses every few seconds). Never a token's text.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def IssueToken(self, request, context):
+        """Signs a token with the hub's HS256 secret and records it; the token's
+        text is in this reply only, never stored. Needs the `issue_token` action
+        as well as `admin` (a token for an agent carries all of that agent's
+        rights: the right to issue is worth the signing secret). Audited as
+        action issue_token, with the token id, agent, groups and expiry in
+        detail. FAILED_PRECONDITION when the hub has no HS256 secret (its tokens
+        come from an identity provider) or its policy schema has no issue_token.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -153,6 +191,19 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExplainAccess(self, request, context):
+        """Tells the caller what its own policies let it do under some namespaces:
+        how many namespaces exist there, on how many it may take the action, and
+        which policies decided (the permits that allowed, the forbids that
+        denied, and how many no policy allowed: the default deny). What an empty
+        page means ("your policies let you read 0 of 13 namespaces under
+        agents/"). Nothing is performed; audited as action "check" with the
+        counts in detail. Decides at most 5,000 namespaces, in name order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetIndexHealth(self, request, context):
         """The retrieval index as this replica sees it (up or down, and why) and
         the outbox the indexers work through: how many rows wait, how old the
@@ -186,6 +237,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=memhub_dot_v1_dot_admin__pb2.RevokeTokenRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_admin__pb2.RevokeTokenResponse.SerializeToString,
             ),
+            'ListTokens': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTokens,
+                    request_deserializer=memhub_dot_v1_dot_admin__pb2.ListTokensRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_admin__pb2.ListTokensResponse.SerializeToString,
+            ),
+            'IssueToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.IssueToken,
+                    request_deserializer=memhub_dot_v1_dot_admin__pb2.IssueTokenRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_admin__pb2.IssueTokenResponse.SerializeToString,
+            ),
             'QueryAuditLog': grpc.unary_unary_rpc_method_handler(
                     servicer.QueryAuditLog,
                     request_deserializer=memhub_dot_v1_dot_admin__pb2.QueryAuditLogRequest.FromString,
@@ -205,6 +266,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.CheckAccess,
                     request_deserializer=memhub_dot_v1_dot_admin__pb2.CheckAccessRequest.FromString,
                     response_serializer=memhub_dot_v1_dot_admin__pb2.CheckAccessResponse.SerializeToString,
+            ),
+            'ExplainAccess': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExplainAccess,
+                    request_deserializer=memhub_dot_v1_dot_admin__pb2.ExplainAccessRequest.FromString,
+                    response_serializer=memhub_dot_v1_dot_admin__pb2.ExplainAccessResponse.SerializeToString,
             ),
             'GetIndexHealth': grpc.unary_unary_rpc_method_handler(
                     servicer.GetIndexHealth,
@@ -331,6 +397,60 @@ class AdminService:
             _registered_method=True)
 
     @staticmethod
+    def ListTokens(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.AdminService/ListTokens',
+            memhub_dot_v1_dot_admin__pb2.ListTokensRequest.SerializeToString,
+            memhub_dot_v1_dot_admin__pb2.ListTokensResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IssueToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.AdminService/IssueToken',
+            memhub_dot_v1_dot_admin__pb2.IssueTokenRequest.SerializeToString,
+            memhub_dot_v1_dot_admin__pb2.IssueTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def QueryAuditLog(request,
             target,
             options=(),
@@ -428,6 +548,33 @@ class AdminService:
             '/memhub.v1.AdminService/CheckAccess',
             memhub_dot_v1_dot_admin__pb2.CheckAccessRequest.SerializeToString,
             memhub_dot_v1_dot_admin__pb2.CheckAccessResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExplainAccess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memhub.v1.AdminService/ExplainAccess',
+            memhub_dot_v1_dot_admin__pb2.ExplainAccessRequest.SerializeToString,
+            memhub_dot_v1_dot_admin__pb2.ExplainAccessResponse.FromString,
             options,
             channel_credentials,
             insecure,

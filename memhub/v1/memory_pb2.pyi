@@ -61,6 +61,13 @@ class RetrievalChannel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RETRIEVAL_CHANNEL_TIME: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_EXPANSION: _ClassVar[RetrievalChannel]
 
+class RankingStage(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RANKING_STAGE_UNSPECIFIED: _ClassVar[RankingStage]
+    RANKING_STAGE_FUSION: _ClassVar[RankingStage]
+    RANKING_STAGE_PRIORS: _ClassVar[RankingStage]
+    RANKING_STAGE_RERANK: _ClassVar[RankingStage]
+
 class LineageRelation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     LINEAGE_RELATION_UNSPECIFIED: _ClassVar[LineageRelation]
@@ -112,6 +119,10 @@ RETRIEVAL_CHANNEL_KEYWORD: RetrievalChannel
 RETRIEVAL_CHANNEL_ENTITY: RetrievalChannel
 RETRIEVAL_CHANNEL_TIME: RetrievalChannel
 RETRIEVAL_CHANNEL_EXPANSION: RetrievalChannel
+RANKING_STAGE_UNSPECIFIED: RankingStage
+RANKING_STAGE_FUSION: RankingStage
+RANKING_STAGE_PRIORS: RankingStage
+RANKING_STAGE_RERANK: RankingStage
 LINEAGE_RELATION_UNSPECIFIED: LineageRelation
 LINEAGE_RELATION_SUPERSEDES: LineageRelation
 LINEAGE_RELATION_DERIVED_FROM: LineageRelation
@@ -393,7 +404,7 @@ class ChannelRank(_message.Message):
     def __init__(self, channel: _Optional[_Union[RetrievalChannel, str]] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ..., contribution: _Optional[float] = ...) -> None: ...
 
 class SearchHit(_message.Message):
-    __slots__ = ("memory", "score", "channel_ranks", "relevance", "before", "after", "priors")
+    __slots__ = ("memory", "score", "channel_ranks", "relevance", "before", "after", "priors", "placement")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     CHANNEL_RANKS_FIELD_NUMBER: _ClassVar[int]
@@ -401,6 +412,7 @@ class SearchHit(_message.Message):
     BEFORE_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
     PRIORS_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     score: float
     channel_ranks: _containers.RepeatedCompositeFieldContainer[ChannelRank]
@@ -408,7 +420,24 @@ class SearchHit(_message.Message):
     before: _containers.RepeatedCompositeFieldContainer[Memory]
     after: _containers.RepeatedCompositeFieldContainer[Memory]
     priors: Priors
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., channel_ranks: _Optional[_Iterable[_Union[ChannelRank, _Mapping]]] = ..., relevance: _Optional[float] = ..., before: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., priors: _Optional[_Union[Priors, _Mapping]] = ...) -> None: ...
+    placement: Placement
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., channel_ranks: _Optional[_Iterable[_Union[ChannelRank, _Mapping]]] = ..., relevance: _Optional[float] = ..., before: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., priors: _Optional[_Union[Priors, _Mapping]] = ..., placement: _Optional[_Union[Placement, _Mapping]] = ...) -> None: ...
+
+class Placement(_message.Message):
+    __slots__ = ("ordered_by", "fused_rank", "fused_score", "prior_rank", "rerank_rank", "rerank_score")
+    ORDERED_BY_FIELD_NUMBER: _ClassVar[int]
+    FUSED_RANK_FIELD_NUMBER: _ClassVar[int]
+    FUSED_SCORE_FIELD_NUMBER: _ClassVar[int]
+    PRIOR_RANK_FIELD_NUMBER: _ClassVar[int]
+    RERANK_RANK_FIELD_NUMBER: _ClassVar[int]
+    RERANK_SCORE_FIELD_NUMBER: _ClassVar[int]
+    ordered_by: RankingStage
+    fused_rank: int
+    fused_score: float
+    prior_rank: int
+    rerank_rank: int
+    rerank_score: float
+    def __init__(self, ordered_by: _Optional[_Union[RankingStage, str]] = ..., fused_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., prior_rank: _Optional[int] = ..., rerank_rank: _Optional[int] = ..., rerank_score: _Optional[float] = ...) -> None: ...
 
 class Priors(_message.Message):
     __slots__ = ("importance", "recency", "use", "type")

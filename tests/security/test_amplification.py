@@ -31,7 +31,7 @@ from memhub.db import engine as db_engine
 from memhub.db import migrate
 from memhub.db.namespace_scope import namespaces_in_scope
 from memhub.policy import PolicyEngine, Principal
-from memhub.policy.scope import probe_namespaces
+from memhub.policy.scope_probes import probe_namespaces
 from memhub.v1 import admin_pb2
 
 PRINCIPALS = [

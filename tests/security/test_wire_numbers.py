@@ -137,6 +137,8 @@ def _bases(ns: str, memory_id: str) -> dict[str, dict[str, Any]]:
         "ListNamespaces": {"under": ns},
         "RevokeToken": {"tokenId": "wire-sweep-token", "reason": "wire sweep", "expiresAt": "2027-01-01T00:00:00Z"},
         "QueryAuditLog": {"since": "2026-01-01T00:00:00Z", "until": "2030-01-01T00:00:00Z"},
+        "IssueToken": {"agentId": "wire-sweep-agent", "groups": ["wire"], "note": "wire sweep"},
+        "ListTokens": {"agentId": "wire-sweep-agent"},
         "PutSessionState": {**session, "key": "k", "valueJson": "1", "ttl": "60s"},
         "ListSessionState": session,
         "DeleteSessionState": {**session, "key": "k"},

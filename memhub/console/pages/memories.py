@@ -6,6 +6,7 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.routing import Route
 
+from memhub.console import policy_note
 from memhub.console.gateway import HubCallError
 from memhub.console.params import FieldError
 from memhub.console.view import View, page
@@ -64,8 +65,10 @@ async def memories(view: View) -> Response:
         "created_to": p.raw("created_to"),
         "page_size": page_size,
     }
+    empty = not reply.memories and not token
     return view.render(
         "memories.html",
+        why_empty=await policy_note.why_empty(view, [ns] if ns else []) if empty else "",
         memories=list(reply.memories),
         filters=filters,
         query_pairs=_pairs(filters),

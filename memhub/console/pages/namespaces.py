@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from starlette.responses import Response
 from starlette.routing import Route
 
+from memhub.console import policy_note
 from memhub.console.view import View, page
 from memhub.v1 import admin_pb2 as apb
 
@@ -71,8 +72,11 @@ async def namespaces(view: View) -> Response:
         )
     )
     tree = build_tree(list(reply.usage))
+    # What the operator may read here: the tree counts memories it may not be able to open (issue 24).
+    readable = await policy_note.why_empty(view, [under] if under else []) if tree and not token else ""
     return view.render(
         "namespaces.html",
+        readable=readable,
         tree=tree,
         under=under,
         count=len(reply.usage),

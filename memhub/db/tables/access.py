@@ -1,4 +1,4 @@
-"""Access: revoked token ids and the audit log of every access decision."""
+"""Access: revoked token ids, the tokens the hub issued or accepted, and the audit log of every access decision."""
 
 from __future__ import annotations
 
@@ -20,6 +20,29 @@ revoked_tokens = Table(
     Column("revoked_by", String(255), nullable=False),
     Column("reason", Text, nullable=False, server_default=""),
     Index("ix_revoked_tokens_expires", "expires_at"),
+)
+
+# Tokens the hub knows by id (memhub/auth/token_records.py): issued through AdminService.IssueToken, or first
+# seen when the hub accepted them (signed by `memhub token issue` or an external issuer). The token text is
+# never stored. Rows go some days after the token's expiry; their number is bounded (new ids stop being
+# recorded past the bound, uses of known ones are still counted).
+token_records = Table(
+    "token_records",
+    metadata,
+    Column("token_id", String(128), primary_key=True),
+    Column("agent_id", String(255), nullable=False),
+    Column("groups", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    # When the hub first knew it (issued, or first accepted): the list's order, newest first.
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("issued_at", DateTime(timezone=True)),
+    # The admin who issued it through the hub ("" for a token the hub only saw).
+    Column("issued_by", String(255), nullable=False, server_default=""),
+    Column("note", Text, nullable=False, server_default=""),
+    Column("first_used_at", DateTime(timezone=True)),
+    Column("last_used_at", DateTime(timezone=True)),
+    Index("ix_token_records_recorded", "recorded_at", "token_id"),
+    Index("ix_token_records_expires", "expires_at"),
 )
 
 # Every access decision, allowed and denied.
