@@ -69,7 +69,7 @@ For one specific thing (a name, a code, an event) use search_memories."""
 MARK_USED_DESCRIPTION = """\
 Call this after you answered or acted, with the ids of recalled memories you actually relied on and the \
 search_id of the answer that returned them; useful=false for one that misled you. It improves ranking for every \
-agent sharing them. Do not mark memories you only saw."""
+agent. Do not mark memories you only saw."""
 
 SUMMARIZE_DESCRIPTION = """\
 Call this when episodes have piled up and what they teach should outlive them: at the end of a task or session, \

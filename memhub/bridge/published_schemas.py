@@ -3,8 +3,7 @@
 The SDK publishes each tool's schemas as pydantic generates them from the
 tool's signature and output model. For 13 tools that came to 60 KB on every
 tools/list, most of it repeated: a `title` on every property ("Ttl Seconds",
-derived from the name beside it), `anyOf [T, null]` for every nullable
-field, and output schemas carrying every field's description and value set
+derived from the name beside it), and output schemas carrying every field's description and value set
 (a memory record, 17 fields, in six tools). Clients give a model the name,
 the description and the input schema; the output schema is for programs
 validating structured results. So:
@@ -16,7 +15,9 @@ validating structured results. So:
   silently ignored;
 - output schemas keep the shape a program validates against (the result's
   property names, their JSON types and nullability; a nested record, such
-  as a memory or a search hit, is an object) and lose titles, descriptions,
+  as a memory or a search hit, is an object). Nullable stays `anyOf [T,
+  null]`, not the shorter `type: [T, null]`, which single-type dialects
+  (Gemini's function declarations) refuse and the MCP Inspector flags and lose titles, descriptions,
   defaults, value sets and bounds; every field of a result is always
   present. The fields are documented with the models in results.py,
   lifecycle_results.py and session_results.py, and the text block a tool
@@ -71,7 +72,7 @@ def _records_as_objects(node: Any) -> Any:  # noqa: ANN401 - any part of a schem
     if isinstance(node, dict):
         if "$ref" in node:
             return {"type": "object"}
-        return _nullable_as_type_list({key: _records_as_objects(value) for key, value in node.items()})
+        return {key: _records_as_objects(value) for key, value in node.items()}
     if isinstance(node, list):
         return [_records_as_objects(item) for item in node]
     return node
@@ -90,17 +91,4 @@ def _compact(schema: Mapping[str, Any], drop: frozenset[str]) -> Schema:
             out[key] = [_compact(sub, drop) for sub in value]
         else:
             out[key] = value
-    return _nullable_as_type_list(out)
-
-
-def _nullable_as_type_list(schema: Schema) -> Schema:
-    """`anyOf [{type: T}, {type: null}]` -> `type: [T, null]`, the same schema in a third of the bytes."""
-    members = schema.get("anyOf")
-    if not isinstance(members, list) or len(members) != 2 or {"type": "null"} not in members:
-        return schema
-    (other,) = [m for m in members if m != {"type": "null"}]
-    if set(other) != {"type"} or not isinstance(other["type"], str):
-        return schema
-    del schema["anyOf"]
-    schema["type"] = [other["type"], "null"]
-    return schema
+    return out

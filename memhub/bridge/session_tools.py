@@ -52,7 +52,7 @@ SessionNamespace = Annotated[
 
 PUT_DESCRIPTION = f"""\
 Call this to record or update the state of a task in progress that the other agents on it must see: the plan, \
-who took which step, intermediate results, a claim. Any JSON value; short-lived \
+who took which step, intermediate results, a claim; short-lived \
 ({DEFAULT_SESSION_TTL_SECONDS // 3600} h unless ttl_seconds) and never searched, so lasting facts go to write_memory. \
 expected_version makes it a compare-and-set (0: only if unset, e.g. to claim a step)."""
 

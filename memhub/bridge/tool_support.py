@@ -55,9 +55,7 @@ OptionalNamespace = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
 SubjectKey = Annotated[str, Field(max_length=MAX_SUBJECT_KEY_CHARS)]
 QueryText = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
 OptionalQueryText = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
-Tag = Annotated[
-    str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=TAG_PATTERN, description="No spaces, e.g. billing, ticket:4312.")
-]
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=TAG_PATTERN)]
 # A session-state key's start (the prefix of a list), or a key that may be left out (delete): the key rule, or nothing.
 OPTIONAL_KEY_PATTERN = r"^(?:[A-Za-z0-9][A-Za-z0-9._:/-]{0,127})?$"
 

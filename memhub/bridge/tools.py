@@ -95,7 +95,7 @@ choice. Ask in words; names and codes also match exactly. Covers every namespace
 FORGET_DESCRIPTION = """\
 Call this when a memory (its id from another tool) is wrong, obsolete, or the user asks you to forget it. \
 It cannot be undone: the content is erased, a tombstone keeps who, when and why. To change a fact instead, \
-write_memory with its subject_key keeps the old version as history."""
+write_memory with its subject_key (keeps history)."""
 
 PREFERENCES_DESCRIPTION = """\
 Call this at the start of a task, or before choosing a style, language, format or approach, to do things the \
@@ -126,12 +126,12 @@ def register_tools(
         ] = "note",
         kind: Annotated[
             Kind | SkipJsonSchema[None],
-            optional("Default: from type (episodic for event, outcome and note; procedural for lesson; else semantic)."),
+            optional("Default: the one its type implies."),
         ] = None,
         namespace: NamespaceArg = None,
         tags: Annotated[
             list[Tag],
-            Field(max_length=MAX_TAGS, description="Labels to filter by later, e.g. billing, ticket:4312."),
+            Field(max_length=MAX_TAGS, description="Labels to filter by later: no spaces, e.g. billing, ticket:4312."),
         ] = [],  # noqa: B006 - pydantic copies defaults; a tuple would publish a different schema
         importance: Annotated[int, Field(ge=1, le=5, description="1 trivia to 5 critical.")] = DEFAULT_IMPORTANCE,
         ttl_seconds: Annotated[
@@ -150,8 +150,7 @@ def register_tools(
             list[MemoryId],
             Field(
                 max_length=MAX_DERIVED_FROM,
-                description="Ids of the recalled memories this conclusion, summary or decision rests on; "
-                "explain_memory shows them.",
+                description="Ids of the recalled memories a conclusion or decision rests on; explain_memory shows them.",
             ),
         ] = [],  # noqa: B006 - pydantic copies defaults; a tuple would publish a different schema
     ) -> Annotated[CallToolResult, WriteOutput]:
@@ -196,7 +195,7 @@ def register_tools(
             Field(
                 ge=0,
                 le=MAX_CONTEXT_WINDOW,
-                description="Also this many turns before and after each hit in its conversation.",
+                description="Turns of each hit's conversation to add before and after it.",
             ),
         ] = 0,
         min_relevance: Annotated[
