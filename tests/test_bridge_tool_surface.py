@@ -82,8 +82,14 @@ async def test_an_unknown_argument_is_refused_naming_the_ones_the_tool_takes(hub
         # `namespace` for `namespaces` used to be dropped silently: the search then ran over every namespace.
         result = await client.call_tool("search_memories", {"query": "deploy window", "namespace": f"{ns}/a"})
         assert result.is_error
-        assert "unknown argument 'namespace' (did you mean 'namespace' -> 'namespaces'?); nothing was done." in text(result)
+        assert "unknown argument 'namespace' (did you mean 'namespaces'?); nothing was done." in text(result)
         assert "search_memories takes: query, namespaces, kinds, top_k, occurred_after" in text(result)
+
+        slips = await client.call_tool("search_memories", {"query": "deploy window", "topK": 3, "kind": ["semantic"]})
+        assert (
+            slips.is_error
+            and "unknown arguments 'topK', 'kind' (did you mean 'top_k' for 'topK'; 'kinds' for 'kind'?)" in text(slips)
+        )
 
         wrote = await client.call_tool("write_memory", {"content": "Rollbacks need a second reviewer", "colour": "red"})
         assert wrote.is_error and "unknown argument 'colour'" in text(wrote) and "write_memory takes: content," in text(wrote)

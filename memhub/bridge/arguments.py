@@ -81,13 +81,17 @@ class MemhubServer(MCPServer):
 
 
 def unknown_arguments(tool: str, unknown: list[str], schema: Mapping[str, Any]) -> str:
-    """'unknown argument 'namespace' (did you mean 'namespaces'?); search_memories takes: query, namespaces, ...'."""
+    """ "unknown argument 'namespace' (did you mean 'namespaces'?); nothing was done. search_memories takes: query,
+    namespaces, ..."."""
     allowed = list(schema.get("properties", {}))
     shown = [_show(name) for name in unknown[:MAX_LISTED]]
     if len(unknown) > MAX_LISTED:  # a caller sending a whole record as arguments: the first few say enough
         shown.append(f"and {len(unknown) - MAX_LISTED} more")
-    hints = [f"{_show(name)} -> {_show(close)}" for name in unknown if (close := _closest(name, allowed))]
-    hint = f" (did you mean {'; '.join(hints)}?)" if hints else ""
+    closest = {name: close for name in unknown if (close := _closest(name, allowed))}
+    if len(unknown) == 1 and closest:
+        hint = f" (did you mean {_show(closest[unknown[0]])}?)"
+    else:
+        hint = f" (did you mean {'; '.join(f'{_show(c)} for {_show(n)}' for n, c in closest.items())}?)" if closest else ""
     return (
         f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(shown)}{hint}; nothing was done. "
         f"{tool} takes: {', '.join(allowed) or 'no arguments'}."
