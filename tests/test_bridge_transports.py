@@ -32,7 +32,11 @@ import httpx2
 import pytest
 from conftest import REPO, Fleet
 from mcp import Client, StdioServerParameters, stdio_client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.exceptions import OAuthRegistrationError
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -284,6 +288,102 @@ def test_http_refuses_requests_without_the_token_and_from_foreign_origins(fleet:
         assert post(auth | {"origin": "http://localhost:6274"}).status_code == 200  # loopback pages by default
         assert post(auth | {"origin": "https://app.example.com"}).status_code == 200  # configured
         assert httpx.get(bridge.base + "/healthz", timeout=10).status_code == 200
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, as the SDK client's task groups raise them."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for sub in error.exceptions for leaf in leaves(sub)]
+    return [error]
+
+
+class MemoryTokenStorage:
+    """Token storage for the SDK's OAuth client provider (TokenStorage protocol), kept in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+@pytest.mark.anyio
+async def test_http_without_the_bearer_tells_mcp_clients_it_takes_a_static_token(fleet: Fleet) -> None:
+    """A 401 sent MCP clients into OAuth (the Inspector: "Interactive OAuth requires a TTY"); every answer on that
+    way now says to send the bridge's static bearer token, and the SDK's clients show it, with OAuth or without."""
+    with http_bridge(fleet, "alice") as bridge:
+        missing = httpx.post(bridge.url, json=INITIALIZE, headers=JSONRPC_HEADERS, timeout=30)
+        metadata_url = f"{bridge.base}/.well-known/oauth-protected-resource/mcp"
+        assert missing.status_code == 401
+        # RFC 6750: no error code when no credentials were sent; RFC 9728: where the resource is described.
+        assert missing.headers["www-authenticate"] == f'Bearer realm="memhub-bridge", resource_metadata="{metadata_url}"'
+        assert missing.json()["error"]["message"].startswith("This MCP server takes a static bearer token, not OAuth")
+        wrong = httpx.post(
+            bridge.url, json=INITIALIZE, headers=JSONRPC_HEADERS | {"authorization": "Bearer guess-0123456789abcdef"}, timeout=30
+        )
+        assert wrong.status_code == 401 and 'error="invalid_token"' in wrong.headers["www-authenticate"]
+        assert "guess-0123456789abcdef" not in wrong.text + wrong.headers["www-authenticate"]  # never echoed
+
+        # Bearer tokens in the header, and no authorization server to obtain them from (RFC 9728 2).
+        metadata = httpx.get(metadata_url, timeout=30).json()
+        assert metadata == {"resource": bridge.url, "bearer_methods_supported": ["header"], "resource_name": "memhub MCP bridge"}
+        assert httpx.get(f"{bridge.base}/.well-known/oauth-protected-resource", timeout=30).json() == metadata
+        for method, path in [
+            ("GET", "/.well-known/oauth-authorization-server"),
+            ("GET", "/.well-known/openid-configuration"),
+            ("POST", "/register"),
+            ("GET", "/authorize"),
+            ("POST", "/token"),
+        ]:
+            answer = httpx.request(method, bridge.base + path, timeout=30)
+            assert answer.status_code == 404 and "static bearer token" in answer.json()["error_description"], path
+
+        # The SDK client without OAuth: the 401's JSON-RPC error is the error it raises.
+        with pytest.raises(BaseException) as plain:  # noqa: PT011 - an exception group; its leaf is checked below
+            async with httpx2.AsyncClient(timeout=60) as http, Client(streamable_http_client(bridge.url, http_client=http)):
+                pass
+        (refusal,) = [e for e in leaves(plain.value) if isinstance(e, MCPError)]
+        assert "takes a static bearer token" in str(refusal) and "Authorization: Bearer <token>" in str(refusal)
+
+        # The SDK client with an OAuth provider: discovery finds no authorization server, registration is refused
+        # with the same words, and no browser is ever sent anywhere.
+        redirects: list[str] = []
+
+        async def redirect(url: str) -> None:
+            redirects.append(url)
+
+        async def callback() -> Any:  # noqa: ANN401 - never reached
+            raise AssertionError("the OAuth flow must not get as far as a callback")
+
+        provider = OAuthClientProvider(
+            bridge.url,
+            OAuthClientMetadata(redirect_uris=["http://127.0.0.1:9/callback"]),
+            MemoryTokenStorage(),
+            redirect,
+            callback,
+        )
+        with pytest.raises(BaseException) as oauth:  # noqa: PT011
+            async with (
+                httpx2.AsyncClient(timeout=60, auth=provider) as http,
+                Client(streamable_http_client(bridge.url, http_client=http)),
+            ):
+                pass
+        (registration,) = [e for e in leaves(oauth.value) if isinstance(e, OAuthRegistrationError)]
+        assert "Registration failed: 404" in str(registration) and "takes a static bearer token" in str(registration)
+        assert redirects == []
+
+        async with http_client(bridge) as client:  # and with the token, it simply works
+            assert len((await client.list_tools()).tools) == len(TOOL_NAMES)
 
 
 def test_http_refuses_to_start_without_a_bearer_token(fleet: Fleet) -> None:

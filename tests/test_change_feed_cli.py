@@ -69,7 +69,7 @@ def _changes(lines: list[str]) -> list[dict]:
 
 
 def test_watch_prints_changes_as_json_lines_and_the_cursor_to_resume_from(stack: Stack, ns: str) -> None:
-    watch = WatchProcess(stack.address, stack.token("tester"), "--ns", ns, "--count", "2", "--json")
+    watch = WatchProcess(stack.address, stack.token("tester"), "--ns", ns, "--count", "2", "--jsonl")
     assert "heartbeat" in json.loads(watch.line())  # subscribed
     ids = [
         stack.client.write([memory_input(ns, text, type="fact")]).results[0].memory.id
@@ -78,7 +78,7 @@ def test_watch_prints_changes_as_json_lines_and_the_cursor_to_resume_from(stack:
     code, lines, stderr = watch.finish()
     assert code == 0, stderr
     events = _changes(lines)
-    assert [e["memory"]["id"] for e in events] == ids and [e["change"] for e in events] == ["CHANGE_KIND_WRITTEN"] * 2
+    assert [e["memory"]["id"] for e in events] == ids and [e["change"] for e in events] == ["written"] * 2
     assert f"resume with: memhub watch --from {events[-1]['cursor']}" in stderr
 
 
@@ -110,7 +110,7 @@ def test_watch_rides_out_a_hub_restart_and_misses_nothing(tmp_path: Path, extern
     watch = None
     try:
         token = hub.token("tester")
-        watch = WatchProcess(hub.address, token, "--ns", ns, "--count", "3", "--json")
+        watch = WatchProcess(hub.address, token, "--ns", ns, "--count", "3", "--jsonl")
         assert "heartbeat" in json.loads(watch.line())
         with MemhubClient(hub.address, token=token) as client:
             ids = [client.write([memory_input(ns, "Before the restart: backups run at 02:00", type="fact")]).results[0].memory.id]

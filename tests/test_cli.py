@@ -19,6 +19,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from memhub.auth import issue_token, load_secret
 from memhub.client import memory_input
+from memhub.v1 import memory_pb2
 
 MEMHUB = [sys.executable, "-m", "memhub.cli.main"]
 
@@ -120,21 +121,65 @@ def test_client_errors_are_readable(stack: Stack) -> None:
     assert down.returncode == 1 and "is the hub running" in down.stderr
 
 
-def test_import_jsonl_with_progress_and_idempotent_rerun(stack: Stack, ns: str, tmp_path: Path) -> None:
-    path = tmp_path / "memories.jsonl"
-    rows = [
-        {"namespace": ns, "content": f"imported fact number {i}", "kind": "semantic", "type": "fact", "tags": ["bulk"]}
-        for i in range(250)
+def test_import_twice_says_what_each_line_came_to_as_the_database_holds_it(stack: Stack, ns: str, tmp_path: Path) -> None:
+    """Every way a line can end, counted from the write results, checked against the database; the second run of
+    the same file replays the first's request ids, so it stores nothing and says so (it used to say
+    "imported 201 memories (0 already stored)")."""
+    backup = "The backup job runs at 02:00 every night"
+    before = stack.client.write(
+        [
+            memory_input(ns, backup, type="fact"),
+            memory_input(ns, "Reply to the user in German", type="preference", subject_key="user/reply-language"),
+        ],
+        wait_indexed=True,  # the near-duplicate check compares embeddings
+    ).results
+    rows = [{"namespace": ns, "content": f"Server rack {i} is in hall {i + 2}", "type": "fact"} for i in range(150)]
+    rows += [
+        {"namespace": ns, "content": backup, "type": "fact"},  # the same text: an exact duplicate
+        {"namespace": ns, "content": "the backup job runs at 02:00 every night.", "type": "fact"},  # near duplicate
+        {"namespace": ns, "content": "thanks!"},  # small talk: the write filter drops it
+        {"namespace": ns, "content": "Reply to the user in French", "type": "preference", "subject_key": "user/reply-language"},
     ]
+    path = tmp_path / "memories.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    def held() -> dict[str, int]:
+        memories = stack.client.list([ns], statuses=["active", "superseded"], page_size=500).memories
+        return {
+            "active": sum(m.status == memory_pb2.MEMORY_STATUS_ACTIVE for m in memories),
+            "superseded": sum(m.status == memory_pb2.MEMORY_STATUS_SUPERSEDED for m in memories),
+            "backup_seen": stack.client.get(before[0].memory.id).seen_count,
+        }
+
     first = memhub("import", str(path), stack=stack)
     assert first.returncode == 0, first.stderr
-    assert "imported 250 memories (0 already stored)" in first.stdout
-    assert "250/250" in first.stderr  # the progress bar
-    again = memhub("import", str(path), stack=stack)
-    assert again.returncode == 0 and "imported 250 memories" in again.stdout
-    listed = stack.client.list([ns], page_size=500).memories
-    assert len(listed) == 250
+    assert "154/154" in first.stderr  # the progress bar
+    assert first.stdout == (
+        "imported 154 lines: 151 new memories stored (1 replacing the older memory of their subject key); "
+        "1 already stored with the same text; "
+        "1 already stored in other words (near duplicates, folded into those memories); "
+        "1 dropped by the write filter as small talk or chatter\n"
+    )
+    # 2 written before + 151 stored, of which one superseded the German preference; the backup seen 3 times.
+    assert held() == {"active": 152, "superseded": 1, "backup_seen": 3}
+
+    again = memhub("import", str(path), "--json", stack=stack)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == {
+        "lines": 154,
+        "stored": 0,
+        "exact_duplicates": 0,
+        "near_duplicates": 0,
+        "filtered": 0,
+        "already_imported": 154,
+        "replaced": 0,
+        "extracted": 0,
+    }
+    assert held() == {"active": 152, "superseded": 1, "backup_seen": 3}  # nothing was written again
+    text = memhub("import", str(path), stack=stack).stdout
+    assert text == (
+        "imported 154 lines: 0 new memories stored; 154 already imported by an earlier run of this file (nothing written again)\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,11 @@
   schemas of kubernetes-validate (strict: unknown fields fail) for the oldest
   Kubernetes the chart supports (1.30) and the newest the package knows.
 - `helm lint` reports no errors (its one expected warning: the bundled Milvus
-  and PostgreSQL charts are not downloaded, `helm dependency update` needs the
+  and PostgreSQL charts are not downloaded, `helm dependency build` needs the
   network); yamllint passes on values.yaml and the CI values files.
+- Chart.lock pins exactly the versions Chart.yaml declares, with the digest
+  Helm's resolver computes over both: checked here and by Helm itself, whose
+  `dependency build` compares the digest before it fetches anything.
 - values.schema.json rejects wrong types and unknown keys; a missing existing
   Secret fails rendering with the chart's own message.
 - Structure: hub replicas, gRPC probes, PDB/HPA, no Secret objects and no
@@ -22,6 +25,10 @@ feeds each one a deliberately broken render to show it can fail.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import re
+import shutil
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -388,6 +395,62 @@ def test_helm_lint_passes(values_file: Path | None) -> None:
     assert not report["errors"], report["errors"]
     above_info = [m["error"] for m in report["messages"] if m["severity"] >= 2]
     assert above_info == [MISSING_DEPENDENCIES], above_info
+
+
+# --------------------------------------------------------------------------- dependency lock
+
+# Go's field order of Helm's chart.Dependency and which fields it leaves out when empty (`json:",omitempty"`).
+_DEPENDENCY_FIELDS = ("name", "version", "repository", "condition", "tags", "enabled", "import-values", "alias")
+_ALWAYS_WRITTEN = ("name", "repository")
+
+
+def helm_lock_digest(requirements: list[dict[str, Any]], locked: list[dict[str, Any]]) -> str:
+    """The digest Helm writes into Chart.lock (internal/resolver HashReq): the sha256 of Go's JSON of
+    [Chart.yaml's dependencies, the lock's dependencies]."""
+
+    def go_json(dependency: dict[str, Any]) -> dict[str, Any]:
+        return {k: dependency[k] for k in _DEPENDENCY_FIELDS if k in dependency and (dependency[k] or k in _ALWAYS_WRITTEN)}
+
+    data = json.dumps([[go_json(d) for d in requirements], [go_json(d) for d in locked]], separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(data.encode()).hexdigest()
+
+
+def test_helm_lock_digest_is_helms() -> None:
+    # A published chart's Chart.yaml and Chart.lock (Chris-Greaves/planka-helm-chart, written by `helm dependency
+    # update`): the function gives the digest Helm wrote.
+    requirements = [
+        {
+            "alias": "postgresql",
+            "condition": "postgresql.enabled",
+            "name": "postgresql",
+            "repository": "https://charts.bitnami.com/bitnami",
+            "version": "12.2.7",
+        }
+    ]
+    locked = [{"name": "postgresql", "repository": "https://charts.bitnami.com/bitnami", "version": "12.2.7"}]
+    assert helm_lock_digest(requirements, locked) == "sha256:558995174f3f01e98d32d819919229619d48205e0faa89c3296bc9274028c39c"
+
+
+def test_chart_lock_pins_exactly_the_versions_chart_yaml_declares(tmp_path: Path) -> None:
+    declared = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))["dependencies"]
+    lock = yaml.safe_load((CHART / "Chart.lock").read_text(encoding="utf-8"))
+    for dependency in declared:  # exact versions: no range (^, ~, >=, x) that could resolve to another chart tomorrow
+        assert re.fullmatch(r"\d+\.\d+\.\d+", dependency["version"]), dependency
+    assert lock["dependencies"] == [{k: d[k] for k in ("name", "repository", "version")} for d in declared]
+    assert lock["digest"] == helm_lock_digest(declared, lock["dependencies"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)", lock["generated"])
+
+    # Helm itself (helm-python-sdk): `dependency build` compares the lock's digest with Chart.yaml first, then
+    # fetches; offline, an in-sync lock gets as far as the repository index, an out-of-sync one stops at the digest.
+    copy_dir = tmp_path / "memhub"
+    shutil.copytree(CHART, copy_dir)
+    with pytest.raises(helm.HelmRepoError) as in_sync:
+        helm.dependency_build(copy_dir, skip_refresh=True)
+    assert "out of sync" not in str(in_sync.value) and "index.yaml" in str(in_sync.value)
+    chart_yaml = copy_dir / "Chart.yaml"
+    chart_yaml.write_text(chart_yaml.read_text(encoding="utf-8").replace('version: "5.0.23"', 'version: "5.0.24"'))
+    with pytest.raises(helm.HelmRepoError, match=r"\(Chart\.lock\) is out of sync with the dependencies file"):
+        helm.dependency_build(copy_dir, skip_refresh=True)
 
 
 @pytest.mark.parametrize("path", ["values.yaml", *(f"ci/{p.name}" for p in CI_FILES), "Chart.yaml"])

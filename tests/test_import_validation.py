@@ -101,7 +101,7 @@ def test_batches_stay_under_the_hubs_content_bytes_limit(stack: Stack, ns: str, 
     assert [len(b) for b in import_jsonl.batches(items, 100)] == [64, 6]
     result = memhub("import", str(_write(tmp_path / "big.jsonl", rows)), stack=stack)
     assert result.returncode == 0, result.stderr
-    assert "imported 70 memories" in result.stdout
+    assert result.stdout == "imported 70 lines: 70 new memories stored\n"
     assert len(stack.client.list([ns], page_size=100).memories) == 70
 
 
@@ -122,6 +122,6 @@ def test_a_refusal_only_the_hub_can_make_names_the_file_line(fleet, tmp_path: Pa
     assert result.returncode == 1
     assert "memhub import: line 60: subject_key: this agent may write" in result.stderr
     assert "stopped at" not in result.stderr and "line 1:" not in result.stderr
-    assert "0 memories were written before" in result.stderr
+    assert "before that, imported 0 lines: 0 new memories stored; rerunning is safe" in result.stderr
     with fleet.client("dave") as dave:  # the support leads read the inbox
         assert dave.list([ns]).memories == []

@@ -27,7 +27,7 @@ def test_put_get_list_delete_from_the_shell(stack: Stack, ns: str) -> None:
     stale = memhub("session", "put", ns, session, "plan", "2", "--expect-version", "0", stack=stack)
     assert stale.returncode == 1
     assert f"ABORTED: version conflict: key 'plan' is at current version {entry['version']}" in stale.stderr
-    moved = memhub("session", "put", ns, session, "plan", "v2", "--text", "--expect-version", entry["version"], stack=stack)
+    moved = memhub("session", "put", ns, session, "plan", "v2", "--text", "--expect-version", str(entry["version"]), stack=stack)
     assert moved.returncode == 0, moved.stderr
 
     memhub("session", "put", ns, session, "step/1", "true", stack=stack)

@@ -1,10 +1,11 @@
 """memhub's MCP bridge: one process per agent, giving any MCP client memory tools on the hub.
 
-It holds that agent's hub token, exposes eight tools (write_memory,
-search_memories, forget_memory, get_preferences, recall_context, mark_used,
-summarize_episodes, memory_history, explain_memory) over stdio or streamable HTTP, may
-narrow the agent's reach (namespaces, tools) but never widen it, and traces
-every tool call into the hub. See memhub/bridge/README.md.
+It holds that agent's hub token, exposes memory tools (narrowing.TOOL_NAMES:
+write, search, forget, preferences, context, marking what was used,
+consolidation, history, lineage and shared session state; `--tools core` for
+the first five) over stdio or streamable HTTP, may narrow the agent's reach
+(namespaces, tools) but never widen it, and traces every tool call into the
+hub. See memhub/bridge/README.md.
 
     from memhub.bridge import BridgeSettings, build_bridge
     with build_bridge(BridgeSettings(hub_address="127.0.0.1:50051", token=token)) as bridge:

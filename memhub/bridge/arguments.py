@@ -11,6 +11,13 @@ the SDK raises only for arguments) and rewrites it the way the hub words
 INVALID_ARGUMENT: `top_k: is 1000; use 1 to 100`. The limits named come
 from the tool's published input schema, so the message and the schema
 cannot disagree.
+
+An argument the tool does not declare is refused before the call, naming
+the ones it takes: pydantic would drop it silently, so
+`search_memories {"namespace": "agents/planner"}` (for `namespaces`)
+searched every namespace. The published input schemas say so too
+(`additionalProperties: false`, published_schemas.py), and tools/list
+publishes the compact schemas of that module.
 """
 
 from __future__ import annotations
@@ -21,7 +28,11 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult
+from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
+
+from memhub.bridge.published_schemas import input_schema, output_schema
+from memhub.bridge.tool_support import PATTERN_RULES
 
 # More than this many problems in one call are summarised: a model fixes the first ones and calls again.
 MAX_LISTED = 8
@@ -30,18 +41,68 @@ _DATE_TIME = "an ISO-8601 date-time such as 2026-12-01T09:00:00Z (UTC when no of
 
 
 class MemhubServer(MCPServer):
-    """MCPServer whose argument errors name the field and the limit instead of quoting pydantic."""
+    """MCPServer that publishes compact, closed schemas, refuses arguments a tool does not take, and words argument
+    errors as the hub does (the field and the limit) instead of quoting pydantic."""
+
+    _published: list[MCPTool] | None = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        # The tool set is fixed once the bridge is built (register_tools), so the compaction runs once.
+        if self._published is None:
+            self._published = [
+                tool.model_copy(
+                    update={
+                        "input_schema": input_schema(tool.input_schema),
+                        "output_schema": output_schema(tool.output_schema) if tool.output_schema else None,
+                    }
+                )
+                for tool in await super().list_tools()
+            ]
+        return self._published
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult | InputRequiredResult:
+        tools = await self.list_tools()
+        schema = next((tool.input_schema for tool in tools if tool.name == name), None)
+        if schema is None:  # not a tool, or one this bridge does not offer (--tools, the narrowing file)
+            offered = ", ".join(tool.name for tool in tools)
+            raise ToolError(f"Unknown tool: {_show(name)}; this bridge offers: {offered}")
+        if arguments:
+            unknown = [key for key in arguments if key not in schema.get("properties", {})]
+            if unknown:
+                raise ToolError(f"Error executing tool {name}: {unknown_arguments(name, unknown, schema)}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
-            schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
             # `from cause` keeps the SDK's own log line (field names only, never the rejected values).
-            raise ToolError(f"Error executing tool {name}: {describe_errors(cause, schemas.get(name, {}))}") from cause
+            raise ToolError(f"Error executing tool {name}: {describe_errors(cause, schema)}") from cause
+
+
+def unknown_arguments(tool: str, unknown: list[str], schema: Mapping[str, Any]) -> str:
+    """ "unknown argument 'namespace' (did you mean 'namespaces'?); nothing was done. search_memories takes: query,
+    namespaces, ..."."""
+    allowed = list(schema.get("properties", {}))
+    shown = [_show(name) for name in unknown[:MAX_LISTED]]
+    if len(unknown) > MAX_LISTED:  # a caller sending a whole record as arguments: the first few say enough
+        shown.append(f"and {len(unknown) - MAX_LISTED} more")
+    closest = {name: close for name in unknown if (close := _closest(name, allowed))}
+    if len(unknown) == 1 and closest:
+        hint = f" (did you mean {_show(closest[unknown[0]])}?)"
+    else:
+        hint = f" (did you mean {'; '.join(f'{_show(c)} for {_show(n)}' for n, c in closest.items())}?)" if closest else ""
+    return (
+        f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(shown)}{hint}; nothing was done. "
+        f"{tool} takes: {', '.join(allowed) or 'no arguments'}."
+    )
+
+
+def _closest(name: str, allowed: list[str]) -> str | None:
+    # A close miss is usually a plural, a case or a separator slip ("namespace" for "namespaces", "topK").
+    folded = name.lower().replace("-", "_").rstrip("s")
+    camel = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_").rstrip("s")
+    return next((a for a in allowed if a.rstrip("s") in (folded, camel)), None)
 
 
 def describe_errors(error: ValidationError, schema: Mapping[str, Any]) -> str:
@@ -92,7 +153,7 @@ def _what(err: Mapping[str, Any], node: Mapping[str, Any]) -> str:
         count = len(value) if isinstance(value, list | tuple | dict) else "too many"
         return f"has {count} items; use {_range(node, 'minItems', 'maxItems', ' items')}"
     if kind == "string_pattern_mismatch":
-        rule = node.get("description") or f"the pattern {node.get('pattern', '')}"
+        rule = PATTERN_RULES.get(node.get("pattern", "")) or f"the pattern {node.get('pattern', '')}"
         return f"is {_show(value)}, which breaks the rule: {rule}"
     if kind in ("literal_error", "enum"):
         return f"is {_show(value)}; use one of {', '.join(map(str, node.get('enum', [])))}"

@@ -65,6 +65,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=env.get("MEMHUB_BRIDGE_CONFIG"),
         help="narrowing TOML: namespaces, default_namespace, tools",
     )
+    p.add_argument(
+        "--tools",
+        default=env.get("MEMHUB_BRIDGE_TOOLS"),
+        metavar="SET",
+        help="the tools to expose (MEMHUB_BRIDGE_TOOLS): core (write, search, forget, preferences, recall_context), "
+        "all (default), or tool names separated by commas, e.g. core,mark_used; only ever fewer than --config allows",
+    )
     p.add_argument("--hub-tls", action="store_true", help="connect to the hub over TLS (system CA roots unless --hub-ca)")
     p.add_argument("--hub-ca", type=Path, help="PEM file of the CA that signed the hub's certificate (implies --hub-tls)")
     p.add_argument(
@@ -130,7 +137,7 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
     )
     from memhub.bridge.hub_calls import RetryPolicy
     from memhub.bridge.hub_client import HubTls
-    from memhub.bridge.narrowing import load_narrowing
+    from memhub.bridge.narrowing import load_narrowing, select_tools
 
     if not args.startup_wait >= 0:  # NaN fails too
         raise SettingsError(f"--startup-wait {args.startup_wait} must be 0 or more seconds")
@@ -143,6 +150,10 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
     http_token = None
     if args.transport == "http":
         http_token = read_secret(args.http_token_file, env, "MEMHUB_BRIDGE_HTTP_TOKEN", "HTTP bearer token")
+    narrowing = load_narrowing(args.config)
+    if args.tools is not None:
+        source = "--tools" if env.get("MEMHUB_BRIDGE_TOOLS") != args.tools else "MEMHUB_BRIDGE_TOOLS"
+        narrowing = narrowing.with_tools(select_tools(args.tools, source), source)
     return BridgeSettings(
         hub_address=hub_address(args, env)[0],
         token=token,
@@ -151,7 +162,7 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
         port=DEFAULT_HTTP_PORT if args.port is None else args.port,
         http_token=http_token,
         allowed_origins=tuple(dict.fromkeys([*LOOPBACK_ORIGINS, *origins_from_env(env), *args.allow_origin])),
-        narrowing=load_narrowing(args.config),
+        narrowing=narrowing,
         hub_tls=HubTls(ca_file=args.hub_ca) if (args.hub_tls or args.hub_ca) else None,
         retry=RetryPolicy(deadline_s=args.deadline),
     )

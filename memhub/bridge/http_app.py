@@ -6,8 +6,11 @@ Order of the checks, outermost first:
    means a non-browser client (Dify's backend, an agent framework, curl) and
    is allowed. Refused with 403 before the token is even looked at.
 2. Bearer token, the bridge's own (not the agent's hub token, which never
-   leaves the bridge). Refused with 401 and `WWW-Authenticate: Bearer`.
-   Compared in constant time.
+   leaves the bridge), compared in constant time. Refused with 401 in the
+   forms MCP clients read as "send this bridge's static bearer token"
+   (http_auth.py), which also answers the OAuth discovery a client may try:
+   the protected resource metadata, 404 for authorization-server endpoints.
+   Only /mcp exists behind the token; any other path is 404.
 The SDK adds its own transport security inside: with the bridge on loopback
 it checks the Host header (DNS rebinding) against loopback names and the
 Origin against the same allow-list.
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import logging
 import socket
 from collections.abc import Sequence
@@ -32,6 +34,15 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memhub.bridge.config import LOOPBACK_HOSTS
+from memhub.bridge.http_auth import (
+    PROTECTED_RESOURCE_PATH,
+    base_url,
+    is_authorization_server_path,
+    no_authorization_server,
+    protected_resource_metadata,
+    respond,
+    unauthorized,
+)
 
 log = logging.getLogger("memhub.bridge.http")
 
@@ -52,7 +63,8 @@ def origin_allowed(origin: str, allowed: Sequence[str]) -> bool:
 
 
 class GuardMiddleware:
-    """Refuses foreign Origins (403) and requests without the bridge's bearer token (401)."""
+    """Refuses foreign Origins (403) and requests without the bridge's bearer token (401); serves /healthz and the
+    OAuth discovery answers of http_auth.py without a token."""
 
     def __init__(self, app: ASGIApp, *, bearer_token: str, allowed_origins: Sequence[str]) -> None:
         self.app = app
@@ -63,41 +75,35 @@ class GuardMiddleware:
         if scope["type"] != "http":  # lifespan: the SDK's session manager starts here
             await self.app(scope, receive, send)
             return
-        if scope["path"] == HEALTH_PATH:
-            await _respond(send, 200, {"status": "ok"})
+        path = scope["path"]
+        if path == HEALTH_PATH:
+            await respond(send, 200, {"status": "ok"})
             return
         headers = Headers(scope=scope)
         origin = headers.get("origin")
         if origin is not None and not origin_allowed(origin, self.allowed_origins):
             log.warning("refused a request from a foreign Origin", extra={"origin": origin[:200]})
-            await _respond(
+            await respond(
                 send,
                 403,
                 {"error": "forbidden_origin", "error_description": f"Origin {origin[:200]!r} is not allowed"},
             )
             return
+        if path in (PROTECTED_RESOURCE_PATH, PROTECTED_RESOURCE_PATH + MCP_PATH):
+            await respond(send, 200, protected_resource_metadata(base_url(scope, headers) + MCP_PATH))
+            return
+        if is_authorization_server_path(path):
+            await no_authorization_server(send)
+            return
+        if path not in (MCP_PATH, MCP_PATH + "/"):  # the SDK's app redirects the second to the first
+            await respond(send, 404, {"error": "not_found", "error_description": f"this bridge serves MCP at {MCP_PATH}"})
+            return
         scheme, _, credential = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(credential.strip().encode(), self._token):
-            await _respond(
-                send,
-                401,
-                {"error": "invalid_token", "error_description": "this bridge needs its bearer token"},
-                extra_headers=[(b"www-authenticate", b'Bearer realm="memhub-bridge"')],
-            )
+            sent = bool(headers.get("authorization", "").strip())
+            await unauthorized(send, base_url(scope, headers), MCP_PATH, token_sent=sent)
             return
         await self.app(scope, receive, send)
-
-
-async def _respond(send: Send, status: int, body: dict[str, str], extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
-    payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), *extra_headers],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
 
 
 def is_loopback(host: str) -> bool:

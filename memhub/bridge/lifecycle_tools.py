@@ -62,79 +62,64 @@ MAX_LINEAGE_DEPTH, DEFAULT_LINEAGE_DEPTH = 5, 3
 MAX_LINEAGE_ENTRIES, DEFAULT_LINEAGE_ENTRIES = 200, 50
 
 RECALL_CONTEXT_DESCRIPTION = """\
-Call this before starting a task (planning, writing, deciding, answering a request that has a past) to get, \
-in one block ready to put into your context, what memory holds that bears on it: the user's preferences, \
-past feedback (corrections and rules), lessons, known facts and related history, one line per memory with its \
-date, writer and id, within a token budget. Use search_memories instead to look up one specific thing (a name, \
-ticket, error code, a question about the past) as ranked hits. The answer carries a search_id for mark_used."""
+Call this before starting a task (planning, writing, deciding) to get one block, ready for your context, of \
+what memory holds on it: preferences, corrections, lessons, facts and related history, within a token budget. \
+For one specific thing (a name, a code, an event) use search_memories."""
 
 MARK_USED_DESCRIPTION = """\
-Call this after you answered or acted, naming the recalled memories (ids from recall_context, search_memories \
-or get_preferences) that you actually relied on, with the search_id of the answer that returned them. Set \
-useful to false for one that turned out wrong or misleading, true when it clearly helped. It improves future \
-ranking for every agent sharing the memory. Do not mark memories you only saw."""
+Call this after you answered or acted, with the ids of recalled memories you actually relied on and the \
+search_id of the answer that returned them; useful=false for one that misled you. It improves ranking for every \
+agent. Do not mark memories you only saw."""
 
 SUMMARIZE_DESCRIPTION = """\
-Call this when episodes (events, conversation turns, task outcomes) have piled up and what they teach should \
-outlive them: at the end of a task or session, or when asked to learn from or tidy up past work. It groups the \
-episodes of a namespace (by session, tag, entity or meaning) and writes one semantic (or procedural) memory per \
-group, derived from its episodes, keeping the conditions they support. Use dry_run first to see what would be \
-written. Running it again over the same episodes writes nothing new."""
+Call this when episodes have piled up and what they teach should outlive them: at the end of a task or session, \
+or when asked to learn from past work. Writes one semantic (or procedural) memory per group of a namespace's \
+episodes, derived from them. Try dry_run first; a re-run writes nothing new."""
 
 HISTORY_DESCRIPTION = """\
-Call this to find out why a memory says what it says and how it changed: when a recalled fact, preference or \
-rule looks outdated or conflicts with what the user says ("didn't we agree on something else?"), or before \
-replacing one. Give any version's id: you get every version of its subject, oldest first, with who wrote \
-each, its status (active, superseded, forgotten, archived) and what replaced it. Long histories come in pages \
-of at most `limit` versions: when the result has next_page_token, call again with it as page_token for the \
-newer versions."""
+Call this when a recalled fact, preference or rule looks outdated or conflicts with what the user says, or \
+before replacing one: every version of its subject, oldest first, with writer, status and successor. More \
+pages: pass next_page_token as page_token."""
 
 
 EXPLAIN_DESCRIPTION = """\
-Call this to find out why a memory says what it says, especially one another agent wrote: before relying on \
-a conclusion, decision or summary a teammate handed over, when it conflicts with what you know, or when the \
-user asks where something came from. You get its versions (what it replaced and what replaced it), what it \
-was derived from (the episodes it was consolidated from, the memories its writer cited) and what was derived \
-from it, a few steps deep, with who wrote each, when, and the trace of that write. Memories you may not read \
-appear only as "a memory you cannot read". For one subject's versions alone, memory_history is enough."""
+Call this to learn why a memory says what it says, above all one another agent wrote: before relying on a \
+handed-over conclusion, when it conflicts with what you know, or when asked where it came from. Shows its \
+versions, sources and derivations, with writers and traces."""
 
 
 def _when(description: str) -> Any:
-    # The same form as search_memories' occurred_after: one clear form, the one the schema's "date-time" names.
-    return optional(f"{description} (ISO-8601 date-time such as 2026-11-01T09:00:00Z; UTC if no offset).")
+    # As search_memories' occurred_after/before: the schema's "date-time" names the form.
+    return optional(description)
 
 
 def lifecycle_tools(ops: LifecycleOperations, *, can_mark: bool) -> dict[str, ToolSpec]:
     """The lifecycle tools, by name; `can_mark` says whether answers should point at mark_used."""
 
     async def recall_context(
-        query: Annotated[QueryText, Field(description="The task or question, in natural language.")],
+        query: Annotated[QueryText, Field(description="The task or question, in words.")],
         namespaces: NamespacesArg = [],  # noqa: B006 - pydantic copies defaults; a tuple would publish another schema
         token_budget: Annotated[
             int,
             Field(
                 ge=MIN_TOKEN_BUDGET,
                 le=MAX_TOKEN_BUDGET,
-                description="Tokens the whole block may take (the hub's embedding tokenizer; close to a chat model's).",
+                description="Tokens the whole block may take.",
             ),
         ] = DEFAULT_TOKEN_BUDGET,
-        per_group: Annotated[
-            int, Field(ge=1, le=MAX_PER_GROUP, description="At most this many memories under each heading.")
-        ] = DEFAULT_PER_GROUP,
+        per_group: Annotated[int, Field(ge=1, le=MAX_PER_GROUP, description="Memories per heading at most.")] = DEFAULT_PER_GROUP,
         include_flagged: Annotated[
             bool,
-            Field(description="Also memories the hub flagged as instruction-like (left out by default: they address a model)."),
+            Field(description="Also memories flagged instruction_like."),
         ] = False,
-        kinds: Annotated[list[Kind], Field(max_length=3, description="Only these kinds of memory.")] = [],  # noqa: B006
+        kinds: Annotated[list[Kind], Field(max_length=3)] = [],  # noqa: B006
         candidates: Annotated[
-            int, Field(ge=1, le=MAX_TOP_K, description="Search hits considered before grouping and the budget.")
+            int, Field(ge=1, le=MAX_TOP_K, description="Search hits considered before grouping.")
         ] = DEFAULT_CANDIDATES,
         occurred_after: Annotated[
-            datetime | SkipJsonSchema[None], _when("Only memories of things that happened at or after this time")
+            datetime | SkipJsonSchema[None], _when("Only things that happened at or after this time (UTC if no offset).")
         ] = None,
-        occurred_before: Annotated[
-            datetime | SkipJsonSchema[None], _when("Only memories of things that happened before this time")
-        ] = None,
+        occurred_before: Annotated[datetime | SkipJsonSchema[None], _when("Only things that happened before this time.")] = None,
     ) -> Annotated[CallToolResult, ContextOutput]:
         out = await ops.recall_context(
             query,
@@ -152,15 +137,15 @@ def lifecycle_tools(ops: LifecycleOperations, *, can_mark: bool) -> dict[str, To
     async def mark_used(
         memory_ids: Annotated[
             list[MemoryId],
-            Field(min_length=1, max_length=MAX_MARKED_IDS, description="The ids of the recalled memories you used."),
+            Field(min_length=1, max_length=MAX_MARKED_IDS),
         ],
         search_id: Annotated[
             Annotated[str, Field(max_length=MEMORY_ID_CHARS)] | SkipJsonSchema[None],
-            optional("The search_id of the answer that returned them (recall_context, search_memories, get_preferences)."),
+            optional("Of the answer that returned them."),
         ] = None,
         useful: Annotated[
             bool | SkipJsonSchema[None],
-            optional("true: it helped; false: it was wrong or misleading. Leave out to say only that you used it."),
+            optional("true: it helped; false: it misled. Leave out: just used."),
         ] = None,
     ) -> Annotated[CallToolResult, MarkUsedOutput]:
         out = await ops.mark_used(memory_ids, search_id=search_id, useful=useful)
@@ -169,29 +154,28 @@ def lifecycle_tools(ops: LifecycleOperations, *, can_mark: bool) -> dict[str, To
     async def summarize_episodes(
         namespace: Annotated[
             OptionalNamespace | SkipJsonSchema[None],
-            optional(
-                "Whose episodes, with its descendants; the memories are written there too. Leave out for this bridge's "
-                "default namespace (where write_memory stores)."
-            ),
+            optional("Whose episodes (with descendants'); written there too. Default: this bridge's default namespace."),
         ] = None,
-        since: Annotated[datetime | SkipJsonSchema[None], _when("Only episodes that happened at or after this time")] = None,
-        until: Annotated[datetime | SkipJsonSchema[None], _when("Only episodes that happened before this time")] = None,
+        since: Annotated[
+            datetime | SkipJsonSchema[None], _when("Only episodes at or after this time (UTC if no offset).")
+        ] = None,
+        until: Annotated[datetime | SkipJsonSchema[None], _when("Only episodes before this time.")] = None,
         session: Annotated[
             Annotated[str, Field(max_length=MAX_SESSION_CHARS)] | SkipJsonSchema[None],
-            optional("Only episodes written in this session."),
+            optional("Only this session's episodes."),
         ] = None,
-        tags: Annotated[list[Tag], Field(max_length=MAX_TAGS, description="Only episodes carrying any of these tags.")] = [],  # noqa: B006
+        tags: Annotated[list[Tag], Field(max_length=MAX_TAGS, description="Only episodes with any of these tags.")] = [],  # noqa: B006
         group_by: Annotated[
             Grouping,
             Field(
-                description="session (one memory per conversation; episodes without one per day), tag, entity (the "
-                "people, products, ids they share) or embedding (clusters by meaning)."
+                description="session (one memory per conversation, else per day), tag, entity (people, products, "
+                "ids shared) or embedding (by meaning)."
             ),
         ] = "session",
         kind: Annotated[
-            TargetKind, Field(description="semantic (what is true, under which conditions) or procedural (how to do something).")
+            TargetKind, Field(description="semantic: what is true and when; procedural: how to do something.")
         ] = "semantic",
-        dry_run: Annotated[bool, Field(description="Only show what would be written; write nothing.")] = False,
+        dry_run: Annotated[bool, Field(description="Show what would be written; write nothing.")] = False,
     ) -> Annotated[CallToolResult, SummarizeOutput]:
         out = await ops.summarize_episodes(
             namespace=namespace,
@@ -206,25 +190,19 @@ def lifecycle_tools(ops: LifecycleOperations, *, can_mark: bool) -> dict[str, To
         return tool_result(out, summarize_text(out))
 
     async def memory_history(
-        id: Annotated[MemoryId, Field(description="Any version's id, as the other tools return it.")],  # noqa: A002
-        limit: Annotated[
-            int, Field(ge=1, le=MAX_HISTORY_VERSIONS, description="At most this many versions per page, oldest first.")
-        ] = DEFAULT_HISTORY_VERSIONS,
-        page_token: Annotated[
-            str, Field(max_length=4096, description="next_page_token of the previous call; empty for the first page.")
-        ] = "",
+        id: Annotated[MemoryId, Field(description="Any version's id.")],  # noqa: A002
+        limit: Annotated[int, Field(ge=1, le=MAX_HISTORY_VERSIONS, description="Versions per page.")] = DEFAULT_HISTORY_VERSIONS,
+        page_token: Annotated[str, Field(max_length=4096)] = "",
     ) -> Annotated[CallToolResult, HistoryOutput]:
         out = await ops.history(id, limit=limit, page_token=page_token)
         return tool_result(out, history_text(out))
 
     async def explain_memory(
-        id: Annotated[MemoryId, Field(description="The memory to explain, as the other tools return it.")],  # noqa: A002
+        id: MemoryId,  # noqa: A002
         max_depth: Annotated[
-            int, Field(ge=1, le=MAX_LINEAGE_DEPTH, description="Derivation steps to follow (versions cost none).")
+            int, Field(ge=1, le=MAX_LINEAGE_DEPTH, description="Derivation steps to follow.")
         ] = DEFAULT_LINEAGE_DEPTH,
-        max_memories: Annotated[
-            int, Field(ge=1, le=MAX_LINEAGE_ENTRIES, description="At most this many entries in the answer.")
-        ] = DEFAULT_LINEAGE_ENTRIES,
+        max_memories: Annotated[int, Field(ge=1, le=MAX_LINEAGE_ENTRIES)] = DEFAULT_LINEAGE_ENTRIES,
     ) -> Annotated[CallToolResult, LineageOutput]:
         out = await ops.explain(id, max_depth=max_depth, max_memories=max_memories)
         return tool_result(out, lineage_text(out))

@@ -13,13 +13,18 @@ ever touches agents/planner/project-x"), checked before anything is sent.
     tools = ["search_memories", "get_preferences"]   # the tools this bridge exposes
 
 Every key is optional. An absent file, or an absent key, narrows nothing.
+
+`--tools` (or MEMHUB_BRIDGE_TOOLS) on the bridge's command line narrows the
+tool set further: `core` (write, search, forget, preferences, recall context),
+`all`, or a comma list of tool and set names. It is intersected with the
+file's `tools`, so either can only take tools away.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,13 @@ TOOL_NAMES: tuple[str, ...] = (
     "session_state_list",
     "session_state_delete",
 )
+
+TOOL_SETS: dict[str, tuple[str, ...]] = {
+    # What most agents need: remember, recall (by question, by preference, for a task) and forget.
+    "core": ("write_memory", "search_memories", "forget_memory", "get_preferences", "recall_context"),
+    "all": TOOL_NAMES,
+}
+"""Named tool sets for --tools; a set name and tool names may be mixed (`core,mark_used`)."""
 
 _KNOWN_KEYS = ("namespaces", "default_namespace", "tools")
 
@@ -88,6 +100,16 @@ class Narrowing:
                 f"use one of these namespaces or a namespace below them: {', '.join(self.namespaces)}"
             )
         return namespace
+
+    def with_tools(self, selected: Sequence[str], source: str) -> Narrowing:
+        """This narrowing with only the tools that are also in `selected` (never one it did not have)."""
+        kept = tuple(name for name in self.tools if name in selected)
+        if not kept:
+            raise ConfigError(
+                f"{source} selects {', '.join(selected)}, none of which the narrowing file's tools "
+                f"({', '.join(self.tools)}) allow: the bridge would expose nothing"
+            )
+        return replace(self, tools=kept)
 
     def scope(self, requested: Sequence[str], field: str) -> list[str]:
         """The namespaces a read should cover: the requested ones (each checked), else every root.
@@ -143,6 +165,26 @@ def narrowing_from_mapping(raw: Mapping[str, Any]) -> Narrowing:
         if name not in TOOL_NAMES:
             raise ConfigError(f"tools[{i}]: unknown tool {name!r}; choose from {', '.join(TOOL_NAMES)}")
     return Narrowing(namespaces=namespaces, default_namespace=default, tools=tuple(dict.fromkeys(tools)))
+
+
+def select_tools(spec: str, source: str = "--tools") -> tuple[str, ...]:
+    """The tools a --tools value names, in TOOL_NAMES order: set names (core, all) and tool names, comma-separated."""
+    names = [part.strip() for part in spec.split(",") if part.strip()]
+    if not names:
+        raise ConfigError(f"{source} is empty; {_TOOLS_HELP}")
+    unknown = [name for name in names if name not in TOOL_SETS and name not in TOOL_NAMES]
+    if unknown:
+        raise ConfigError(f"{source}: unknown tool {', '.join(map(repr, unknown))}; {_TOOLS_HELP}")
+    chosen = {tool for name in names for tool in TOOL_SETS.get(name, (name,))}
+    return tuple(name for name in TOOL_NAMES if name in chosen)
+
+
+_TOOLS_HELP = (
+    "give a set (core: "
+    + ", ".join(TOOL_SETS["core"])
+    + "; all) or tool names separated by commas, from: "
+    + ", ".join(TOOL_NAMES)
+)
 
 
 def _namespaces(value: object) -> Iterable[str]:

@@ -8,8 +8,9 @@
     python -m memhub.bridge.probe --url http://127.0.0.1:8765/mcp --wait 30 list
 
 For operators checking a deployment and for the docs' walkthroughs; agents
-use their MCP client instead. Prints the tool's text (and, with --json, its
-structured content) and exits 1 when the tool reports an error. Under stdio
+use their MCP client instead. Prints the tool's text, or with --json one JSON
+document (the tools as tools/list gives them; a call's text, structured
+content and error flag), and exits 1 when the tool reports an error. Under stdio
 the bridge inherits this shell's MEMHUB_* and OTEL_* variables (so
 MEMHUB_TOKEN works) and nothing else beyond the SDK's safe defaults.
 """
@@ -30,12 +31,13 @@ from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from memhub.cli.arguments import StrictArgumentParser
+from memhub.memory_text import json_safe
 
 
 def _parser() -> argparse.ArgumentParser:
     p = StrictArgumentParser(prog="python -m memhub.bridge.probe", description=__doc__.splitlines()[0])
     p.add_argument("--url", help="a bridge serving streamable HTTP; its bearer token comes from MEMHUB_BRIDGE_HTTP_TOKEN")
-    p.add_argument("--json", action="store_true", help="also print the structured content")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     p.add_argument(
         "--wait",
         type=float,
@@ -85,18 +87,27 @@ async def _run(args: argparse.Namespace, command: list[str]) -> int:
         await _wait_for(args.url, args.wait)
     async with Client(_transport(args.url, command)) as client:
         if args.action == "list":
-            for tool in (await client.list_tools()).tools:
+            listed = await client.list_tools()
+            if args.json:
+                _print_json(listed.model_dump(mode="json", by_alias=True, exclude_none=True))
+                return 0
+            for tool in listed.tools:
                 hints = tool.annotations.model_dump(exclude_none=True, by_alias=True) if tool.annotations else {}
                 summary = tool.description.splitlines()[0][:100] if tool.description else ""
                 print(f"{tool.name}: {summary}...\n    {json.dumps(hints)}")
             return 0
         result = await client.call_tool(args.tool, json.loads(args.arguments))
-        for block in result.content:
-            if block.type == "text":
-                print(block.text)
-        if args.json and result.structured_content is not None:
-            print(json.dumps(result.structured_content, ensure_ascii=False, indent=2))
+        text = "\n".join(block.text for block in result.content if block.type == "text")
+        if args.json:
+            _print_json({"is_error": bool(result.is_error), "text": text, "structured_content": result.structured_content})
+        else:
+            print(text)
         return 1 if result.is_error else 0
+
+
+def _print_json(data: Any) -> None:  # noqa: ANN401 - any JSON value
+    # The one-document form of the CLI's --json, escaped so no stored character acts on a terminal.
+    print(json_safe(json.dumps(data, ensure_ascii=False, indent=2), keep_whitespace=True))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ client's interceptor carries it to the hub.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
@@ -32,18 +33,37 @@ from memhub.bridge.tools import register_tools
 
 log = logging.getLogger("memhub.bridge")
 
-INSTRUCTIONS = """\
-Long-term memory shared with other agents through memhub. Before a task, recall what bears on it \
-(recall_context); recall before you answer when earlier context could matter (search_memories, \
-get_preferences), and afterwards say which recalled memories you used (mark_used). Remember what \
-will matter later (write_memory); turn piled-up episodes into lessons (summarize_episodes); see how a \
-memory changed (memory_history); forget what is wrong or unwanted (forget_memory). The state of a task \
-in progress that agents work on together (the plan, claimed steps, intermediate results) goes in its \
-session state (session_state_list, session_state_get, session_state_put, session_state_delete): shared, \
-short-lived, not searched; lasting facts still go to write_memory. Namespaces are also resources \
-(memhub://ns/<namespace>): subscribe to one to hear when a teammate changes a memory there. What this \
-agent may read, write and forget is decided by the hub's policies: a refusal names what was denied, so \
-choose another namespace or go on without it."""
+# The server's instructions, a sentence per group of tools, each only when this bridge exposes one of them
+# (--tools, narrowing): a model is never pointed at a tool it does not have.
+_GUIDE: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("recall_context",), "Before a task, recall what bears on it ({tools})."),
+    (("search_memories", "get_preferences"), "Recall before you answer when earlier context could matter ({tools})."),
+    (("mark_used",), "Afterwards say which recalled memories you used ({tools})."),
+    (("write_memory",), "Remember what will matter later ({tools})."),
+    (("summarize_episodes",), "Turn piled-up episodes into lessons ({tools})."),
+    (("memory_history", "explain_memory"), "See how a memory changed and why it says what it says ({tools})."),
+    (("forget_memory",), "Forget what is wrong or unwanted ({tools})."),
+    (
+        ("session_state_list", "session_state_get", "session_state_put", "session_state_delete"),
+        "The state of a task in progress that agents work on together (the plan, claimed steps, intermediate "
+        "results) goes in its session state ({tools}): shared, short-lived, not searched.",
+    ),
+)
+
+
+def instructions(tools: Sequence[str]) -> str:
+    """What the bridge tells an MCP client's model at initialize, for the tools it exposes."""
+    lines = ["Long-term memory shared with other agents through memhub."]
+    for group, sentence in _GUIDE:
+        present = [name for name in group if name in tools]
+        if present:
+            lines.append(sentence.format(tools=", ".join(present)))
+    lines.append(
+        "Namespaces are also resources (memhub://ns/<namespace>): subscribe to one to hear when a teammate changes "
+        "a memory there. What this agent may read, write and forget is decided by the hub's policies: a refusal "
+        "names what was denied, so choose another namespace or go on without it."
+    )
+    return " ".join(lines)
 
 
 def _version() -> str:
@@ -85,7 +105,11 @@ def build_bridge(settings: BridgeSettings) -> Bridge:
     lifecycle = LifecycleOperations(hub, call, settings.narrowing, settings.default_namespace, settings.agent_id or "")
     updates = ResourceUpdates(hub, settings.narrowing)
     server = MemhubServer(
-        name="memhub", title="memhub memory", version=_version(), instructions=INSTRUCTIONS, subscriptions=updates
+        name="memhub",
+        title="memhub memory",
+        version=_version(),
+        instructions=instructions(settings.narrowing.tools),
+        subscriptions=updates,
     )
     sessions = SessionOperations(hub, call, settings.narrowing, settings.default_namespace)
     tools = register_tools(server, ops, lifecycle, settings.narrowing.tools, sessions)

@@ -26,16 +26,14 @@ from memhub.bridge.session_results import (
     list_text,
     put_text,
 )
-from memhub.bridge.tool_support import OptionalNamespace, ToolSpec, hints, optional, tool_result
+from memhub.bridge.tool_support import OPTIONAL_KEY_PATTERN, OptionalNamespace, ToolSpec, hints, optional, tool_result
 from memhub.core.paging import MAX_TOKEN_CHARS
 from memhub.session_state.config import SessionStateConfig
-from memhub.session_state.validation import KEY_PATTERN, KEY_RULE, MAX_ID_CHARS, SESSION_ID_PATTERN, SESSION_ID_RULE
+from memhub.session_state.validation import KEY_PATTERN, MAX_ID_CHARS, SESSION_ID_PATTERN
 
 # The hub's default bounds (a hub may be configured tighter; it checks again either way).
 MAX_SESSION_TTL_SECONDS = SessionStateConfig.max_ttl_s
 DEFAULT_SESSION_TTL_SECONDS = SessionStateConfig.default_ttl_s
-# A key's start (the prefix of a list), or a key that may be left out (delete): the key rule, or nothing.
-OPTIONAL_KEY_PATTERN = r"^(?:[A-Za-z0-9][A-Za-z0-9._:/-]{0,127})?$"
 
 SessionId = Annotated[
     str,
@@ -43,43 +41,32 @@ SessionId = Annotated[
         min_length=1,
         max_length=MAX_ID_CHARS,
         pattern=SESSION_ID_PATTERN,
-        description=f"The task's session id, the same for every agent working on it: {SESSION_ID_RULE}",
+        description="Shared by every agent on the task, e.g. task-4312.",
     ),
 ]
-Key = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, pattern=KEY_PATTERN, description=f"The key: {KEY_RULE}")]
+Key = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, pattern=KEY_PATTERN, description="e.g. plan or step/3/result.")]
 SessionNamespace = Annotated[
     OptionalNamespace | SkipJsonSchema[None],
-    optional(
-        "The namespace the session lives in (its read and write rights are the session's), e.g. 'teams/support'. "
-        "Leave out for this bridge's default namespace."
-    ),
+    optional("Default: this bridge's default namespace."),
 ]
 
 PUT_DESCRIPTION = f"""\
-Call this to record or update the state of a task in progress that the other agents working on it must see: \
-the plan, which step is taken by whom, intermediate results, a claim on a piece of work. The value is any JSON, \
-stored under the task's session_id and a key, shared by every agent that may use the namespace, and short-lived \
-(it expires after ttl_seconds, {DEFAULT_SESSION_TTL_SECONDS // 3600} hours unless you say otherwise). It is not \
-memory: nothing here is searched or kept after it expires, so write lasting facts, decisions and lessons with \
-write_memory instead. To change a value only if nobody changed it since you read it, pass the version you read as \
-expected_version (0: only if the key is not set yet, e.g. to claim a step); on a conflict nothing is changed and \
-the current version is reported."""
+Call this to record or update the state of a task in progress that the other agents on it must see: the plan, \
+who took which step, intermediate results, a claim; short-lived \
+({DEFAULT_SESSION_TTL_SECONDS // 3600} h unless ttl_seconds) and never searched, so lasting facts go to write_memory. \
+expected_version makes it a compare-and-set (0: only if unset, e.g. to claim a step)."""
 
 GET_DESCRIPTION = """\
 Call this when you pick up or continue a task shared with other agents, to read one key of its session state \
-(the plan, a step's result, who holds a claim) before you act on it. You get the value, its version (pass it as \
-expected_version to session_state_put to update it safely) and who set it; found is false when the key is not \
-set or has expired. For lasting facts and earlier conversations use search_memories instead."""
+before acting on it. Its version lets you update it safely; found is false when unset or expired."""
 
 LIST_DESCRIPTION = """\
-Call this when you join or resume a task shared with other agents, to see everything its session state holds: \
-every live key with its value, version and writer, in key order (key_prefix narrows it, e.g. 'step/'; keys_only \
-leaves the values out). For lasting memories use search_memories or recall_context instead."""
+Call this when you join or resume a task shared with other agents, to see every live key of its session \
+state in key order (key_prefix narrows it; keys_only leaves the values out)."""
 
 DELETE_DESCRIPTION = """\
-Call this when a key of a task's session state is obsolete (a released claim, a finished step's scratch data) \
-or, with whole_session, when the task is done and its shared state is no longer needed. It cannot be undone. \
-Pass expected_version to delete the key only if nobody changed it since you read it."""
+Call this when a key of a task's session state is obsolete (a released claim, finished scratch data) or, with \
+whole_session, when the task is done. It cannot be undone."""
 
 
 def session_tools(ops: SessionOperations) -> dict[str, ToolSpec]:
@@ -88,17 +75,15 @@ def session_tools(ops: SessionOperations) -> dict[str, ToolSpec]:
     async def session_state_put(
         session_id: SessionId,
         key: Key,
-        value: Annotated[
-            Any, Field(description="Any JSON value: an object, array, string, number, true, false or null (64 KiB at most).")
-        ],
+        value: Annotated[Any, Field(description="Any JSON value, 64 KiB at most.")],
         namespace: SessionNamespace = None,
         expected_version: Annotated[
             Annotated[int, Field(ge=0)] | SkipJsonSchema[None],
-            optional("Only if the key is at this version (0: only if it is not set). Leave out to set it unconditionally."),
+            optional("Only if the key is at this version (0: only if unset)."),
         ] = None,
         ttl_seconds: Annotated[
             Annotated[int, Field(ge=1, le=MAX_SESSION_TTL_SECONDS)] | SkipJsonSchema[None],
-            optional(f"How long it lives from now, in seconds (default {DEFAULT_SESSION_TTL_SECONDS})."),
+            optional(f"Lifetime in seconds (default {DEFAULT_SESSION_TTL_SECONDS})."),
         ] = None,
     ) -> Annotated[CallToolResult, PutOutput]:
         out, _ = await ops.put(
@@ -118,12 +103,12 @@ def session_tools(ops: SessionOperations) -> dict[str, ToolSpec]:
         namespace: SessionNamespace = None,
         key_prefix: Annotated[
             Annotated[str, Field(max_length=MAX_ID_CHARS, pattern=OPTIONAL_KEY_PATTERN)] | SkipJsonSchema[None],
-            optional("Only keys starting with this, e.g. 'step/'."),
+            optional("Only keys starting with this, e.g. step/"),
         ] = None,
-        keys_only: Annotated[bool, Field(description="Leave the values out (versions, writers and sizes only).")] = False,
+        keys_only: bool = False,
         page_token: Annotated[
             Annotated[str, Field(max_length=MAX_TOKEN_CHARS)] | SkipJsonSchema[None],
-            optional("The next_page_token of the previous answer, for the keys after it."),
+            optional("next_page_token of the previous page."),
         ] = None,
     ) -> Annotated[CallToolResult, ListOutput]:
         out, values = await ops.list(
@@ -135,14 +120,14 @@ def session_tools(ops: SessionOperations) -> dict[str, ToolSpec]:
         session_id: SessionId,
         key: Annotated[
             Annotated[str, Field(max_length=MAX_ID_CHARS, pattern=OPTIONAL_KEY_PATTERN)] | SkipJsonSchema[None],
-            optional("The key to delete; leave out with whole_session."),
+            optional("Leave out with whole_session."),
         ] = None,
         namespace: SessionNamespace = None,
         expected_version: Annotated[
             Annotated[int, Field(ge=1)] | SkipJsonSchema[None],
-            optional("Only delete the key if it is at this version."),
+            optional("Only if the key is at this version."),
         ] = None,
-        whole_session: Annotated[bool, Field(description="Delete every key of the session (the task is done).")] = False,
+        whole_session: Annotated[bool, Field(description="Delete every key of the session.")] = False,
     ) -> Annotated[CallToolResult, DeleteOutput]:
         out = await ops.delete(
             session_id, key=key, namespace=namespace, expected_version=expected_version, whole_session=whole_session

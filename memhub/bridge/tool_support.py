@@ -17,6 +17,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from memhub.core.namespaces import MAX_PATH_CHARS
 from memhub.core.validation import MAX_QUERY_CHARS, MAX_TAG_CHARS, MAX_TOP_K, MAX_VERSION, TAG_PATTERN, TAG_RULE
+from memhub.session_state.validation import KEY_PATTERN, KEY_RULE, SESSION_ID_PATTERN, SESSION_ID_RULE
 
 # A limit the hub states in its rules but not as a constant (memhub/core/validation.py): a subject key is at
 # most 128 characters. tests/test_bridge_schemas.py checks it against the hub itself.
@@ -54,19 +55,29 @@ OptionalNamespace = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
 SubjectKey = Annotated[str, Field(max_length=MAX_SUBJECT_KEY_CHARS)]
 QueryText = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
 OptionalQueryText = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
-Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=TAG_PATTERN, description=TAG_RULE)]
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=TAG_PATTERN)]
+# A session-state key's start (the prefix of a list), or a key that may be left out (delete): the key rule, or nothing.
+OPTIONAL_KEY_PATTERN = r"^(?:[A-Za-z0-9][A-Za-z0-9._:/-]{0,127})?$"
+
+PATTERN_RULES = {
+    TAG_PATTERN: TAG_RULE,
+    SESSION_ID_PATTERN: SESSION_ID_RULE,
+    KEY_PATTERN: KEY_RULE,
+    OPTIONAL_KEY_PATTERN: f"empty, or {KEY_RULE}",
+}
+"""Each pattern a tool schema uses, in words: a mismatch is reported with the rule (arguments.py), while the
+schema carries the pattern and a short hint (every byte of tools/list is sent to the model)."""
 MemoryId = Annotated[str, Field(min_length=MEMORY_ID_CHARS, max_length=MEMORY_ID_CHARS)]
 
-TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many results at most.")]
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
 NamespacesArg = Annotated[
     list[Namespace],
-    Field(max_length=MAX_SEARCH_NAMESPACES, description="Limit the search to these namespaces (each with its descendants)."),
+    Field(max_length=MAX_SEARCH_NAMESPACES, description="Only these namespaces, each with its descendants."),
 ]
 SubjectKeyArg = Annotated[
     SubjectKey | SkipJsonSchema[None],
     optional(
-        "For semantic memories: what the fact is about, as a lower-case path such as 'user/reply-language'. "
-        "A new memory with the same subject key replaces the old one (which stays as history)."
+        "What a fact is about, e.g. user/reply-language: a new memory with the same key replaces the old one, kept as history."
     ),
 ]
 

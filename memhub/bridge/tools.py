@@ -77,44 +77,30 @@ TtlSeconds = Annotated[int, Field(ge=MIN_TTL_SECONDS, le=MAX_TTL_SECONDS)]
 
 NamespaceArg = Annotated[
     OptionalNamespace | SkipJsonSchema[None],
-    optional(
-        "Where to store it, e.g. 'agents/planner/project-x' or 'teams/support/kb' (lower-case path). "
-        "Leave out to use this bridge's default namespace."
-    ),
+    optional("e.g. teams/support/kb. Default: this bridge's default namespace."),
 ]
 
-
+# Descriptions say when to call a tool and what to watch for, in as few words as that takes: every client
+# sends all of them to the model on every turn (tools/list; a test keeps the whole list under 20 KB).
 WRITE_DESCRIPTION = """\
-Call this when something is worth remembering beyond this conversation: the user states a preference \
-("answer in German"), corrects you, a decision or rule is agreed, a task finishes with an outcome worth \
-reusing, or the user explicitly asks you to remember something. Do not call it for small talk or for \
-things only needed in the current turn. Write one self-contained fact per call, in words that will make \
-sense later without this conversation. Storing the same content twice is harmless (it is stored once). \
-When the memory is a conclusion, summary, decision or correction you drew from memories you recalled, pass \
-their ids in cites: teammates who later ask explain_memory why it says so will see what it rests on. To \
-update a fact you read, give its subject_key and, as expected_version, the version you read: if another \
-agent changed it meanwhile the write is refused with the current version, so re-read and decide."""
+Call this when something should outlive this conversation: a stated preference, a correction, an agreed \
+decision or rule, a task's outcome, or what the user asks you to remember; not small talk. One self-contained \
+fact per call; a repeat is stored once; a fact with a known subject_key replaces its older version."""
 
 SEARCH_DESCRIPTION = """\
-Call this before answering when earlier conversations, decisions, preferences, incidents or facts could \
-matter: the user refers to something from before ("as we agreed", "last time"), asks about a person, \
-ticket, error code or version, or you are about to make a choice a stored rule or correction may \
-constrain. Phrase the query as the question you want answered; names, ids and error codes are matched \
-exactly as well as by meaning. Searches every namespace this agent may read unless you name some."""
+Call this before answering when earlier conversations, decisions, preferences or facts could matter: the user \
+refers to the past, asks about a person, ticket, error code or version, or a stored rule may constrain your \
+choice. Ask in words; names and codes also match exactly. Covers every namespace you may read unless you name some."""
 
 FORGET_DESCRIPTION = """\
-Call this when a stored memory is wrong, obsolete, or the user asks you to forget it: take its id from \
-search_memories or get_preferences. It cannot be undone: the content is erased (a tombstone keeps who, \
-when and why). To change a fact rather than erase it, prefer write_memory with the same subject_key, \
-which keeps the old version as history. Pass the version you read as expected_version to forget it only if \
-nobody changed it since."""
+Call this when a memory (its id from another tool) is wrong, obsolete, or the user asks you to forget it. \
+It cannot be undone: the content is erased, a tombstone keeps who, when and why. To change a fact instead, \
+write_memory with its subject_key (keeps history)."""
 
 PREFERENCES_DESCRIPTION = """\
-Call this at the start of a task, or before choosing a style, language, format, tool or approach, to \
-apply how the user (or team) wants things done. Give a subject_key when you know the exact subject \
-(e.g. 'user/reply-language'): its current preference comes first, newest first. Give a query to find \
-preferences by meaning: best match first. Give both: the subject's first, then the matches. Give neither \
-to get the most recently stored preferences, newest first (not ranked by relevance)."""
+Call this at the start of a task, or before choosing a style, language, format or approach, to do things the \
+way the user or team wants. subject_key: that subject's preferences, newest first; query: best match by \
+meaning; both: the subject's first; neither to get the most recently stored preferences, newest first."""
 
 
 def register_tools(
@@ -132,48 +118,39 @@ def register_tools(
     async def write_memory(
         content: Annotated[
             str,
-            Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="The memory itself, self-contained, in any language."),
+            Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="The memory, self-contained, in any language."),
         ],
         type: Annotated[  # noqa: A002 - the API's own field name
             MemoryType,
-            Field(
-                description="What it is: fact, preference, correction, rule, lesson (how to do something), "
-                "event, outcome (of a task) or note."
-            ),
+            Field(description="lesson: how to do something; outcome: of a task."),
         ] = "note",
         kind: Annotated[
             Kind | SkipJsonSchema[None],
-            optional(
-                "semantic (true statements: facts, preferences, rules), episodic (things that happened) or "
-                "procedural (how to do something). Leave out to derive it from type."
-            ),
+            optional("Default: the one its type implies."),
         ] = None,
         namespace: NamespaceArg = None,
         tags: Annotated[
             list[Tag],
-            Field(max_length=MAX_TAGS, description="Short labels to filter by later, e.g. 'billing', 'ticket:4312'."),
+            Field(max_length=MAX_TAGS, description="Labels to filter by later: no spaces, e.g. billing, ticket:4312."),
         ] = [],  # noqa: B006 - pydantic copies defaults; a tuple would publish a different schema
-        importance: Annotated[int, Field(ge=1, le=5, description="1 (trivia) to 5 (critical).")] = DEFAULT_IMPORTANCE,
+        importance: Annotated[int, Field(ge=1, le=5, description="1 trivia to 5 critical.")] = DEFAULT_IMPORTANCE,
         ttl_seconds: Annotated[
             TtlSeconds | SkipJsonSchema[None],
-            optional("Forget it automatically after this many seconds (e.g. 604800 for a week)."),
+            optional("Forget it after this many seconds (604800: a week)."),
         ] = None,
         subject_key: SubjectKeyArg = None,
         expected_version: Annotated[
             ExpectedVersion | SkipJsonSchema[None],
             optional(
-                "With subject_key: the version of the memory you read for that subject (its version field); the "
-                "write replaces it only if it is still at that version, else it is refused with the current one. "
-                "0: only if nothing is stored for the subject yet. Leave out to replace whatever is there."
+                "With subject_key: only if its memory is still at this version (0: if there is none); else "
+                "refused, naming the current one."
             ),
         ] = None,
         cites: Annotated[
             list[MemoryId],
             Field(
                 max_length=MAX_DERIVED_FROM,
-                description="Ids of the memories that led you to write this (from search_memories, recall_context, "
-                "get_preferences or explain_memory): the facts, episodes or decisions it rests on. Cite them whenever "
-                "this memory is a conclusion, summary, decision or correction drawn from recalled memories.",
+                description="Ids of the recalled memories a conclusion or decision rests on; explain_memory shows them.",
             ),
         ] = [],  # noqa: B006 - pydantic copies defaults; a tuple would publish a different schema
     ) -> Annotated[CallToolResult, WriteOutput]:
@@ -201,24 +178,24 @@ def register_tools(
     )
 
     async def search_memories(
-        query: Annotated[QueryText, Field(description="What you want to know, in natural language.")],
+        query: Annotated[QueryText, Field(description="What you want to know, in words.")],
         namespaces: NamespacesArg = [],  # noqa: B006
-        kinds: Annotated[list[Kind], Field(max_length=3, description="Only these kinds of memory.")] = [],  # noqa: B006
+        kinds: Annotated[list[Kind], Field(max_length=3)] = [],  # noqa: B006
         top_k: TopK = DEFAULT_TOP_K,
         occurred_after: Annotated[
             datetime | SkipJsonSchema[None],
-            optional("Only memories of things that happened at or after this time (ISO-8601, UTC if no offset)."),
+            optional("Only things that happened at or after this time (UTC if no offset)."),
         ] = None,
         occurred_before: Annotated[
             datetime | SkipJsonSchema[None],
-            optional("Only memories of things that happened before this time (ISO-8601, UTC if no offset)."),
+            optional("Only things that happened before this time."),
         ] = None,
         context_window: Annotated[
             int,
             Field(
                 ge=0,
                 le=MAX_CONTEXT_WINDOW,
-                description="Also return this many turns before and after each hit in its conversation.",
+                description="Turns of each hit's conversation to add before and after it.",
             ),
         ] = 0,
         min_relevance: Annotated[
@@ -226,12 +203,11 @@ def register_tools(
             Field(
                 ge=0.0,
                 le=1.0,
-                description="Leave out hits less relevant than this (0 to 1; 0 keeps all). 0.5 drops most memories "
-                "unrelated to the query; no hits then means nothing related is stored.",
+                description="Leave out hits less relevant than this; 0.5 drops most unrelated ones.",
             ),
         ] = 0.0,
         exclude_flagged: Annotated[
-            bool, Field(description="Leave out memories the hub flagged as instruction-like (text aimed at a model).")
+            bool, Field(description="Skip memories flagged instruction_like (text aimed at a model).")
         ] = False,
     ) -> Annotated[CallToolResult, SearchOutput]:
         out = await ops.search(
@@ -252,17 +228,14 @@ def register_tools(
     )
 
     async def forget_memory(
-        id: Annotated[MemoryId, Field(description="The memory's id, as returned by the other tools.")],  # noqa: A002
+        id: MemoryId,  # noqa: A002
         reason: Annotated[
             str,
-            Field(min_length=1, max_length=MAX_REASON_CHARS, description="Why it should be forgotten; kept in the tombstone."),
+            Field(min_length=1, max_length=MAX_REASON_CHARS, description="Why; kept in the tombstone."),
         ],
         expected_version: Annotated[
             Annotated[int, Field(ge=1, le=MAX_VERSION)] | SkipJsonSchema[None],
-            optional(
-                "The version you read (its version field): forget it only if it is still at that version, else the "
-                "call is refused with the current one. Leave out to forget it whatever changed."
-            ),
+            optional("Only if still at this version (the one you read); else refused, naming the current one."),
         ] = None,
     ) -> Annotated[CallToolResult, ForgetOutput]:
         out = await ops.forget(id, reason=reason, expected_version=expected_version)
@@ -279,11 +252,11 @@ def register_tools(
     async def get_preferences(
         subject_key: Annotated[
             SubjectKey | SkipJsonSchema[None],
-            optional("The exact subject, e.g. 'user/reply-language'. Its preferences come first, newest first."),
+            optional("The exact subject, e.g. user/reply-language."),
         ] = None,
         query: Annotated[
             OptionalQueryText | SkipJsonSchema[None],
-            optional("Find preferences by meaning, e.g. 'how should code reviews be written?'; best match first."),
+            optional("By meaning, e.g. 'how should code reviews be written?'"),
         ] = None,
         top_k: TopK = DEFAULT_TOP_K,
     ) -> Annotated[CallToolResult, PreferencesOutput]:

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 from memhub.cli.hub_connection import add_connection_args, client_from
 from memhub.cli.memory_options import parse_duration
-from memhub.cli.output import print_json
+from memhub.cli.output import add_jsonl_option, output_mode, print_json, print_jsonl
 from memhub.memory_text import header_value, one_line
 from memhub.v1 import admin_pb2
 
@@ -25,6 +25,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--since", type=parse_duration, help="only the last e.g. 15m, 24h, 7d")
     p.add_argument("--limit", type=int, default=50, help="entries to show (1 to 1000)")
     add_connection_args(p)
+    add_jsonl_option(p, "an audit entry")
     p.set_defaults(func=cmd_audit)
 
     admin = sub.add_parser("admin", help="namespaces and policies of a running hub")
@@ -32,6 +33,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = asub.add_parser("namespaces", help="list namespaces")
     p.add_argument("--under", default="", help="only namespaces below this one, e.g. teams/support")
     add_connection_args(p)
+    add_jsonl_option(p, '{"namespace": ...}')
     p.set_defaults(func=cmd_namespaces)
     p = asub.add_parser("policy", help="show the active policy version (and reload with --reload)")
     p.add_argument("--reload", action="store_true", help="re-read the policy files now")
@@ -61,10 +63,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
     )
     if args.since is not None:
         request.since.FromDatetime(datetime.now(timezone.utc) - args.since)
+    mode = output_mode(args)
     with client_from(args) as client:
         reply = client.call_admin("QueryAuditLog", request)
-    if args.json:
+    if mode == "json":
         print_json(reply)
+        return 0
+    if mode == "jsonl":
+        print_jsonl(reply.entries)
         return 0
     for e in reply.entries:
         print(audit_line(e))
@@ -88,26 +94,36 @@ def audit_line(e: admin_pb2.AuditEntry) -> str:
 
 
 def cmd_namespaces(args: argparse.Namespace) -> int:
+    mode = output_mode(args)
+    names: list[str] = []
     with client_from(args) as client:
         token = ""
         while True:
             reply = client.call_admin(
                 "ListNamespaces", admin_pb2.ListNamespacesRequest(under=args.under, page_size=1000, page_token=token)
             )
-            if args.json:
-                print_json(reply)
+            if mode == "json":  # every page in one document
+                names.extend(reply.namespaces)
+            elif mode == "jsonl":
+                print_jsonl({"namespace": name} for name in reply.namespaces)
             else:
                 for name in reply.namespaces:
                     print(name)
             token = reply.next_page_token
             if not token:
-                return 0
+                break
+    if mode == "json":
+        print_json(admin_pb2.ListNamespacesResponse(namespaces=names))
+    return 0
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         if args.reload:
             reply = client.call_admin("ReloadPolicies", admin_pb2.ReloadPoliciesRequest())
+            if args.json:  # one document: whether it changed, and the policy now in force
+                print_json(reply)
+                return 0
             info = reply.policy
             print("reloaded: changed" if reply.changed else "reloaded: no change")
         else:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from memhub.cli.hub_connection import add_connection_args, client_from
 from memhub.cli.memory_options import add_filter_args, add_flag_args, parse_duration, parse_relevance, parse_version
-from memhub.cli.output import format_memory, print_json, short_name
+from memhub.cli.output import add_jsonl_option, format_memory, output_mode, print_json, print_jsonl, short_name
 from memhub.cli.search_output import print_hits
 from memhub.client import MemhubClient, kind_value, memory_input, type_value
 from memhub.v1 import memory_pb2 as pb
@@ -101,6 +101,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="follow page tokens to the end")
     add_flag_args(p)
     add_connection_args(p)
+    add_jsonl_option(p, "a memory")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("forget", help="forget memories by id, or everything matching a filter")
@@ -217,15 +218,24 @@ def _pages(args: argparse.Namespace, client: MemhubClient) -> Iterable[pb.ListMe
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    mode = output_mode(args)
+    memories: list[pb.Memory] = []
+    token = ""
     with client_from(args) as client:
         for page in _pages(args, client):
-            if args.json:
-                print_json(page)
-                continue
-            for m in page.memories:
-                print(format_memory(m))
-            if page.next_page_token and not args.all:
-                print(f"more: --page-token {page.next_page_token}")
+            token = page.next_page_token
+            if mode == "json":  # one document, however many pages --all read
+                memories.extend(page.memories)
+            elif mode == "jsonl":
+                print_jsonl(page.memories)
+            else:
+                for m in page.memories:
+                    print(format_memory(m))
+    if mode == "json":
+        print_json(pb.ListMemoriesResponse(memories=memories, next_page_token=token))
+    elif token and not args.all:
+        # Text and JSON lines: the way on, where it cannot be taken for a memory (stderr for --jsonl).
+        print(f"more: --page-token {token}", file=sys.stderr if mode == "jsonl" else sys.stdout)
     return 0
 
 

@@ -8,7 +8,8 @@ anything is sent, by the same code the hub runs on a write
 (memhub/api/convert.py new_memory), so a typo on line 9,000 is reported with
 all the other bad lines and nothing is written. Batches carry request ids
 derived from the file's hash, so running the same import again after a
-failure does not duplicate anything.
+failure does not duplicate anything; the summary says what each line came to
+(import_tally.py), and `--json` prints it as one JSON document.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from tqdm import tqdm
 
 from memhub.api.convert import new_memory
 from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.import_tally import ImportTally
+from memhub.cli.output import print_json
 from memhub.client import kind_value, memory_input, type_value
 from memhub.core import validation as v
 from memhub.errors import InvalidArgument
@@ -205,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportFileError as exc:
         print(f"memhub import: {args.file}: {exc}", file=sys.stderr)
         return 2
-    written = deduplicated = 0
+    tally = ImportTally()
     with client_from(args) as client, tqdm(total=len(items), unit="mem", file=sys.stderr) as bar:
         start = 0
         for batch in batches(items, args.batch_size):
@@ -213,11 +216,13 @@ def run(args: argparse.Namespace) -> int:
                 reply = client.write([m for _, m in batch], request_id=f"import-{digest}-{start}")
             except grpc.RpcError as exc:
                 print(f"\nmemhub import: {hub_refusal(exc, batch)}", file=sys.stderr)
-                print(f"memhub import: {written} memories were written before; rerunning is safe", file=sys.stderr)
+                print(f"memhub import: before that, {tally.summary()}; rerunning is safe", file=sys.stderr)
                 return 1
             start += len(batch)
-            written += len(reply.results)
-            deduplicated += sum(r.deduplicated for r in reply.results)
+            tally.add(reply)
             bar.update(len(batch))
-    print(f"imported {written} memories ({deduplicated} already stored)")
+    if args.json:
+        print_json(tally.as_dict())
+    else:
+        print(tally.summary())
     return 0

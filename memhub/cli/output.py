@@ -1,23 +1,57 @@
-"""How the client commands print what the hub answers: JSON, or memories as delimited blocks (memhub/memory_text.py)."""
+"""How the client commands print what the hub answers: JSON, or memories as delimited blocks (memhub/memory_text.py).
+
+`--json` prints exactly one JSON document, whatever the command and however
+many pages it read, so `json.load` and `jq` take it whole. `--jsonl` (on
+commands that return lists or streams) prints one compact JSON object per
+line as results arrive. Both use the one conversion of json_form.py.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Iterable
 
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+from google.protobuf.message import Message
 
+from memhub.cli.json_form import JsonValue, to_json
 from memhub.memory_text import block, json_safe
 from memhub.v1 import memory_pb2 as pb
 
 
-def print_json(message) -> None:  # noqa: ANN001
+def add_jsonl_option(p: argparse.ArgumentParser, what: str) -> None:
+    """`--jsonl` for a command whose answer is a list or a stream; `what` names one line's object."""
+    p.add_argument("--jsonl", action="store_true", help=f"print one JSON object per line ({what}) instead of text")
+
+
+def output_mode(args: argparse.Namespace) -> str:
+    """'json', 'jsonl' or 'text'; both JSON options at once is a mistake worth naming."""
+    as_json, as_lines = getattr(args, "json", False), getattr(args, "jsonl", False)
+    if as_json and as_lines:
+        raise ValueError("--json and --jsonl: choose one (--json: one document; --jsonl: one object per line)")
+    return "json" if as_json else "jsonl" if as_lines else "text"
+
+
+def json_data(value: Message | JsonValue) -> JsonValue:
+    return to_json(value) if isinstance(value, Message) else value
+
+
+def print_json(value: Message | JsonValue) -> None:
+    """One JSON document, indented: a hub reply (converted by json_form.to_json) or data already in that form."""
     # Equal JSON with no raw separator, bidi or C1 control that a terminal would act on (memhub/memory_text.py).
-    text = json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False, indent=2)
-    print(json_safe(text, keep_whitespace=True))
+    print(json_safe(json.dumps(json_data(value), ensure_ascii=False, indent=2), keep_whitespace=True))
 
 
-def short_name(enum_type, value: int, prefix: str) -> str:  # noqa: ANN001
-    return enum_type.Name(value).removeprefix(prefix + "_").lower()
+def print_jsonl(values: Iterable[Message | JsonValue]) -> None:
+    """One compact JSON object per line, flushed as it goes (a pipe reader sees each one at once)."""
+    for value in values:
+        # Without keep_whitespace every control character is escaped, so no line can break inside an object.
+        print(json_safe(json.dumps(json_data(value), ensure_ascii=False)), flush=True)
+
+
+def short_name(enum_type: EnumTypeWrapper, value: int, prefix: str) -> str:
+    return str(enum_type.Name(value)).removeprefix(prefix + "_").lower()
 
 
 def format_memory(m: pb.Memory) -> str:

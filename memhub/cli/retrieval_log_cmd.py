@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 from memhub.cli.hub_connection import add_connection_args, client_from
 from memhub.cli.memory_options import parse_duration
-from memhub.cli.output import print_json
+from memhub.cli.output import add_jsonl_option, output_mode, print_json, print_jsonl
 from memhub.memory_text import json_string, one_line
 from memhub.v1 import memory_pb2 as pb
 
@@ -31,10 +31,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--since", type=parse_duration, help="only the last e.g. 15m, 24h, 7d")
     p.add_argument("--limit", type=int, default=20, help=f"searches to show (1 to {MAX_LIMIT}; default 20)")
     add_connection_args(p)
+    add_jsonl_option(p, "a logged search")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    mode = output_mode(args)
     if not 1 <= args.limit <= MAX_LIMIT:
         raise ValueError(f"--limit is {args.limit}; use 1 to {MAX_LIMIT}")
     since = datetime.now(timezone.utc) - args.since if args.since is not None else None
@@ -53,8 +55,11 @@ def run(args: argparse.Namespace) -> int:
             token = reply.next_page_token
             if not token:
                 break
-    if args.json:
+    if mode == "json":
         print_json(pb.ListRetrievalLogResponse(entries=entries, next_page_token=token))
+        return 0
+    if mode == "jsonl":
+        print_jsonl(entries)
         return 0
     for e in entries:
         print(_entry_line(e))

@@ -13,10 +13,10 @@ import json
 import sys
 from collections.abc import Iterator
 
-from google.protobuf.json_format import MessageToDict
-
 from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.json_form import JsonValue, to_json
 from memhub.cli.memory_options import parse_duration
+from memhub.cli.output import add_jsonl_option, output_mode, print_json, print_jsonl
 from memhub.client import MemhubClient
 from memhub.memory_text import json_safe, one_line
 from memhub.session_state.json_text import one_line as one_line_json
@@ -64,6 +64,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--page-token", default="", help="continue from a previous page (its `more: --page-token` line)")
     ls.add_argument("--all", action="store_true", help="follow page tokens to the end")
     add_connection_args(ls)
+    add_jsonl_option(ls, "an entry")
     ls.set_defaults(func=cmd_list)
 
     delete = verbs.add_parser("delete", help="delete a key, or the whole session with --all-keys")
@@ -92,15 +93,12 @@ def _version(text: str) -> int:
     return value
 
 
-def _entry_dict(entry: pb.SessionStateEntry) -> dict:
-    data = MessageToDict(entry, preserving_proto_field_name=True)
+def _entry_dict(entry: pb.SessionStateEntry) -> dict[str, JsonValue]:
+    """The entry in the CLI's JSON form, with its value parsed as well (`value`, beside the stored `value_json`)."""
+    data = to_json(entry)
     if entry.value_json:
         data["value"] = json.loads(entry.value_json)
     return data
-
-
-def _print(data: object) -> None:
-    print(json_safe(json.dumps(data, ensure_ascii=False, indent=2), keep_whitespace=True))
 
 
 def _describe(entry: pb.SessionStateEntry) -> str:
@@ -122,7 +120,7 @@ def cmd_put(args: argparse.Namespace) -> int:
             request_id=args.request_id,
         )
     if args.json:
-        _print({"entry": _entry_dict(reply.entry), "replayed": reply.replayed})
+        print_json({"entry": _entry_dict(reply.entry), "replayed": reply.replayed})
         return 0
     note = " (a retry: the first put's answer)" if reply.replayed else ""
     print(f"set {args.key} in session {args.session} of {args.namespace}: {_describe(reply.entry)}{note}")
@@ -133,7 +131,7 @@ def cmd_get(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         entry = client.session_get(args.namespace, args.session, args.key)
     if args.json:
-        _print(_entry_dict(entry))
+        print_json(_entry_dict(entry))
         return 0
     print(f"{args.key}: {_describe(entry)}", file=sys.stderr)
     print(json_safe(entry.value_json, keep_whitespace=True))
@@ -158,11 +156,20 @@ def _pages(args: argparse.Namespace, client: MemhubClient) -> Iterator[pb.ListSe
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    mode = output_mode(args)
     shown = 0
+    entries: list[dict[str, JsonValue]] = []
+    token = ""
     with client_from(args) as client:
         for page in _pages(args, client):
-            if args.json:
-                _print({"entries": [_entry_dict(e) for e in page.entries], "next_page_token": page.next_page_token})
+            token = page.next_page_token
+            if mode == "json":  # one document, however many pages --all read
+                entries.extend(_entry_dict(e) for e in page.entries)
+                continue
+            if mode == "jsonl":
+                print_jsonl(_entry_dict(e) for e in page.entries)
+                if token and not args.all:
+                    print(f"more: --page-token {token}", file=sys.stderr)
                 continue
             for e in page.entries:
                 shown += 1
@@ -173,7 +180,9 @@ def cmd_list(args: argparse.Namespace) -> int:
                 print(line)
             if page.next_page_token and not args.all:
                 print(f"more: --page-token {page.next_page_token}")
-    if not args.json and not shown:
+    if mode == "json":
+        print_json({"entries": entries, "next_page_token": token})
+    elif mode == "text" and not shown:
         where = f" starting with {args.prefix!r}" if args.prefix else ""
         print(f"no keys in session {args.session} of {args.namespace}{where}")
     return 0
@@ -187,7 +196,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
             args.namespace, args.session, args.key, expected_version=args.expect_version, whole_session=args.all_keys
         )
     if args.json:
-        _print({"deleted": reply.deleted})
+        print_json({"deleted": reply.deleted})
     elif args.all_keys:
         print(f"deleted session {args.session} of {args.namespace} ({reply.deleted} key{'s' if reply.deleted != 1 else ''})")
     else:

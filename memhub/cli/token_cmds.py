@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from datetime import timezone
@@ -17,6 +16,7 @@ from memhub.auth.issuer import IssuedToken, issue_token
 from memhub.auth.local_secret import load_secret
 from memhub.cli.hub_connection import add_connection_args, client_from
 from memhub.cli.memory_options import parse_duration
+from memhub.cli.output import print_json
 from memhub.data_dir import default_data_dir
 from memhub.v1 import admin_pb2
 
@@ -135,7 +135,7 @@ def cmd_issue(args: argparse.Namespace) -> int:
         return 1
     groups = _groups(args)
     if args.json:
-        print(json.dumps({"token": issued.token, "token_id": issued.jti, "expires_at": issued.expires_at.isoformat()}))
+        print_json({"token": issued.token, "token_id": issued.jti, "expires_at": issued.expires_at.isoformat()})
     else:
         # Only the token on stdout, so `export MEMHUB_TOKEN=$(memhub token issue ...)` works.
         print(issued.token)
@@ -150,7 +150,10 @@ def cmd_issue(args: argparse.Namespace) -> int:
 def cmd_revoke(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         reply = client.call_admin("RevokeToken", admin_pb2.RevokeTokenRequest(token_id=args.token_id, reason=args.reason))
-    print(f"revoked {args.token_id}" if reply.revoked else f"{args.token_id} was already revoked")
+    if args.json:
+        print_json({"token_id": args.token_id, "revoked": reply.revoked})
+    else:
+        print(f"revoked {args.token_id}" if reply.revoked else f"{args.token_id} was already revoked")
     return 0
 
 

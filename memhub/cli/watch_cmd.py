@@ -2,7 +2,8 @@
 
     memhub watch --ns teams/research --type fact       # every new fact below teams/research
     memhub watch --from <cursor>                       # go on where an earlier watch stopped
-    memhub watch --json | jq .change.memory.content    # one JSON object per line, heartbeats too
+    memhub watch --jsonl | jq .change.memory.content   # one JSON object per line, heartbeats too
+    memhub watch --count 5 --json                      # one JSON document once 5 changes arrived
 
 Each event is printed with its cursor; on exit (Ctrl-C, or --count reached) the command prints the
 cursor to resume from. When the hub restarts or a replica stops, it resubscribes from the last cursor
@@ -13,19 +14,16 @@ than the hub keeps end it with the hub's message.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import grpc
-from google.protobuf.json_format import MessageToDict
 
 from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.json_form import JsonValue, to_json
 from memhub.cli.memory_options import add_filter_args
-from memhub.cli.output import format_memory
+from memhub.cli.output import add_jsonl_option, format_memory, output_mode, print_json, print_jsonl
 from memhub.client import change_name
 from memhub.client_feed import FeedFollower
-from memhub.memory_text import json_safe
-from memhub.v1 import changes_pb2
 
 CHANGES = "written | superseded | forgotten | expired | archived | consolidated | restored | released"
 
@@ -45,11 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--change", action="append", default=[], dest="changes", help=f"only these changes: {CHANGES} (repeatable)")
     p.add_argument("--count", type=int, default=0, help="exit after this many changes (default: run until Ctrl-C)")
     add_connection_args(p)
+    # --json (from add_connection_args) prints one document, so only with --count: a stream never ends otherwise.
+    add_jsonl_option(p, "a change or a heartbeat, as it arrives")
     p.set_defaults(func=run)
-
-
-def _json_line(message: changes_pb2.ChangeFeedMessage) -> str:
-    return json_safe(json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False))
 
 
 def _retrying(error: grpc.RpcError, wait_s: float) -> None:
@@ -59,6 +55,13 @@ def _retrying(error: grpc.RpcError, wait_s: float) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.count < 0:
         raise ValueError(f"--count: is {args.count}; use 0 (no limit) or more")
+    mode = output_mode(args)
+    if mode == "json" and not args.count:
+        raise ValueError(
+            "--json prints one document, which a watch without --count never finishes: use --jsonl (one JSON "
+            "object per line as changes arrive), or --count N with --json"
+        )
+    received: list[JsonValue] = []  # --json: the changes, printed as one document at the end
     where = ", ".join(args.namespaces) or "every namespace this agent may read and subscribe to"
     changes = 0
     with client_from(args) as client:
@@ -75,8 +78,11 @@ def run(args: argparse.Namespace) -> int:
         started = False
         try:
             for message in follower:
-                if args.json:
-                    print(_json_line(message), flush=True)
+                if mode == "jsonl":
+                    print_jsonl([message])
+                elif mode == "json":
+                    if message.WhichOneof("message") == "change":
+                        received.append(to_json(message.change))
                 elif message.WhichOneof("message") == "heartbeat" and not started:
                     print(f"watching {where}; resume later with --from {message.heartbeat.cursor}", flush=True)
                 elif message.WhichOneof("message") == "change":
@@ -93,5 +99,7 @@ def run(args: argparse.Namespace) -> int:
             pass
         finally:
             follower.close()
+    if mode == "json":
+        print_json({"changes": received, "cursor": follower.cursor})
     print(f"resume with: memhub watch --from {follower.cursor}", file=sys.stderr)
     return 0
