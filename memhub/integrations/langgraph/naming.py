@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from datetime import datetime
 from typing import Any
 
+from memhub.integrations.segments import MAX_SEGMENT_CHARS, is_plain, segment
 from memhub.v1 import memory_pb2 as pb
 
 STORE_TAG = "langgraph-store"
@@ -25,27 +25,12 @@ STORE_TAG = "langgraph-store"
 SUBJECT_PREFIX = "lg"
 MAX_CONTENT_CHARS = 16_384  # memhub's limit on a memory's content (memhub/core/validation.py)
 MAX_SEGMENTS = 8
-MAX_SEGMENT_CHARS = 64
 MAX_SUBJECT_CHARS = 128
-_PLAIN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-
-
-def _encoded(text: str) -> str:
-    """``text`` as a memhub path segment: itself when already valid, else "x.<base32>" (never valid as is)."""
-    if _PLAIN.fullmatch(text):
-        return text
-    return "x." + base64.b32encode(text.encode()).decode().rstrip("=").lower()
 
 
 def memhub_namespace(root: str, namespace: tuple[str, ...]) -> str:
     """The memhub namespace of a LangGraph namespace tuple (the root itself for the empty tuple)."""
-    segments = [_encoded(label) for label in namespace]
-    for label, segment in zip(namespace, segments, strict=True):
-        if len(segment) > MAX_SEGMENT_CHARS:
-            raise ValueError(
-                f"namespace label {label[:40]!r} is too long for memhub: labels of lower-case letters, digits, '-' and "
-                f"'_' may have 64 characters, others about 38 bytes of UTF-8"
-            )
+    segments = [segment(label, "namespace label") for label in namespace]
     path = "/".join([root, *segments]) if segments else root
     if path.count("/") + 1 > MAX_SEGMENTS:
         raise ValueError(
@@ -59,9 +44,9 @@ def subject_key(key: str) -> str:
     """The subject key an item's key is stored under."""
     if not key:
         raise ValueError("an item key must not be empty")
-    if _PLAIN.fullmatch(key):
+    if is_plain(key):
         return f"{SUBJECT_PREFIX}/{key}"
-    encoded = _encoded(key)
+    encoded = "x." + segment_text(key)
     chunks = [encoded[i : i + MAX_SEGMENT_CHARS - 1] for i in range(0, len(encoded), MAX_SEGMENT_CHARS - 1)]
     subject = "/".join([SUBJECT_PREFIX, *chunks])
     if len(subject) > MAX_SUBJECT_CHARS:
@@ -70,6 +55,11 @@ def subject_key(key: str) -> str:
             f"64 characters, others about 70 bytes of UTF-8"
         )
     return subject
+
+
+def segment_text(text: str) -> str:
+    """Base32 of ``text`` (a subject key may span several segments, so no per-segment limit here)."""
+    return base64.b32encode(text.encode()).decode().rstrip("=").lower()
 
 
 def item_content(namespace: tuple[str, ...], key: str, value: dict[str, Any], created_at: datetime) -> str:
