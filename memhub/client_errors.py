@@ -15,13 +15,19 @@ import grpc
 from memhub.feed.cursor import RESUME_CURSOR_KEY
 
 
+def _trailing(error: grpc.RpcError) -> list[tuple[str, str | bytes]]:
+    """An error's trailing metadata as (key, value) pairs, from the sync channel's errors (grpc.Call) and
+    grpc.aio's (AioRpcError, whose trailing_metadata() is a grpc.aio.Metadata) alike."""
+    read = getattr(error, "trailing_metadata", None)
+    # Entries are (key, value) pairs at run time (namedtuples, or tuples in grpc.aio); the stubs declare the
+    # sync ones as objects with key and value attributes only.
+    pairs = cast("Iterable[tuple[str, str | bytes]] | None", read() if callable(read) else None)
+    return list(pairs or ())
+
+
 def resume_cursor(error: grpc.RpcError) -> str:
     """The cursor an ended SubscribeChanges stream says to resume from ("" when it named none)."""
-    trailing = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
-    # Entries are (key, value) pairs at run time (namedtuples); the stubs declare them as objects with
-    # key and value attributes only.
-    pairs = cast("Iterable[tuple[str, str | bytes]]", trailing or ())
-    return next((str(v) for k, v in pairs if k == RESUME_CURSOR_KEY), "")
+    return next((str(v) for k, v in _trailing(error) if k == RESUME_CURSOR_KEY), "")
 
 
 @dataclass(frozen=True)
@@ -39,12 +45,10 @@ class VersionConflict:
 def version_conflict(error: grpc.RpcError) -> VersionConflict | None:
     """The version conflict an error reports, from its trailing metadata; None for any other error (including
     transient ABORTED conflicts, which are safe to retry as they are)."""
-    # As object: the stubs give RpcError and Call incompatible details() (str | None against str), so a type
-    # checker holds the isinstance below impossible, though every error a channel raises is both.
-    call: object = error
-    if not isinstance(call, grpc.Call) or call.code() != grpc.StatusCode.ABORTED:
+    code = getattr(error, "code", None)  # a bare RpcError raised by other code has none
+    if not callable(code) or code() != grpc.StatusCode.ABORTED:
         return None
-    trailing = {key: value for key, value in (call.trailing_metadata() or ()) if isinstance(value, str)}
+    trailing = {key: value for key, value in _trailing(error) if isinstance(value, str)}
     if "memhub-current-version" not in trailing:
         return None
     try:

@@ -1,7 +1,7 @@
 """Following the change feed from a client, across disconnects and hub restarts.
 
     with MemhubClient(address, token=token) as hub:
-        follower = FeedFollower(hub, ["teams/research"])
+        follower = hub.follow_changes(["teams/research"])   # a FeedFollower
         for message in follower:          # blocks; reconnects by itself
             if message.WhichOneof("message") == "change":
                 handle(message.change)     # follower.cursor is where to resume after this one
@@ -17,32 +17,22 @@ resume delivers again (delivery is at least once) are skipped by their cursor.
 from __future__ import annotations
 
 import logging
-import random
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import grpc
 
-from memhub.client import MemhubClient
+from memhub.client_feed_progress import RETRYABLE, SEEN_CURSORS, FeedProgress
 from memhub.client_stubs import FeedCall
 from memhub.v1 import changes_pb2
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:  # the client imports this module for follow_changes
+    from memhub.client import MemhubClient
 
-RETRYABLE = frozenset(
-    {
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.DEADLINE_EXCEEDED,
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-        grpc.StatusCode.CANCELLED,  # a connection reset mid-stream (not our own cancel: that ends iteration)
-        grpc.StatusCode.INTERNAL,
-        grpc.StatusCode.UNKNOWN,
-        grpc.StatusCode.ABORTED,
-    }
-)
-SEEN_CURSORS = 4096
-"""Cursors of recent events remembered to skip repeats; a resume repeats at most a few."""
+__all__ = ["RETRYABLE", "SEEN_CURSORS", "FeedFollower"]
+
+log = logging.getLogger(__name__)
 
 
 class FeedFollower:
@@ -65,11 +55,8 @@ class FeedFollower:
         self._client = client
         self._namespaces = list(namespaces)
         self._filters = (kinds, types, tags, changes)
-        self.cursor = cursor
-        """The cursor of the last message received: resuming from it (another process, later) misses nothing."""
+        self._progress = FeedProgress(cursor, max_backoff_s)
         self._on_retry = on_retry
-        self._max_backoff = max_backoff_s
-        self._seen: OrderedDict[str, None] = OrderedDict()
         self._closed = threading.Event()
         self._call: FeedCall | None = None
         self.reconnects = 0
@@ -81,8 +68,12 @@ class FeedFollower:
         if call is not None:
             call.cancel()
 
+    @property
+    def cursor(self) -> str:
+        """The cursor of the last message received: resuming from it (another process, later) misses nothing."""
+        return self._progress.cursor
+
     def __iter__(self) -> Iterator[changes_pb2.ChangeFeedMessage]:
-        backoff = 0.5
         while not self._closed.is_set():
             kinds, types, tags, changes = self._filters
             call = self._call = self._client.subscribe_changes(
@@ -90,34 +81,19 @@ class FeedFollower:
             )
             try:
                 for message in call:
-                    backoff = 0.5  # the stream works again
-                    if message.WhichOneof("message") == "heartbeat":
-                        self.cursor = message.heartbeat.cursor
+                    if self._progress.accept(message):
                         yield message
-                        continue
-                    cursor = message.change.cursor
-                    if cursor in self._seen:
-                        continue  # a repeat after a resume
-                    self._remember(cursor)
-                    self.cursor = cursor
-                    yield message
                 return  # the hub ended the stream without an error: it has nothing more to say
             except grpc.RpcError as exc:
                 if self._closed.is_set():
                     return
-                if exc.code() not in RETRYABLE:
+                wait = self._progress.retry_wait(exc.code())
+                if wait is None:
                     raise
-                wait = random.uniform(backoff / 2, backoff)
                 if self._on_retry is not None:
                     self._on_retry(exc, wait)
                 self.reconnects += 1
                 if self._closed.wait(wait):
                     return
-                backoff = min(backoff * 2, self._max_backoff)
             finally:
                 self._call = None
-
-    def _remember(self, cursor: str) -> None:
-        self._seen[cursor] = None
-        while len(self._seen) > SEEN_CURSORS:
-            self._seen.popitem(last=False)

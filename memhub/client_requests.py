@@ -1,5 +1,8 @@
-"""The client's request builders: enum names to values, one memory to write, a search request.
+"""The clients' request builders: enum names to values, one memory to write, and the requests of the memory
+calls (write, search, get, list, forget, context, the change feed).
 
+The synchronous client (memhub/client.py) and the asyncio one (memhub/aio/) both send what these build
+(memhub/client_rpcs.py binds each builder to its RPC), so the two cannot differ in what an argument means.
 Enum arguments take the short lower-case names ("episodic", "fact"); an unknown name raises ValueError
 listing the choices. Re-exported by memhub/client.py, where callers import them from.
 """
@@ -8,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
@@ -152,3 +155,115 @@ def search_request(
     if occurred_end is not None:
         req.occurred.end.FromDatetime(occurred_end)
     return req
+
+
+def write_request(
+    memories: Sequence[pb.MemoryInput],
+    *,
+    request_id: str = "",
+    session_id: str = "",
+    wait_indexed: bool = False,
+    force: bool = False,
+) -> pb.WriteMemoriesRequest:
+    """Write ``memories`` (see `memory_input`) in one transaction. ``force``: store what the write filter would
+    drop (needs the write_unfiltered right); ``wait_indexed``: answer once they are searchable."""
+    return pb.WriteMemoriesRequest(
+        memories=list(memories), request_id=request_id, session_id=session_id, wait_indexed=wait_indexed, force=force
+    )
+
+
+def get_request(memory_id: str) -> pb.GetMemoryRequest:
+    """One memory by id (a forgotten one comes back as its tombstone)."""
+    return pb.GetMemoryRequest(id=memory_id)
+
+
+def list_request(
+    namespaces: Sequence[str],
+    *,
+    page_size: int = 0,
+    page_token: str = "",
+    kinds: Sequence[str] = (),
+    types: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    statuses: Sequence[str] = (),
+    flags: Sequence[str] = (),
+    exclude_flagged: bool = False,
+    created_start: datetime | None = None,
+    created_end: datetime | None = None,
+    subject_key: str = "",
+) -> pb.ListMemoriesRequest:
+    """A page of memories, newest first. ``created_start``/``created_end``: only memories stored in [start, end);
+    ``subject_key``: only the memories holding that subject (each namespace listed includes its descendants)."""
+    req = pb.ListMemoriesRequest(
+        namespaces=list(namespaces),
+        page_size=page_size,
+        page_token=page_token,
+        kinds=[kind_value(k) for k in kinds],
+        types=[type_value(t) for t in types],
+        tags=list(tags),
+        statuses=[status_value(s) for s in statuses],
+        flags=[flag_value(f) for f in flags],
+        exclude_flagged=exclude_flagged,
+        subject_key=subject_key,
+    )
+    if created_start is not None:
+        req.created.start.FromDatetime(created_start)
+    if created_end is not None:
+        req.created.end.FromDatetime(created_end)
+    return req
+
+
+def forget_request(
+    *,
+    ids: Sequence[str] = (),
+    filter: pb.ForgetFilter | None = None,  # noqa: A002 - mirrors the API field
+    reason: str,
+    request_id: str = "",
+    expected_versions: Mapping[str, int] | None = None,
+) -> pb.ForgetMemoriesRequest:
+    """Forget memories by id or by filter. ``expected_versions``: id -> the version it must still have (each id
+    one of ``ids``); a mismatch is ABORTED and forgets nothing (`version_conflict` reads the current version)."""
+    req = pb.ForgetMemoriesRequest(
+        ids=list(ids), reason=reason, request_id=request_id, expected_versions=dict(expected_versions or {})
+    )
+    if filter is not None:
+        req.filter.CopyFrom(filter)
+    return req
+
+
+def context_request(
+    query: str,
+    namespaces: Sequence[str],
+    *,
+    token_budget: int = 0,
+    per_group: int = 0,
+    include_flagged: bool = False,
+    **search_options: Any,
+) -> pb.AssembleContextRequest:
+    """A ready-to-inject block for ``query``; ``search_options`` as `search_request`'s (top_k = candidates)."""
+    return pb.AssembleContextRequest(
+        search=search_request(query, namespaces, **search_options),
+        token_budget=token_budget,
+        per_group=per_group,
+        include_flagged=include_flagged,
+    )
+
+
+def subscribe_request(
+    namespaces: Sequence[str] = (),
+    *,
+    cursor: str = "",
+    kinds: Sequence[str] = (),
+    types: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    changes: Sequence[str] = (),
+) -> changes_pb2.SubscribeChangesRequest:
+    """A SubscribeChanges request: changes in ``namespaces`` (all readable ones when empty) after ``cursor``."""
+    return changes_pb2.SubscribeChangesRequest(
+        namespaces=list(namespaces),
+        kinds=[kind_value(k) for k in kinds],
+        types=[type_value(t) for t in types],
+        tags=list(tags),
+        changes=[change_value(c) for c in changes],
+        cursor=cursor,
+    )
