@@ -164,7 +164,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         reply = client.call_admin("ListTokens", request)
     if args.json:
-        print(json.dumps({"tokens": [_as_json(r) for r in reply.tokens], "next_page_token": reply.next_page_token}))
+        print_json(reply)
         return 0
     if not reply.tokens:
         print("no tokens known" + (f" for agent {args.agent}" if args.agent else ""))
@@ -181,11 +181,3 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _when(ts: Timestamp) -> str:
     return ts.ToDatetime(tzinfo=timezone.utc).isoformat(timespec="seconds") if ts.seconds or ts.nanos else ""
-
-
-def _as_json(r: admin_pb2.TokenRecord) -> dict[str, object]:
-    times = ("expires_at", "recorded_at", "issued_at", "first_used_at", "last_used_at", "revoked_at")
-    out: dict[str, object] = {"token_id": r.token_id, "agent_id": r.agent_id, "groups": list(r.groups)}
-    out |= {name: _when(getattr(r, name)) or None for name in times}
-    out |= {"issued_by": r.issued_by, "note": r.note}
-    return out

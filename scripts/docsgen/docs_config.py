@@ -37,6 +37,11 @@ OUTSIDE_DATACLASSES: dict[str, tuple[str, str]] = {
         "`none` turns the record off.",
     ),
     "MEMHUB_BRIDGE_CONFIG": ("no narrowing", "The bridge's narrowing file (`--config`): namespaces, default namespace, tools."),
+    "MEMHUB_BRIDGE_TOOLS": (
+        "all",
+        "The tools a bridge offers (`--tools`): `core` (write, search, forget, preferences, recall_context), `all`, or a "
+        "comma list of sets and tool names; it only removes tools (intersected with the narrowing file's `tools`).",
+    ),
     "MEMHUB_BRIDGE_HTTP_TOKEN": (
         "unset",
         "HTTP bridge: the bearer token clients must send (at least 16 characters); the agent's hub token never "
