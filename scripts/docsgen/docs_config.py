@@ -37,6 +37,12 @@ OUTSIDE_DATACLASSES: dict[str, tuple[str, str]] = {
         "`none` turns the record off.",
     ),
     "MEMHUB_BRIDGE_CONFIG": ("no narrowing", "The bridge's narrowing file (`--config`): namespaces, default namespace, tools."),
+    "MEMHUB_BRIDGE_TOOLS": (
+        "`all`",
+        "The tools the bridge offers (`--tools`): `core` (write_memory, search_memories, forget_memory, get_preferences, "
+        "recall_context), `all`, or tool names separated by commas, e.g. `core,mark_used`; intersected with the "
+        "narrowing file's `tools`, so it only ever removes tools.",
+    ),
     "MEMHUB_BRIDGE_HTTP_TOKEN": (
         "unset",
         "HTTP bridge: the bearer token clients must send (at least 16 characters); the agent's hub token never "
