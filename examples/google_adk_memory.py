@@ -33,6 +33,7 @@ from memhub.integrations.google_adk import MemhubMemoryService
 APP, USER = "travel", "ana"
 
 
+# --8<-- [start:agent]
 class Concierge(BaseAgent):
     """Answers a question with what the runner's memory service recalls for it; notes anything else."""
 
@@ -48,6 +49,9 @@ class Concierge(BaseAgent):
             invocation_id=ctx.invocation_id,
             content=types.Content(role="model", parts=[types.Part(text=reply)]),
         )
+
+
+# --8<-- [end:agent]
 
 
 async def say(runner: Runner, session_id: str, text: str) -> str:

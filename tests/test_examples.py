@@ -150,3 +150,11 @@ def test_the_typescript_example_shows_each_agent_its_own_memories(two_agents: di
     assert out[1] == '[bob] sees: ["The staging database is restored every Sunday night"]'
     assert out[2].startswith("[bob] writing in agents/alice/typescript-example/run-") and ": PERMISSION_DENIED: " in out[2]
     assert out[3] == "[alice] change feed: The release train leaves every Tuesday at 10:00"
+
+
+def test_every_example_is_run_here() -> None:
+    """A new example must join this file: an example nobody runs drifts from the code it shows."""
+    here = Path(__file__).read_text()
+    examples = [p.name for p in (REPO / "examples").glob("*.py") if p.name != "agent_tokens.py"]
+    examples += [p.stem + ".js" for p in (REPO / "clients" / "typescript" / "examples").glob("*.ts")]
+    assert examples and all(f'"{name}"' in here for name in examples), examples
