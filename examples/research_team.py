@@ -30,11 +30,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import grpc  # noqa: E402
-from memhub.v1 import memory_pb2 as pb  # noqa: E402
 
 from memhub import client_config  # noqa: E402
 from memhub.client import MemhubClient, memory_input  # noqa: E402
 from memhub.client_feed import FeedFollower  # noqa: E402
+from memhub.v1 import memory_pb2 as pb  # noqa: E402
 
 FINDINGS = [
     "The checkout latency regression started with release 2.7 on 28 November.",

@@ -236,7 +236,8 @@ def check_hardened(docs: list[Manifest]) -> None:
 
 
 def check_policy_configmap(docs: list[Manifest]) -> None:
-    """The hub mounts a ConfigMap holding the shipped schema and default policy, byte for byte."""
+    """The hub mounts a ConfigMap holding the shipped schema, default and operators policies, byte for byte (the
+    operators' grants work the same on Kubernetes as from the repository)."""
     deployment = hub_deployment(docs)
     pod = deployment["spec"]["template"]["spec"]
     env = env_of(container(deployment, "hub"))
@@ -245,7 +246,7 @@ def check_policy_configmap(docs: list[Manifest]) -> None:
     assert "subPath" not in mount, "a subPath mount never sees ConfigMap updates: mount the whole directory"
     volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
     cm = named(docs, "ConfigMap", volume["configMap"]["name"])
-    for file in ("default.cedar", "schema.cedarschema"):
+    for file in ("default.cedar", "operators.cedar", "schema.cedarschema"):
         shipped = (SHIPPED_POLICIES / file).read_text(encoding="utf-8")
         assert cm["data"].get(file) == shipped, (
             f"ConfigMap {file} differs from policies/{file} (copy it to helm/memhub/files/policies/)"
@@ -580,7 +581,7 @@ def test_policy_configmap_live_reload_by_default_checksum_on_request(chart: helm
 def test_policy_files_extend_and_replace_the_shipped_ones(chart: helm.Chart) -> None:
     docs = render(chart, ci_values("external"))
     cm = named(docs, "ConfigMap", "memhub-policies")
-    assert set(cm["data"]) == {"default.cedar", "schema.cedarschema", "fleet.cedar"}
+    assert set(cm["data"]) == {"default.cedar", "operators.cedar", "schema.cedarschema", "fleet.cedar"}
     assert env_of(container(hub_deployment(docs)))["MEMHUB_POLICY_FILES"]["value"] == "default.cedar,fleet.cedar"
     replaced = render(chart, merged(ci_values("minimal"), {"policies": {"files": {"default.cedar": "// mine\n"}}}))
     assert named(replaced, "ConfigMap", "memhub-policies")["data"]["default.cedar"] == "// mine\n"

@@ -88,6 +88,39 @@ def test_the_site_builds_strict_with_every_generated_reference(site: Path) -> No
     assert "docker compose up -d" in compose and "max_connections=100" in compose
 
 
+SNIPPET = re.compile(r'--8<-- "([^":]+):([a-z-]+)"')
+
+
+def code_text(site: Path, page: str) -> str:
+    """The text of a built page's code blocks, as a reader copies it."""
+    raw = (site / page / "index.html").read_text()
+    return "\n".join(html.unescape(re.sub(r"<[^>]+>", "", block)) for block in re.findall(r"<pre[^>]*>(.*?)</pre>", raw, re.S))
+
+
+def section_lines(path: Path, name: str) -> list[str]:
+    """The non-blank lines of the section ``name`` of a file (between its --8<-- start and end markers)."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if f"--8<-- [start:{name}]" in line)
+    end = next(i for i, line in enumerate(lines) if f"--8<-- [end:{name}]" in line)
+    return [line.strip() for line in lines[start + 1 : end] if line.strip()]
+
+
+def test_the_integration_pages_show_the_code_their_examples_run(site: Path) -> None:
+    index = page_text(site, "integrations")
+    assert "coming" not in index and "one token per agent" in index
+    pages = sorted(p for p in (REPO / "docs" / "integrations").glob("*.md") if p.name != "index.md")
+    assert len(pages) == 6  # LangGraph, OpenAI Agents SDK, Google ADK, AutoGen, asyncio, TypeScript
+    for page in pages:
+        included = SNIPPET.findall(page.read_text())
+        assert included, f"{page.name} shows no code from an example (include a section with --8<--)"
+        shown = code_text(site, f"integrations/{page.stem}")
+        for file, section in included:
+            for line in section_lines(REPO / file, section):
+                assert line in shown, f"{page.name}: {file}:{section} line not shown: {line!r}"
+        text = page_text(site, f"integrations/{page.stem}").lower()
+        assert "one token per agent" in text or "one agent, one token" in text, f"{page.name} does not lead with identity"
+
+
 def test_the_tool_count_and_names_the_docs_state_are_the_bridges(site: Path) -> None:
     tools = bridge_tools()
     assert len(tools) >= 5  # the listing itself works: write, search, forget, preferences, context at least

@@ -9,18 +9,12 @@ import re
 import subprocess
 
 from conftest import Stack
-from node_support import PACKAGE, node_modules
-
-
-def _npm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["npm", *args], cwd=PACKAGE, capture_output=True, text=True, timeout=600, env=env)
+from node_support import PACKAGE, built_client
 
 
 def test_the_typescript_client_passes_its_tests_against_a_real_hub(stacks: dict[str, Stack], ns: str) -> None:
     hub = stacks["external-pg"]
-    node_modules()
-    built = _npm("run", "build")
-    assert built.returncode == 0, built.stdout + built.stderr
+    built_client()
     env = {
         **os.environ,
         "MEMHUB_TEST_ADDRESS": hub.address,

@@ -38,9 +38,10 @@ OUTSIDE_DATACLASSES: dict[str, tuple[str, str]] = {
     ),
     "MEMHUB_BRIDGE_CONFIG": ("no narrowing", "The bridge's narrowing file (`--config`): namespaces, default namespace, tools."),
     "MEMHUB_BRIDGE_TOOLS": (
-        "all",
-        "The tools a bridge offers (`--tools`): `core` (write, search, forget, preferences, recall_context), `all`, or a "
-        "comma list of sets and tool names; it only removes tools (intersected with the narrowing file's `tools`).",
+        "`all`",
+        "The tools the bridge offers (`--tools`): `core` (write_memory, search_memories, forget_memory, get_preferences, "
+        "recall_context), `all`, or tool names separated by commas, e.g. `core,mark_used`; intersected with the "
+        "narrowing file's `tools`, so it only ever removes tools.",
     ),
     "MEMHUB_BRIDGE_HTTP_TOKEN": (
         "unset",

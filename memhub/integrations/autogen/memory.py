@@ -42,7 +42,10 @@ class MemhubMemory(Memory):
         search_namespaces: Sequence[str] = (),
         top_k: int = 5,
         default_type: str = "fact",
+        wait_indexed: bool = True,
     ) -> None:
+        """``wait_indexed``: `add` returns once the memory is searchable, so the next `query` (the agent's next
+        turn) finds it, as with AutoGen's own memories; without it the index follows within moments."""
         if not 1 <= top_k <= 100:
             raise ValueError(f"top_k is {top_k}; use 1 to 100")
         self._client = client
@@ -50,6 +53,7 @@ class MemhubMemory(Memory):
         self._search = list(search_namespaces) or [namespace]
         self._top_k = top_k
         self._default_type = default_type
+        self._wait_indexed = wait_indexed
 
     async def add(self, content: MemoryContent, cancellation_token: CancellationToken | None = None) -> None:
         metadata = dict(content.metadata or {})
@@ -61,7 +65,7 @@ class MemhubMemory(Memory):
             tags=[str(t) for t in metadata.get("tags", ())],
             importance=int(metadata.get("importance", 0)),
         )
-        reply = await self._client.write([item])
+        reply = await self._client.write([item], wait_indexed=self._wait_indexed)
         result = reply.results[0]
         if result.filtered:
             raise ValueError(f"the hub's write filter did not keep this memory ({result.filter_rule}): {text[:60]!r}")

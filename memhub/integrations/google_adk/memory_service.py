@@ -32,9 +32,13 @@ MAX_CONTENT_CHARS = 16_384
 
 
 class MemhubMemoryService(BaseMemoryService):
-    """ADK memory for the agent whose token ``client`` carries; ``top_k``: memories a search returns."""
+    """ADK memory for the agent whose token ``client`` carries; ``top_k``: memories a search returns.
 
-    def __init__(self, client: AsyncMemhubClient, *, root: str, top_k: int = 10) -> None:
+    ``wait_indexed``: `add_session_to_memory` returns once the session's memories are searchable, as with ADK's
+    own in-memory service (without it the index follows within moments, and a search at once can miss them).
+    """
+
+    def __init__(self, client: AsyncMemhubClient, *, root: str, top_k: int = 10, wait_indexed: bool = True) -> None:
         try:
             validate_namespace(root, "root")
         except InvalidArgument as exc:
@@ -44,6 +48,7 @@ class MemhubMemoryService(BaseMemoryService):
         self._client = client
         self._root = root
         self._top_k = top_k
+        self._wait_indexed = wait_indexed
 
     def namespace(self, app_name: str, user_id: str) -> str:
         """Where the memories of ``user_id`` in ``app_name`` live."""
@@ -62,7 +67,8 @@ class MemhubMemoryService(BaseMemoryService):
             author = [event.author[:128]] if event.author else []
             memories.append(memory_input(where, text[:MAX_CONTENT_CHARS], type="event", occurred_at=occurred, entities=author))
         for start in range(0, len(memories), _BATCH):
-            await self._client.write(memories[start : start + _BATCH], session_id=_session_ref(session.id))
+            batch = memories[start : start + _BATCH]
+            await self._client.write(batch, session_id=_session_ref(session.id), wait_indexed=self._wait_indexed)
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         reply = await self._client.search(query, [self.namespace(app_name, user_id)], top_k=self._top_k)

@@ -73,8 +73,14 @@ def recall_tool(
     )
 
 
-def remember_tool(client: AsyncMemhubClient, namespace: str, *, name: str = "remember") -> FunctionTool:
-    """A tool that stores one lasting fact in ``namespace`` (the hub's write gate and policies apply)."""
+def remember_tool(
+    client: AsyncMemhubClient, namespace: str, *, name: str = "remember", wait_indexed: bool = True
+) -> FunctionTool:
+    """A tool that stores one lasting fact in ``namespace`` (the hub's write gate and policies apply).
+
+    ``wait_indexed``: the tool answers once the fact is searchable, so a recall on the model's next turn finds it
+    (without it the index follows the write within moments, and a quick recall can miss it).
+    """
 
     async def invoke(_: RunContextWrapper[Any], arguments: str) -> str:
         try:
@@ -82,7 +88,7 @@ def remember_tool(client: AsyncMemhubClient, namespace: str, *, name: str = "rem
         except (ValueError, KeyError, TypeError):
             return json.dumps({"error": 'call with {"fact": "<what to remember>"}'})
         try:
-            reply = await client.write([memory_input(namespace, fact, type="fact")])
+            reply = await client.write([memory_input(namespace, fact, type="fact")], wait_indexed=wait_indexed)
         except grpc.RpcError as exc:
             return json.dumps({"error": f"{exc.code().name}: {exc.details()}"})
         result = reply.results[0]
