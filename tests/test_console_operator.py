@@ -77,14 +77,18 @@ def _note(html: str) -> str:
 
 def test_an_admin_who_may_read_nothing_is_told_so_with_the_counts_it_already_sees(console: RunningConsole) -> None:
     agent = f"ops-{uuid.uuid4().hex[:6]}"  # admins only: administers the hub, reads no memory (not even its own: none)
+    # A subtree of its own: other tests on this worker's fleet hub add namespaces under teams/support (some of them
+    # forbidden to all but leads), which would change the note's counts and the policies it names.
+    root = f"teams/support/e{uuid.uuid4().hex[:8]}"
     with console.fleet.client("dave") as dave:
-        dave.write([memory_input(f"teams/support/e{uuid.uuid4().hex[:8]}", "Escalations go to the lead on duty")])
-    count = _namespace_count(console, "teams/support")
+        dave.write([memory_input(f"{root}/escalations", "Escalations go to the lead on duty")])
+    count = _namespace_count(console, root)
+    assert count >= 1
     with console.sign_in(_token(console, agent, ("admins",))) as http:
-        memories = http.get("/memories", params={"ns": "teams/support"}).text
-        search = http.get("/search", params={"q": "escalations", "ns": "teams/support", "explain": "on"}).text
-        tree = http.get("/namespaces", params={"under": "teams/support"}).text
-    expected = f"Your policies let you read 0 of {count} namespaces under teams/support/ (default deny: no policy permits it)."
+        memories = http.get("/memories", params={"ns": root}).text
+        search = http.get("/search", params={"q": "escalations", "ns": root, "explain": "on"}).text
+        tree = http.get("/namespaces", params={"under": root}).text
+    expected = f"Your policies let you read 0 of {count} namespaces under {root}/ (default deny: no policy permits it)."
     assert "No memories match." in memories and _note(memories) == expected
     assert "No hits." in search and _note(search) == expected
     assert _note(tree).startswith(expected) and "the Memories and Search pages show only what you may read" in _note(tree)

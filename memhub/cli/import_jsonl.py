@@ -8,13 +8,15 @@ anything is sent, by the same code the hub runs on a write
 (memhub/api/convert.py new_memory), so a typo on line 9,000 is reported with
 all the other bad lines and nothing is written. Batches carry request ids
 derived from the file's hash, so running the same import again after a
-failure does not duplicate anything; the summary says what each line came to
+failure does not duplicate anything, and a batch that met a loaded or
+restarting hub is sent again (import_retry.py); the summary says what each line came to
 (import_tally.py), and `--json` prints it as one JSON document.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import re
@@ -28,6 +30,7 @@ from tqdm import tqdm
 
 from memhub.api.convert import new_memory
 from memhub.cli.hub_connection import add_connection_args, client_from
+from memhub.cli.import_retry import write_with_retries
 from memhub.cli.import_tally import ImportTally
 from memhub.cli.output import print_json
 from memhub.client import kind_value, memory_input, type_value
@@ -212,14 +215,15 @@ def run(args: argparse.Namespace) -> int:
     with client_from(args) as client, tqdm(total=len(items), unit="mem", file=sys.stderr) as bar:
         start = 0
         for batch in batches(items, args.batch_size):
+            send = functools.partial(client.write, [m for _, m in batch], request_id=f"import-{digest}-{start}")
             try:
-                reply = client.write([m for _, m in batch], request_id=f"import-{digest}-{start}")
+                reply, retried = write_with_retries(send, batch[0][0])
             except grpc.RpcError as exc:
                 print(f"\nmemhub import: {hub_refusal(exc, batch)}", file=sys.stderr)
                 print(f"memhub import: before that, {tally.summary()}; rerunning is safe", file=sys.stderr)
                 return 1
             start += len(batch)
-            tally.add(reply)
+            tally.add(reply, ours=retried)
             bar.update(len(batch))
     if args.json:
         print_json(tally.as_dict())

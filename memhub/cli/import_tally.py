@@ -39,9 +39,9 @@ class ImportTally:
     extracted: int = 0
     """Facts the hub's LLM extractor (MEMHUB_EXTRACTOR=llm) drew from stored lines and stored beside them."""
 
-    def add(self, reply: pb.WriteMemoriesResponse) -> None:
-        """Count one batch's answer."""
-        if reply.replayed:
+    def add(self, reply: pb.WriteMemoriesResponse, *, ours: bool = False) -> None:
+        """Count one batch's answer; ``ours``: a replay answers an earlier attempt of this run (import_retry.py)."""
+        if reply.replayed and not ours:
             self.already_imported += len(reply.results)
             return
         for result in reply.results:
