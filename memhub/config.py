@@ -164,8 +164,13 @@ def _weights(env: Mapping[str, str]) -> tuple[tuple[str, float], ...]:
 
 
 def default_policy_dir() -> Path:
-    """The policies/ folder shipped beside the hub package."""
-    return Path(__file__).resolve().parent.parent / "policies"
+    """The shipped policies: the repository's policies/ in a checkout, their copy inside an installed wheel.
+
+    memhub/shipped_policies is a link to ../policies, so the wheel carries them as package data and a hub
+    installed with pip starts on them too (it once looked for site-packages/policies and refused to start).
+    Resolved, so messages name the folder to edit.
+    """
+    return (Path(__file__).parent / "shipped_policies").resolve()
 
 
 @dataclass(frozen=True)
