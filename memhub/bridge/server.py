@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
 
 from mcp_types import SubscribeRequestParams, SubscriptionsListenRequestParams, UnsubscribeRequestParams
@@ -47,10 +46,9 @@ choose another namespace or go on without it."""
 
 
 def _version() -> str:
-    try:
-        return version("memhub")
-    except PackageNotFoundError:
-        return "0"
+    from memhub import __version__  # not importlib.metadata: reading the installed metadata costs the bridge's start
+
+    return __version__
 
 
 @dataclass

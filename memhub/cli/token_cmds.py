@@ -7,15 +7,19 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memhub import client_config
 from memhub.auth.config import LOCAL_SECRET_NAME
-from memhub.auth.issuer import IssuedToken, issue_token
-from memhub.auth.local_secret import load_secret
 from memhub.cli.hub_connection import add_connection_args, client_from
 from memhub.cli.memory_options import parse_duration
 from memhub.data_dir import default_data_dir
-from memhub.v1 import admin_pb2
+
+if TYPE_CHECKING:
+    from memhub.auth.issuer import IssuedToken
+
+# The JWT library (and the cryptography it loads) and the admin stubs are imported by the commands that use
+# them: `memhub bridge` builds `bridge init`'s parser from this module at every start.
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -94,6 +98,9 @@ class NoTokenSecret(Exception):
 
 def issue_from(args: argparse.Namespace) -> IssuedToken:
     """Sign the token the add_issue_options options describe; raises NoTokenSecret, or ValueError naming a bad option."""
+    from memhub.auth.issuer import issue_token
+    from memhub.auth.local_secret import load_secret
+
     path, source = _secret_path(args)
     if not path.is_file():
         raise NoTokenSecret(
@@ -137,6 +144,8 @@ def cmd_issue(args: argparse.Namespace) -> int:
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
+    from memhub.v1 import admin_pb2
+
     with client_from(args) as client:
         reply = client.call_admin("RevokeToken", admin_pb2.RevokeTokenRequest(token_id=args.token_id, reason=args.reason))
     print(f"revoked {args.token_id}" if reply.revoked else f"{args.token_id} was already revoked")
