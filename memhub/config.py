@@ -21,6 +21,7 @@ from memhub.curation.fact_extraction import ExtractionConfig
 from memhub.curation.near_dup import NearDupConfig
 from memhub.curation.write_gate import GateConfig
 from memhub.data_dir import default_data_dir
+from memhub.data_dir_lock import LITE_FILE_NAME
 from memhub.embedding import EmbeddingConfig
 from memhub.env_settings import env_float, env_int
 from memhub.errors import InvalidArgument, StartupError
@@ -72,7 +73,7 @@ class StoreConfig:
 
     def resolved_milvus_uri(self) -> str:
         # Not "milvus.db": that name is the directory the old Milvus Lite 3.x made.
-        return self.milvus_uri or str(self.data_dir / "milvus-index.db")
+        return self.milvus_uri or str(self.data_dir / LITE_FILE_NAME)
 
 
 @dataclass(frozen=True)
