@@ -123,3 +123,11 @@ def test_a_mistyped_command_is_refused_with_the_list_of_commands(capsys: pytest.
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'serch'" in err and "'search'" in err and "'serve'" in err
+
+
+def test_the_command_a_line_runs_is_its_first_word_unless_memhub_help_comes_first() -> None:
+    assert commands.command_in(["search", "--help"]) == commands.BY_NAME["search"]
+    assert commands.command_in(["session", "put", "s", "k", "{}"]) == commands.BY_NAME["session"]
+    assert commands.command_in(["--help", "search"]) is None  # memhub's own help, listing every command
+    assert commands.command_in(["--version"]) is None and commands.command_in([]) is None
+    assert commands.command_in(["serch"]) is None  # refused with the whole list

@@ -78,24 +78,26 @@ COMMANDS: tuple[Command, ...] = (
 BY_NAME = {command.name: command for command in COMMANDS}
 
 
-def register(sub: Subparsers, load: set[str]) -> None:
-    """Add every command to ``sub`` in the table's order: those of the modules in ``load`` with their real parsers
-    (the module's own registration), the others as stand-ins that carry only their help line."""
+def register(sub: Subparsers, load: set[str], *, others: bool = True) -> None:
+    """Add the commands of the modules in ``load`` to ``sub`` with their real parsers (the module's own
+    registration) and, with ``others``, every other command as a stand-in that carries only its help line;
+    in the table's order."""
     registered: set[str] = set()
     for command in COMMANDS:
         if command.module in load:
             if command.module not in registered:
                 registered.add(command.module)
                 _registrar(importlib.import_module(command.module))(sub)
-        else:
+        elif others:
             sub.add_parser(command.name, help=command.help, add_help=False)
 
 
 def command_in(argv: list[str]) -> Command | None:
-    """The command an argument list names: its first argument that is not an option (`memhub` itself takes only
-    -h/--help and --version, which take no value). None when there is none or it is not a command."""
+    """The command an argument list runs: its first argument that is not an option (`memhub` itself takes only
+    -h/--help and --version, which take no value). None when there is none, it is not a command, or memhub's
+    own help or version comes first (then that is all that runs)."""
     for arg in argv:
-        if arg == "--":
+        if arg in ("--", "-h", "--help", "--version"):
             return None
         if not arg.startswith("-"):
             return BY_NAME.get(arg)

@@ -30,16 +30,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parser_for(argv: list[str]) -> argparse.ArgumentParser:
-    """The command line with the options of the command ``argv`` names; the other commands only as help lines."""
+    """The command line for ``argv``: the command it runs with its options (and none of the others, which could
+    not parse it anyway); with no command, or an unknown one, every command as a help line."""
     named = commands.command_in(argv)
-    return _parser({named.module} if named is not None else set())
+    if named is None:
+        return _parser(set())
+    return _parser({named.module}, others=False)
 
 
-def _parser(load: set[str]) -> argparse.ArgumentParser:
+def _parser(load: set[str], *, others: bool = True) -> argparse.ArgumentParser:
     parser = StrictArgumentParser(prog="memhub", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"memhub {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.register(sub, load)
+    commands.register(sub, load, others=others)
     return parser
 
 
