@@ -86,6 +86,18 @@ def test_a_second_serve_is_refused_naming_the_first_and_both_signals_stop_a_hub_
         assert f"serving on {first.address})" in line
         assert f"kill {first.proc.pid}" in line and "another --data-dir" in line and "memhub index-server" in line
         assert "Postgres" not in second.stderr  # refused before it joined the embedded Postgres
+        reindex = subprocess.run(
+            [sys.executable, "-m", "memhub.cli.main", "reindex", "--data-dir", str(data_dir)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=120,
+        )
+        assert (
+            reindex.returncode == 1
+            and f"memhub reindex: the data directory {data_dir} is in use: memhub serve (pid" in reindex.stderr
+        )
 
         with client(first, data_dir) as c:
             written = c.write([memory_input("agents/ops/notes", "Deploys freeze on Fridays after 3 pm")])

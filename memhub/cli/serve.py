@@ -117,8 +117,9 @@ def _exit_without_teardown(code: int) -> NoReturn:
     os._exit(code)
 
 
-def claim_data_file(args: argparse.Namespace) -> ServingLock | None:
-    """Lock the Milvus Lite file this hub will open (memhub/data_dir_lock.py); None when its index is a server.
+def claim_data_file(args: argparse.Namespace, role: str = "memhub serve") -> ServingLock | None:
+    """Lock the Milvus Lite file this hub (or `memhub reindex`) will open (memhub/data_dir_lock.py); None when the
+    index is a server.
 
     Read from the flags and the environment as HubConfig reads them, without importing the configuration
     (a second: it loads every part's settings module); _serve locks the configuration's file again, which is
@@ -138,7 +139,7 @@ def claim_data_file(args: argparse.Namespace) -> ServingLock | None:
             from memhub.db.embedded_pg_root import service_group
 
             ensure_private_dir(data_file.parent, traverse_group=service_group())
-        return lock_for_serving(data_file, "memhub serve")
+        return lock_for_serving(data_file, role)
     except OSError as exc:  # a read-only or full file system: one line that says what to fix
         raise startup_problem(exc, data_dir) from None
 
