@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from memhub import client_config, logs
-from memhub.data_dir import default_data_dir, ensure_private_dir, startup_problem
+from memhub.data_dir import default_data_dir, startup_problem
 from memhub.data_dir_lock import ServingLock, lite_file, lock_for_serving
 from memhub.errors import StartupError
 
@@ -123,7 +123,8 @@ def claim_data_file(args: argparse.Namespace, role: str = "memhub serve") -> Ser
 
     Read from the flags and the environment as HubConfig reads them, without importing the configuration
     (a second: it loads every part's settings module); _serve locks the configuration's file again, which is
-    the same lock unless the two disagree.
+    the same lock unless the two disagree. A data directory that does not exist yet is left alone (no hub can
+    hold it, and a refused start must create nothing): _serve locks once it made it.
     """
     if args.data_dir is not None:
         data_dir = args.data_dir.expanduser().resolve()
@@ -134,11 +135,9 @@ def claim_data_file(args: argparse.Namespace, role: str = "memhub serve") -> Ser
     data_file = lite_file(data_dir, args.milvus_uri or os.environ.get("MEMHUB_MILVUS_URI") or None)
     if data_file is None:
         return None
+    if not data_file.parent.is_dir():
+        return None
     try:
-        if not data_file.parent.is_dir():
-            from memhub.db.embedded_pg_root import service_group
-
-            ensure_private_dir(data_file.parent, traverse_group=service_group())
         return lock_for_serving(data_file, role)
     except OSError as exc:  # a read-only or full file system: one line that says what to fix
         raise startup_problem(exc, data_dir) from None
@@ -151,13 +150,14 @@ def _serve(
     lock: ServingLock | None = None,
 ) -> int:
     from memhub.api.server import build_server
-    from memhub.app import Hub
+    from memhub.app import Hub, prepare_data_dirs, resolve_auth
 
-    data_file = lite_file(config.store.data_dir, config.store.milvus_uri)
-    if data_file is not None:
-        lock = lock_for_serving(data_file, "memhub serve")  # the same lock, unless the early guess disagreed
     console_config = _console_config(args_console_port)
+    data_file = lite_file(config.store.data_dir, config.store.milvus_uri)
     try:
+        if data_file is not None:  # the lock taken early, or taken now that the data directory exists
+            prepare_data_dirs(resolve_auth(config))
+            lock = lock_for_serving(data_file, "memhub serve")
         hub = Hub.open(config)
     except OSError as exc:  # a read-only, full or foreign data directory: one line that says what to fix
         raise startup_problem(exc, config.store.data_dir) from None
