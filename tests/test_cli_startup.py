@@ -105,6 +105,7 @@ def test_the_bridge_serves_without_loading_the_hub(tmp_path: Path, fleet: Fleet)
     assert done.returncode == 0, done.stderr
     assert "bridge ready" in done.stderr and {"mcp", "grpc"} <= modules
     assert loaded(modules, HUB_SIDE) == []
+    assert loaded(modules, ("opentelemetry.sdk",)) == []  # tracing is off: the API's no-op spans need no SDK
 
 
 def test_the_command_table_matches_what_the_modules_register() -> None:
