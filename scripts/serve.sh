@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One command: set up (idempotent) and start the hub on its embedded defaults.
-# Extra arguments go to `memhub serve` (try --help).
+# One command: set up what serving needs (idempotent; scripts/setup.sh without --dev) and start the hub on its
+# embedded defaults. Extra arguments go to `memhub serve` (try --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +20,7 @@ directory unless configured otherwise). The options are those of
 `memhub serve`, e.g. --data-dir DIR, --port N, --log-level debug.
 
 This checkout is not set up yet: the first run sets it up first
-(scripts/setup.sh: a .venv with memhub's dependencies, a few minutes, needs
+(scripts/setup.sh: a .venv with what serving needs, under a minute, needs
 PyPI), then starts the hub. `scripts/serve.sh --help` then lists every option.
 EOF
     exit 0

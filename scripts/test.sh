@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# One command: set up (idempotent) and run the whole test suite.
+# One command: set up (idempotent; scripts/setup.sh --dev adds the test tools and the multilingual model to what
+# serving needs) and run the whole test suite.
 # Extra arguments go to pytest. Exits non-zero on any failure, and when no
 # test was collected (pytest's exit code 5).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh || exit 1
+scripts/setup.sh --dev || exit 1
 
 # Lint and formatting (ruff settings in pyproject.toml).
 .venv/bin/ruff check memhub tests bench scripts || exit 1

@@ -52,9 +52,9 @@ def ensure_chromium() -> str | None:
 
 def _install() -> str | None:
     try:
-        import selenium  # noqa: F401 - a dev dependency (scripts/setup.sh installs it)
+        import selenium  # noqa: F401 - a dev dependency (scripts/setup.sh --dev installs it)
     except ImportError:
-        return "selenium is not installed in this environment (run scripts/setup.sh)"
+        return "selenium is not installed in this environment (run scripts/setup.sh --dev)"
     if _present():
         return None
     apt = shutil.which("apt-get")

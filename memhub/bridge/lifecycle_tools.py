@@ -41,7 +41,7 @@ from memhub.bridge.tool_support import (
     optional,
     tool_result,
 )
-from memhub.core.context_recall import (
+from memhub.core.context_limits import (
     DEFAULT_CANDIDATES,
     DEFAULT_PER_GROUP,
     DEFAULT_TOKEN_BUDGET,

@@ -16,6 +16,7 @@ import sys
 # it is imported; a command line tool should show its own messages and real errors only.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
+from memhub import __version__
 from memhub.bridge import cli
 from memhub.cli.arguments import StrictArgumentParser
 
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="memhub-bridge",
         description="Run one agent's MCP bridge to the memhub hub (stdio by default, streamable HTTP with --transport http).",
     )
+    parser.add_argument("--version", action="version", version=f"memhub-bridge {__version__}")
     cli.add_arguments(parser)
     return parser
 

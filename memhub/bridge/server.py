@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
 
 from mcp_types import SubscribeRequestParams, SubscriptionsListenRequestParams, UnsubscribeRequestParams
@@ -67,10 +66,9 @@ def instructions(tools: Sequence[str]) -> str:
 
 
 def _version() -> str:
-    try:
-        return version("memhub")
-    except PackageNotFoundError:
-        return "0"
+    from memhub import __version__  # not importlib.metadata: reading the installed metadata costs the bridge's start
+
+    return __version__
 
 
 @dataclass

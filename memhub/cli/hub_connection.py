@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memhub import client_config
 from memhub.cli.arguments import refuse_token_option
-from memhub.client import DEFAULT_ADDRESS, MemhubClient
+from memhub.client_config import DEFAULT_ADDRESS
+
+if TYPE_CHECKING:
+    from memhub.client import MemhubClient
 
 
 def add_connection_args(p: argparse.ArgumentParser) -> None:
@@ -59,5 +63,7 @@ def hub_address(args: argparse.Namespace) -> str:
 
 
 def client_from(args: argparse.Namespace) -> MemhubClient:
+    from memhub.client import MemhubClient  # gRPC and the stubs: loaded by the commands that call the hub, not by parsers
+
     token = read_token(args)
     return MemhubClient(hub_address(args), token=token)

@@ -14,10 +14,11 @@ import threading
 from pathlib import Path
 
 from memhub import logs
-from memhub.data_dir import default_data_dir, ensure_private_dir
+from memhub.data_dir import default_data_dir, ensure_private_dir, startup_problem
+from memhub.data_dir_lock import LITE_FILE_NAME, lock_for_serving
 from memhub.errors import StartupError
 
-DEFAULT_FILE = "milvus-index.db"
+DEFAULT_FILE = LITE_FILE_NAME
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,11 +42,16 @@ def run(args: argparse.Namespace) -> int:
     if args.check_interval <= 0:
         raise StartupError(f"--check-interval must be positive, got {args.check_interval}")
     data_dir = ensure_private_dir((args.data_dir or default_data_dir()).expanduser().resolve())
+    try:  # a hub serving the file in-process refuses this at once, and the other way round
+        lock = lock_for_serving(data_dir / args.file, "memhub index-server")
+    except OSError as exc:
+        raise startup_problem(exc, data_dir) from None
     try:
         server = LiteServer(data_dir / args.file, address=f"{args.host}:{args.port}")
         server.start()
     except IndexUnavailable as exc:
         raise StartupError(str(exc)) from None
+    lock.note_address(server.uri)
     print(
         f"memhub index-server: serving {server.db_file} at {server.uri} (point hubs at MEMHUB_MILVUS_URI={server.uri})",
         flush=True,

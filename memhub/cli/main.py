@@ -1,4 +1,9 @@
-"""Entry point of the `memhub` command."""
+"""Entry point of the `memhub` command.
+
+A command imports only its own module (memhub/cli/commands.py): `memhub --help` loads no gRPC, no stores and
+no model, and a client command no server-side module. tests/test_cli_startup.py checks which heavy modules
+each path imports.
+"""
 
 from __future__ import annotations
 
@@ -10,61 +15,42 @@ import sys
 # it is imported; a command line tool should show its own messages and real errors only.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
-import grpc
+from memhub import __version__  # noqa: E402 - after the environment the imports below may read
+from memhub.cli import commands  # noqa: E402
+from memhub.cli.arguments import StrictArgumentParser, parse  # noqa: E402
+from memhub.errors import HubError  # noqa: E402
 
-from memhub.bridge import cli as bridge_cli
-from memhub.cli import (
-    admin_cmds,
-    client_cmds,
-    console_cmd,
-    consolidate_cmd,
-    context_cmd,
-    history_cmd,
-    import_jsonl,
-    index_server,
-    reindex,
-    restore_cmd,
-    retrieval_log_cmd,
-    serve,
-    session_cmds,
-    token_cmds,
-    watch_cmd,
-    why_cmd,
-)
-from memhub.cli.arguments import StrictArgumentParser, parse
-from memhub.client import version_conflict
-from memhub.errors import HubError
-from memhub.policy import cli as policy_cli
+DESCRIPTION = "A shared memory hub for fleets of LLM agents."
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = StrictArgumentParser(prog="memhub", description="A shared memory hub for fleets of LLM agents.")
+    """The whole command line, every command with its options (for documentation and tests: it imports every
+    command's module; `main` builds only what the command it runs needs)."""
+    return _parser({command.module for command in commands.COMMANDS})
+
+
+def parser_for(argv: list[str]) -> argparse.ArgumentParser:
+    """The command line for ``argv``: the command it runs with its options (and none of the others, which could
+    not parse it anyway); with no command, or an unknown one, every command as a help line."""
+    named = commands.command_in(argv)
+    if named is None:
+        return _parser(set())
+    return _parser({named.module}, others=False)
+
+
+def _parser(load: set[str], *, others: bool = True) -> argparse.ArgumentParser:
+    parser = StrictArgumentParser(prog="memhub", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"memhub {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    serve.add_parser(sub)
-    console_cmd.add_parser(sub)
-    client_cmds.add_parsers(sub)
-    context_cmd.add_parser(sub)
-    history_cmd.add_parser(sub)
-    why_cmd.add_parser(sub)
-    restore_cmd.add_parser(sub)
-    consolidate_cmd.add_parser(sub)
-    retrieval_log_cmd.add_parser(sub)
-    watch_cmd.add_parser(sub)
-    session_cmds.add_parsers(sub)
-    import_jsonl.add_parser(sub)
-    reindex.add_parser(sub)
-    index_server.add_parser(sub)
-    token_cmds.add_parser(sub)
-    admin_cmds.add_parsers(sub)
-    policy_cli.add_parsers(sub)
-    bridge_cli.add_parser(sub)
+    commands.register(sub, load, others=others)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(build_parser(), argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse(parser_for(argv), argv)
     try:
-        return args.func(args)
+        return int(args.func(args))
     except BrokenPipeError:
         # The reader went away (`memhub list | head`): stop quietly, as Unix tools do, instead of a traceback;
         # stdout is pointed at /dev/null so the interpreter's final flush cannot fail again.
@@ -73,24 +59,39 @@ def main(argv: list[str] | None = None) -> int:
     except HubError as exc:  # start-up problems: the message says what to fix
         print(f"memhub {args.command}: {exc}", file=sys.stderr)
         return 1
-    except grpc.RpcError as exc:
-        code = exc.code()
-        hint = ""
-        if code == grpc.StatusCode.UNAVAILABLE:
-            where = getattr(args, "hub", None) or "?"
-            source = getattr(args, "hub_source", "")
-            hint = f" (is the hub running at {where}{f', {source}' if source else ''}? start it with `memhub serve`)"
-        elif code == grpc.StatusCode.ABORTED and (conflict := version_conflict(exc)) is not None:
-            hint = f" (the current version is {conflict.current_version}; read it again before retrying)"
-        elif code == grpc.StatusCode.UNAUTHENTICATED:
-            hint = " (set MEMHUB_TOKEN or --token-file; `memhub token issue --agent NAME` makes one)"
-        print(f"memhub {args.command}: {code.name}: {exc.details()}{hint}", file=sys.stderr)
-        return 1
     except ValueError as exc:  # bad enum names and similar argument mistakes
         print(f"memhub {args.command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        grpc = sys.modules.get("grpc")  # loaded by every command that calls the hub; never loaded here for nothing
+        if grpc is None or not isinstance(exc, grpc.RpcError):
+            raise
+        print(f"memhub {args.command}: {_rpc_failure(args, exc)}", file=sys.stderr)
+        return 1
+
+
+def _rpc_failure(args: argparse.Namespace, exc: Exception) -> str:
+    """The hub's refusal in one line, with what to do for the codes a user can act on."""
+    import grpc
+
+    from memhub.client import version_conflict
+
+    # Every error a channel raises is both an RpcError and a Call; the stubs make the two incompatible.
+    call: object = exc
+    assert isinstance(call, grpc.Call) and isinstance(exc, grpc.RpcError)
+    code = call.code()
+    hint = ""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        where = getattr(args, "hub", None) or "?"
+        source = getattr(args, "hub_source", "")
+        hint = f" (is the hub running at {where}{f', {source}' if source else ''}? start it with `memhub serve`)"
+    elif code == grpc.StatusCode.ABORTED and (conflict := version_conflict(exc)) is not None:
+        hint = f" (the current version is {conflict.current_version}; read it again before retrying)"
+    elif code == grpc.StatusCode.UNAUTHENTICATED:
+        hint = " (set MEMHUB_TOKEN or --token-file; `memhub token issue --agent NAME` makes one)"
+    return f"{code.name}: {call.details()}{hint}"
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from memhub import logs
-from memhub.cli.serve import config_from_args
+from memhub.cli.serve import claim_data_file, config_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +34,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from memhub.errors import StartupError
+
+    if not 0 <= args.grace <= 3600:
+        raise StartupError(f"--grace must be between 0 and 3600 seconds, got {args.grace:g}")
+    logs.configure("warning")
+    # It opens the Milvus Lite file itself, as a hub does: refused at once while a hub serves it (and a hub
+    # started meanwhile is refused, naming this).
+    claim_data_file(args, "memhub reindex")
+
     # Imported here: every memhub command builds this parser, and the stores cost seconds to import.
     from sqlalchemy import func, select
     from tqdm import tqdm
@@ -43,11 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from memhub.db.context import Window
     from memhub.db.memory_rows import servable_condition
     from memhub.db.schema import memories
-    from memhub.errors import StartupError
 
-    if not 0 <= args.grace <= 3600:
-        raise StartupError(f"--grace must be between 0 and 3600 seconds, got {args.grace:g}")
-    logs.configure("warning")
     config = config_from_args(args)
     prepare_data_dirs(config)
     engine, _ = open_database(config)

@@ -7,18 +7,21 @@ import os
 import sys
 from datetime import timezone
 from pathlib import Path
-
-from google.protobuf.timestamp_pb2 import Timestamp
+from typing import TYPE_CHECKING
 
 from memhub import client_config
 from memhub.auth.config import LOCAL_SECRET_NAME
-from memhub.auth.issuer import IssuedToken, issue_token
-from memhub.auth.local_secret import load_secret
 from memhub.cli.hub_connection import add_connection_args, client_from
 from memhub.cli.memory_options import parse_duration
-from memhub.cli.output import print_json
 from memhub.data_dir import default_data_dir
-from memhub.v1 import admin_pb2
+
+if TYPE_CHECKING:
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    from memhub.auth.issuer import IssuedToken
+
+# The JWT library (and the cryptography it loads), protobuf, the admin stubs and the JSON printer are imported by the
+# commands that use them: `memhub bridge` builds `bridge init`'s parser from this module at every start.
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -105,6 +108,9 @@ class NoTokenSecret(Exception):
 
 def issue_from(args: argparse.Namespace) -> IssuedToken:
     """Sign the token the add_issue_options options describe; raises NoTokenSecret, or ValueError naming a bad option."""
+    from memhub.auth.issuer import issue_token
+    from memhub.auth.local_secret import load_secret
+
     path, source = _secret_path(args)
     if not path.is_file():
         raise NoTokenSecret(
@@ -135,6 +141,8 @@ def cmd_issue(args: argparse.Namespace) -> int:
         return 1
     groups = _groups(args)
     if args.json:
+        from memhub.cli.output import print_json
+
         print_json({"token": issued.token, "token_id": issued.jti, "expires_at": issued.expires_at.isoformat()})
     else:
         # Only the token on stdout, so `export MEMHUB_TOKEN=$(memhub token issue ...)` works.
@@ -148,6 +156,9 @@ def cmd_issue(args: argparse.Namespace) -> int:
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
+    from memhub.cli.output import print_json
+    from memhub.v1 import admin_pb2
+
     with client_from(args) as client:
         reply = client.call_admin("RevokeToken", admin_pb2.RevokeTokenRequest(token_id=args.token_id, reason=args.reason))
     if args.json:
@@ -158,6 +169,9 @@ def cmd_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from memhub.cli.output import print_json
+    from memhub.v1 import admin_pb2
+
     request = admin_pb2.ListTokensRequest(
         agent_id=args.agent, include_expired=args.expired, page_size=args.page_size, page_token=args.page_token
     )

@@ -6,15 +6,17 @@ import dataclasses
 from dataclasses import dataclass
 
 from memhub.core.context_assembly import AssembledContext, assemble
+from memhub.core.context_limits import (  # noqa: F401 - the bounds live apart so the bridge reads them cheaply
+    DEFAULT_CANDIDATES,
+    DEFAULT_PER_GROUP,
+    DEFAULT_TOKEN_BUDGET,
+    MAX_PER_GROUP,
+    MAX_TOKEN_BUDGET,
+    MIN_TOKEN_BUDGET,
+)
 from memhub.core.model import Caller, SearchQuery
 from memhub.embedding.token_count import TOKENIZER_NAME, token_counter
 from memhub.service import MemoryService
-
-DEFAULT_CANDIDATES = 30
-DEFAULT_TOKEN_BUDGET = 1000
-MIN_TOKEN_BUDGET, MAX_TOKEN_BUDGET = 50, 8000
-DEFAULT_PER_GROUP = 5
-MAX_PER_GROUP = 20
 
 
 @dataclass(frozen=True)

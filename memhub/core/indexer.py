@@ -47,6 +47,7 @@ from memhub.core.index_health import IndexHealth
 from memhub.core.index_reconcile import Reconciler, interval_from_env
 from memhub.core.indexer_telemetry import CATCH_UP_SPAN, BatchSpan, outcome, tracer
 from memhub.db import context
+from memhub.db.listen import WakeableEvent, next_notifications
 from memhub.db.memories import enqueue_index
 from memhub.db.memory_rows import servable_condition
 from memhub.db.schema import memories, outbox
@@ -91,7 +92,7 @@ class Indexer:
         self._index_health = index_health
         self._context = context
         self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._stop = WakeableEvent()  # a stop wakes the listener at once (memhub/db/listen.py)
         self._progress = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._last_sweep = 0.0
@@ -363,7 +364,7 @@ class Indexer:
                     conn.execute("LISTEN memhub_outbox")
                     _LISTENER.ok()
                     while not self._stop.is_set():
-                        for _ in conn.notifies(timeout=1.0, stop_after=1):
+                        if next_notifications(conn, self._stop):
                             self._wake.set()
             except Exception as exc:  # Postgres restarting: polling still covers us
                 _LISTENER.failed(exc, "outbox listener lost its connection; reconnecting")

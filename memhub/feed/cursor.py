@@ -24,11 +24,10 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
 from memhub.errors import InvalidArgument
+from memhub.feed.metadata import RESUME_CURSOR_KEY as RESUME_CURSOR_KEY  # re-exported where it always was
 from memhub.feed.model import Position
 
 MAX_CURSOR_CHARS = 128
-RESUME_CURSOR_KEY = "memhub-resume-cursor"
-"""Trailing metadata of an ended stream: the cursor to resume from."""
 _VERSION = 1
 _LAYOUT = struct.Struct(">BQQ")  # version, txid, seq
 _HEARTBEAT_VERSION = 2

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import psycopg
 
 from memhub import outage_log
+from memhub.db.listen import WakeableEvent, next_notifications
 
 log = logging.getLogger(__name__)
 _LISTENER = outage_log.Site("change-feed listener", log)  # one line per outage (memhub/outage_log.py)
@@ -38,7 +39,7 @@ class ChangeNotifier:
         self._on_notify = on_notify
         self._waiters: dict[object, tuple[asyncio.AbstractEventLoop, asyncio.Event]] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._stop = WakeableEvent()  # a stop wakes the listener at once (memhub/db/listen.py)
         self._listening = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -97,7 +98,7 @@ class ChangeNotifier:
                     self._on_notify()  # whatever was committed while we were not listening
                     backoff = 0.5
                     while not self._stop.is_set():
-                        if any(True for _ in conn.notifies(timeout=1.0, stop_after=1)):
+                        if next_notifications(conn, self._stop):
                             self._on_notify()
             except Exception as exc:  # Postgres restarting: streams poll meanwhile
                 _LISTENER.failed(exc, "change-feed listener lost its connection; reconnecting")

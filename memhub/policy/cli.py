@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from memhub.policy.engine import PolicyEngine
 
 DIR_ENV = "MEMHUB_POLICY_DIR"
-SHIPPED_DIR = Path(__file__).resolve().parent.parent.parent / "policies"  # same as memhub.config.default_policy_dir()
+SHIPPED_DIR = (Path(__file__).parent.parent / "shipped_policies").resolve()  # same as memhub.config.default_policy_dir()
 FILES_ENV = "MEMHUB_POLICY_FILES"
 
 
