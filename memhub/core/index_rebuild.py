@@ -128,7 +128,6 @@ def rebuild(
     embedder: Embedder,
     window: context.Window,
     *,
-    expected_rows: int,
     grace_s: float = DEFAULT_GRACE_S,
     progress: Callable[[int], None] = lambda n: None,
 ) -> Rebuilt:
@@ -137,7 +136,7 @@ def rebuild(
     name = new_collection_name(base)
     target = open_index(name)
     try:
-        target.ensure_collection(expected_rows=expected_rows)
+        target.ensure_collection()
         began = _db_now(engine) - OPEN_TRANSACTION_MARGIN
         filled = fill(engine, target, embedder, window, progress)
         switching = _db_now(engine) - OPEN_TRANSACTION_MARGIN

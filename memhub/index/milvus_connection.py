@@ -58,7 +58,8 @@ class MilvusConnection:
         collection: str,
         db_name: str | None,
         timeout_s: float,
-        lite_approximate_rows: int | None,
+        server_dense: backends.DenseIndex,
+        lite_candidates: int,
     ) -> None:
         """Connect (starting the embedded server for a ``.db`` path).
 
@@ -88,9 +89,9 @@ class MilvusConnection:
             with self._call("connect"):
                 self._client = MilvusClient(connect_uri, **kwargs)
                 self.backend = (
-                    backends.Backend(lite=True, lite_approximate_rows=lite_approximate_rows)
+                    backends.Backend(lite=True, lite_candidates=lite_candidates)
                     if self._server
-                    else backends.detect(self._client.get_server_version, lite_approximate_rows)
+                    else backends.detect(self._client.get_server_version, server_dense, lite_candidates)
                 )
         except BaseException:
             if self._server is not None:
