@@ -86,6 +86,13 @@ class Backend:
         return self.lite or self.version >= (2, 5)
 
     @property
+    def tags_as_array(self) -> bool:
+        """Whether tag keys are an ARRAY of VARCHAR filtered with ``array_contains_any`` rather than one VARCHAR
+        filtered with ``like "%|key|%"``: Milvus 2.3 matches LIKE patterns by prefix only ("unsupported pattern");
+        2.4+ and Lite match infix patterns (``filters.py`` says why one VARCHAR is preferred there)."""
+        return not self.lite and self.version < (2, 4)
+
+    @property
     def namespace_partition_key(self) -> bool:
         """Whether new collections make the namespace the partition key.
 

@@ -304,7 +304,7 @@ class MilvusIndex(MilvusReads):
         output_fields: list[str] | None = None,
     ) -> list[list[Any]]:
         """Milvus's hits (dicts with id, distance and the ``output_fields``), one list per query in ``data``."""
-        expr = build_filter(flt)
+        expr = build_filter(flt, tags_as_array=self.backend.tags_as_array)
         with self._gate.search():
             res = self._healing(
                 what,

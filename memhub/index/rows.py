@@ -8,7 +8,7 @@ import numpy as np
 
 from memhub.index import dense_codes, schema
 from memhub.index.backend import Backend
-from memhub.index.filters import tag_keys
+from memhub.index.filters import tag_key_list, tag_keys
 from memhub.index.records import IndexedMemory
 
 
@@ -27,13 +27,15 @@ def to_row(mem: IndexedMemory, dimension: int, backend: Backend) -> dict[str, An
     keys = tag_keys(mem.tags)
     if len(keys.encode("utf-8")) > schema.MAX_VARCHAR_BYTES:
         raise ValueError(f"{where}: {len(mem.tags)} tags are too long to index together")
+    if backend.tags_as_array and len(mem.tags) > schema.MAX_TAGS:
+        raise ValueError(f"{where}: {len(mem.tags)} tags; at most {schema.MAX_TAGS} can be indexed")
     return {
         schema.ID: mem.id,
         schema.NAMESPACE: mem.namespace,
         schema.KIND: mem.kind,
         schema.TYPE: mem.type,
         schema.CONTENT: _fit_bytes(mem.content, schema.MAX_VARCHAR_BYTES),
-        schema.TAG_KEYS: keys,
+        schema.TAG_KEYS: tag_key_list(mem.tags) if backend.tags_as_array else keys,
         schema.OCCURRED_AT: _ms(mem.occurred_at_ms, "occurred_at_ms", where),
         schema.CREATED_AT: _ms(mem.created_at_ms, "created_at_ms", where),
         schema.EXPIRES_AT: _ms(mem.expires_at_ms, "expires_at_ms", where, non_negative=True),

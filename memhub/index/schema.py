@@ -57,6 +57,10 @@ MAX_ID_CHARS = 64
 MAX_NAMESPACE_CHARS = 255
 MAX_KIND_CHARS = 16
 MAX_TYPE_CHARS = 32
+# Tags per memory (memhub/core/validation.py MAX_TAGS) and the longest key of a 64-character tag (each character at
+# most 4 UTF-8 bytes, each byte at most 3 key characters): for servers that keep the keys as an ARRAY.
+MAX_TAGS = 32
+MAX_TAG_KEY_BYTES = 64 * 4 * 3
 # 65535 bytes is the largest VARCHAR Milvus accepts. 16384 characters fit unless
 # every one of them needs 4 bytes; rows.py then cuts at a character boundary.
 MAX_VARCHAR_BYTES = 65535
@@ -162,7 +166,10 @@ def build_schema(dimension: int, analyzer: dict[str, Any], rec: dict[str, str], 
         s.add_field(CONTENT, DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES, enable_analyzer=True, analyzer_params=analyzer)
     else:
         s.add_field(CONTENT, DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES)
-    s.add_field(TAG_KEYS, DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES)
+    if backend.tags_as_array:
+        s.add_field(TAG_KEYS, DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=MAX_TAGS, max_length=MAX_TAG_KEY_BYTES)
+    else:
+        s.add_field(TAG_KEYS, DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES)
     s.add_field(OCCURRED_AT, DataType.INT64)
     s.add_field(CREATED_AT, DataType.INT64)
     s.add_field(EXPIRES_AT, DataType.INT64)
