@@ -167,3 +167,34 @@ def test_vectors_of_a_float_layout_collection_are_reused(tmp_path: Path) -> None
     assert index.vectors_in("no_such_collection", [row(0, vectors[0]).id]) == {}
     other.close()
     index.close()
+
+
+def test_similarities_come_from_the_last_candidates_or_the_index_and_leave_with_a_delete(
+    filled: tuple[MilvusIndex, np.ndarray],
+) -> None:
+    """Judging relevance asks the similarity of hits the dense channel did not return: a recent search's candidates
+    answer without Milvus, the rest are read from it; either way the value is the stored vector's inner product."""
+    shared, vectors = filled
+    # Another client of the same collection, so only this test's search has filled its memory of candidates.
+    index = MilvusIndex(shared._uri, collection=shared.collection, model_id=MODEL, dimension=DIM, lite_candidates=200)  # noqa: SLF001
+    query = clustered(1, 23)[0]
+    index.search_dense(query, IndexFilter(namespaces=("t/0", "t/1", "t/2")), 10)
+    ids = [row(i, vectors[i]).id for i in range(0, 3000, 150)]
+    proposed = set(index._recent.similarities(query, ids))  # noqa: SLF001 - which came from the last candidates
+    got = index.similarities(query, ids)
+    assert set(got) == set(ids) and proposed and proposed != set(ids)  # some from the candidates, some from Milvus
+    for i in range(0, 3000, 150):
+        assert abs(got[row(i, vectors[i]).id] - float(vectors[i].astype(np.float16).astype(np.float32) @ query)) < 1e-5
+    gone = next(iter(proposed))
+    index.delete([gone])
+    assert gone not in index.similarities(query, [gone])
+    index.close()
+    recent = dense_codes_cache(3)
+    recent.remember(["a", "b", "c", "d"], clustered(4, 29))
+    assert set(recent.similarities(query, ["a", "b", "c", "d"])) == {"b", "c", "d"}  # bounded: the oldest left
+
+
+def dense_codes_cache(capacity: int):  # noqa: ANN201 - a RecentVectors
+    from memhub.index.recent_vectors import RecentVectors
+
+    return RecentVectors(capacity)

@@ -9,7 +9,7 @@ a caller sees are exact on both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +42,15 @@ def request(backend: Backend, dense: DenseIndex, queries: Sequence[np.ndarray], 
 
 
 def hits(
-    backend: Backend, dimension: int, answer: Sequence[Sequence[Any]], queries: Sequence[np.ndarray], limit: int
+    backend: Backend,
+    dimension: int,
+    answer: Sequence[Sequence[Any]],
+    queries: Sequence[np.ndarray],
+    limit: int,
+    scored: Callable[[list[str], np.ndarray], None] = lambda ids, vectors: None,
 ) -> list[list[tuple[str, float]]]:
-    """Milvus's answer (one hit list per query) as ``[(id, similarity)]`` per query, best first, ``limit`` each."""
+    """Milvus's answer (one hit list per query) as ``[(id, similarity)]`` per query, best first, ``limit`` each.
+    ``scored`` is told every candidate Lite's codes proposed, with its vector (memhub/index/recent_vectors.py)."""
     lists = [list(h) for h in answer] + [[] for _ in range(len(queries) - len(answer))]
     if not backend.coded_dense:
         return [[(str(h["id"]), float(h["distance"])) for h in found] for found in lists]
@@ -52,6 +58,7 @@ def hits(
     for found, query in zip(lists, queries, strict=True):
         ids = [str(h["id"]) for h in found]
         vectors = dense_codes.unpack([h["entity"][schema.DENSE_F16] for h in found], dimension)
+        scored(ids, vectors)
         out.append(dense_codes.best(ids, vectors, query, limit))
     return out
 

@@ -28,6 +28,7 @@ from memhub.index.backend import LITE_CANDIDATES, SERVER_HNSW, DenseIndex
 from memhub.index.errors import IndexBackendError, IndexModelMismatch, IndexUnavailable
 from memhub.index.filters import build_filter
 from memhub.index.milvus_reads import MilvusReads, id_filters
+from memhub.index.recent_vectors import RecentVectors
 from memhub.index.records import IndexedMemory, IndexFilter
 from memhub.index.replace_gate import ReplaceGate
 from memhub.index.rows import SCALAR_FIELDS, check_vector, same_fields, to_row
@@ -110,6 +111,7 @@ class MilvusIndex(MilvusReads):
         self._flush_lock = threading.Lock()  # one flush at a time
         self._pending = 0  # rows written since the last flush; guarded by _lock
         self._gate = ReplaceGate(search_timeout_s)
+        self._recent = RecentVectors()
         super().__init__(
             uri,
             token=token,
@@ -164,6 +166,7 @@ class MilvusIndex(MilvusReads):
             return 0
         # Last write wins within a batch: Milvus may refuse duplicate keys in one upsert.
         by_id = {m.id: to_row(m, self._dimension, self.backend) for m in rows}
+        self._recent.forget(by_id)
         held = self._held_rows(list(by_id), with_fields=skip_unchanged)
         fresh = [row for mid, row in by_id.items() if mid not in held]
         replacing = [row for mid, row in by_id.items() if mid in held and not (skip_unchanged and same_fields(row, held[mid]))]
@@ -191,6 +194,7 @@ class MilvusIndex(MilvusReads):
         unique = sorted(set(ids))
         if not unique:
             return
+        self._recent.forget(unique)
         with self._span("delete", {"memhub.milvus.rows": len(unique)}):
             # Not delete(ids=...): pymilvus wraps string keys in quotes without
             # escaping them, so an id containing ' could widen the delete.
@@ -245,7 +249,17 @@ class MilvusIndex(MilvusReads):
         answer = self._search_many(
             call.data, call.anns_field, flt, call.limit, "dense search", call.search_params, call.output_fields
         )
-        return dense_search.hits(self.backend, self._dimension, answer, queries, limit)
+        return dense_search.hits(self.backend, self._dimension, answer, queries, limit, self._recent.remember)
+
+    def similarities(self, query: Sequence[float] | np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of ``query`` with each of ``ids`` the index holds (or a dense search just scored), for
+        judging relevance: the candidates of recent searches answer without a query to Milvus."""
+        q = check_vector(query, self._dimension, "query")
+        out = self._recent.similarities(q, ids)
+        rest = [mid for mid in ids if mid not in out]
+        if rest:
+            out.update({mid: float(np.dot(v, q)) for mid, v in self.vectors(rest).items()})
+        return out
 
     @property
     def keyword_search_available(self) -> bool:
