@@ -25,6 +25,7 @@ same directory measures searches without writing again).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -47,6 +48,7 @@ from loadgen import (  # noqa: E402
     timed_clients,
 )
 from locomo import DEFAULT_PATH, load  # noqa: E402
+from milvus_server import milvus_server  # noqa: E402
 
 from memhub.client import MemhubClient, memory_input  # noqa: E402
 
@@ -71,6 +73,12 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH, help="LoCoMo json (texts and queries)")
     parser.add_argument("--data-dir", type=Path, help="keep the hub's data here (reused when it already holds the corpus)")
     parser.add_argument("--no-anatomy", action="store_true", help="skip timing the parts of a search after the run")
+    parser.add_argument(
+        "--milvus-server",
+        action="store_true",
+        help="index in a Milvus 2.3.5 server (the PyPI milvus package) instead of the embedded Milvus Lite; keywords then "
+        "come from Postgres full-text search",
+    )
     args = parser.parse_args()
     started_load = load_average()
     items, questions = corpus(args.memories, args.data)
@@ -80,9 +88,12 @@ def main() -> None:
     data.mkdir(mode=0o700, parents=True, exist_ok=True)  # the hub refuses a data directory others can read
     ingest = single = None
     parts = []
+    stack = contextlib.ExitStack()
     try:
-        with running_hub(data_dir=data) as hub:
-            cpu = StackCPU(hub)
+        server = stack.enter_context(milvus_server(data / "milvus-server")) if args.milvus_server else None
+        env = {"MEMHUB_MILVUS_URI": server.uri} if server else {}
+        with running_hub(data_dir=data, extra_env=env) as hub:
+            cpu = StackCPU(hub, server.pids if server else ())
             with MemhubClient(hub.address, token=hub.token) as client:
                 fresh = not client.list(["bench/copy0"], page_size=1).memories
             if fresh:
@@ -95,16 +106,18 @@ def main() -> None:
                 single = timed_clients(hub, 16, single_calls, cpu)
                 with MemhubClient(hub.address, token=hub.token) as client:
                     wait_until_indexed(client)  # the searches that follow should not compete with indexing
-            memory = resident_memory(hub)
+            memory = resident_memory(hub, server.pids if server else ())
             one = searches(hub, questions, ["bench"], 1, args.queries, cpu)
             sixteen = searches(hub, questions, ["bench"], 16, max(1, args.queries // 16) * 2, cpu)
-        if not args.no_anatomy:
+        if not (args.no_anatomy or args.milvus_server):  # the anatomy opens the embedded stores
             print("timing the parts of a search...", file=sys.stderr)
             parts = anatomy.measure(data, bench_policy_dir(data), questions, ["bench"])
     finally:
+        stack.close()
         if args.data_dir is None:
             shutil.rmtree(data, ignore_errors=True)
-    print(f"\nmemhub over gRPC on embedded defaults, {args.memories} memories (+{args.single_writes} single writes)")
+    where = "a Milvus 2.3.5 server (keywords: Postgres full-text)" if args.milvus_server else "embedded defaults"
+    print(f"\nmemhub over gRPC on {where}, {args.memories} memories (+{args.single_writes} single writes)")
     print(f"at the start: {started_load}; at the end: {load_average()}")
     print(f"raw embedder (batched, alone):          {raw_rate:7.1f} texts/s")
     if ingest is not None and single is not None:
@@ -113,7 +126,7 @@ def main() -> None:
     else:
         print("writes: skipped (the data directory already held the corpus)")
     print(
-        f"resident memory:                        hub {memory['hub']:.0f} MiB, Milvus Lite {memory['milvus']:.0f} MiB, "
+        f"resident memory:                        hub {memory['hub']:.0f} MiB, Milvus {memory['milvus']:.0f} MiB, "
         f"Postgres {memory['postgres']:.0f} MiB"
     )
     print(f"search, 1 client:                       {one.summary()}")
