@@ -54,6 +54,7 @@ from synthetic import queries, texts  # noqa: E402
 from memhub.client import MemhubClient  # noqa: E402
 from memhub.embedding import EmbeddingConfig, build_embedder  # noqa: E402
 from memhub.index import MilvusIndex  # noqa: E402
+from memhub.index_config import IndexConfig  # noqa: E402
 
 ROOT = "bench/scale"
 
@@ -70,12 +71,19 @@ def stored(address: str, token: str) -> int:
                 return total
 
 
-def dense_recall_of(data: Path, questions: list[str]) -> dense_recall.Recall:
-    """The dense channel's recall@10 on the index the hub left in ``data`` (the hub has stopped)."""
+def dense_recall_of(data: Path, questions: list[str], env: dict[str, str]) -> dense_recall.Recall:
+    """The dense channel's recall@10 on the index the hub left in ``data`` (the hub has stopped), with the hub's
+    settings (``env``: the candidates Lite scores)."""
+    settings = IndexConfig.from_env(env)
     embedder = build_embedder(EmbeddingConfig())
     try:
         vectors = embedder.embed(questions)
-        index = MilvusIndex(str(data / "milvus-index.db"), model_id=embedder.model_id, dimension=embedder.dimension)
+        index = MilvusIndex(
+            str(data / "milvus-index.db"),
+            model_id=embedder.model_id,
+            dimension=embedder.dimension,
+            lite_candidates=settings.lite_candidates,
+        )
     finally:
         embedder.close()
     try:
@@ -93,6 +101,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, help="keep the hub's data here (reused when it already holds the corpus)")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE hub setting (repeatable)")
     parser.add_argument("--recall-queries", type=int, default=200, help="LoCoMo questions for the dense recall")
+    parser.add_argument("--no-anatomy", action="store_true", help="skip timing the parts of a search after the run")
     args = parser.parse_args()
     if any("=" not in kv for kv in args.env):
         parser.error("--env takes KEY=VALUE")
@@ -117,34 +126,38 @@ def main() -> None:
             for clients in (1, 16, 64):
                 print(f"searching with {clients} clients...", file=sys.stderr)
                 levels[clients] = searches(hub, questions, [ROOT], clients, max(4, args.searches // clients), cpu)
-        recall = dense_recall_of(data, questions[: args.recall_queries])
-        print("timing the parts of a search...", file=sys.stderr)
-        parts = anatomy.measure(data, bench_policy_dir(data), questions, [ROOT])
+        # Printed as soon as measured: what follows opens the stores again and takes minutes at 1M memories.
+        print(f"\nmemhub at scale on embedded defaults: {args.memories} memories in 17 namespaces (LoCoMo-derived)")
+        print(f"at the start: {started_load}; after the searches: {load_average()}")
+        if args.env:
+            print(f"hub settings: {' '.join(args.env)}")
+        print(f"raw embedder (batched, alone):      {raw_rate:7.1f} texts/s")
+        if ingest is not None:
+            print(f"ingest (100/call, 4 writers):       {ingest.summary(raw_rate)}")
+        else:
+            print("ingest: skipped (the data directory already held the corpus)")
+        print(
+            f"resident memory:                    hub {memory['hub']:.0f} MiB, Milvus Lite {memory['milvus']:.0f} MiB, "
+            f"Postgres {memory['postgres']:.0f} MiB"
+        )
+        for clients, timed in levels.items():
+            print(f"search, {clients:2d} clients (all namespaces): {timed.summary()}", flush=True)
+        recall = dense_recall_of(data, questions[: args.recall_queries], dict(kv.split("=", 1) for kv in args.env))
+        print(
+            f"dense channel recall@10 against exact search over the stored vectors: {recall.recall_at_10:.3f} "
+            f"(worst query {recall.worst:.1f}; {recall.queries} LoCoMo questions, {recall.rows} rows)",
+            flush=True,
+        )
+        if not args.no_anatomy:
+            print("timing the parts of a search...", file=sys.stderr)
+            parts = anatomy.measure(data, bench_policy_dir(data), questions, [ROOT])
+            print()
+            one = levels[1]
+            print(anatomy.report(parts, (pct(one.latencies, 0.5), pct(one.latencies, 0.99))))
+        print(f"at the end: {load_average()}")
     finally:
         if args.data_dir is None:
             shutil.rmtree(data, ignore_errors=True)
-    print(f"\nmemhub at scale on embedded defaults: {args.memories} memories in 17 namespaces (LoCoMo-derived)")
-    print(f"at the start: {started_load}; at the end: {load_average()}")
-    if args.env:
-        print(f"hub settings: {' '.join(args.env)}")
-    print(f"raw embedder (batched, alone):      {raw_rate:7.1f} texts/s")
-    if ingest is not None:
-        print(f"ingest (100/call, 4 writers):       {ingest.summary(raw_rate)}")
-    else:
-        print("ingest: skipped (the data directory already held the corpus)")
-    print(
-        f"resident memory:                    hub {memory['hub']:.0f} MiB, Milvus Lite {memory['milvus']:.0f} MiB, "
-        f"Postgres {memory['postgres']:.0f} MiB"
-    )
-    for clients, timed in levels.items():
-        print(f"search, {clients:2d} clients (all namespaces): {timed.summary()}")
-    print(
-        f"dense channel recall@10 against exact search over the stored vectors: {recall.recall_at_10:.3f} "
-        f"(worst query {recall.worst:.1f}; {recall.queries} LoCoMo questions, {recall.rows} rows)"
-    )
-    print()
-    one = levels[1]
-    print(anatomy.report(parts, (pct(one.latencies, 0.5), pct(one.latencies, 0.99))))
 
 
 if __name__ == "__main__":

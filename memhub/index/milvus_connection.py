@@ -185,6 +185,6 @@ class MilvusConnection:
         with self._recover_lock:
             return self._server.ensure_running()
 
-    def _load(self, name: str | None = None) -> None:
+    def _load(self, name: str | None = None, timeout_s: float | None = None) -> None:
         with self._call("load_collection"):
-            self._client.load_collection(name or self._collection, timeout=self._timeout)
+            self._client.load_collection(name or self._collection, timeout=timeout_s or self._timeout)
