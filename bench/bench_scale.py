@@ -91,6 +91,9 @@ def dense_recall_of(data: Path, questions: list[str], env: dict[str, str]) -> An
     finally:
         embedder.close()
     try:
+        # The collection the hub served: `memhub reindex` may have replaced the configured one by a newer one.
+        names = [n for n in index._client.list_collections() if n.startswith(index.base_name)]  # noqa: SLF001
+        index.use_collection(max(names))
         index.ensure_collection()
         return dense_recall.measure(index, vectors)
     finally:
