@@ -112,6 +112,9 @@ class MilvusIndex(MilvusReads):
         self._pending = 0  # rows written since the last flush; guarded by _lock
         self._gate = ReplaceGate(search_timeout_s)
         self._recent = RecentVectors()
+        # About how many rows the collection holds, for the candidates of a Lite search (dense_search.candidates_for):
+        # counted when the collection is opened and after the indexer catches up, raised by each write in between.
+        self._rows = 1 << 62
         super().__init__(
             uri,
             token=token,
@@ -181,6 +184,7 @@ class MilvusIndex(MilvusReads):
                     self._healing("upsert", lambda c=chunk: self._client.upsert(self._collection, c, timeout=self._timeout))
             with self._lock:
                 self._pending += len(fresh) + len(replacing)
+                self._rows += len(fresh)
         return len(fresh) + len(replacing)
 
     def _held_rows(self, ids: list[str], *, with_fields: bool) -> dict[str, dict[str, Any]]:
@@ -214,11 +218,21 @@ class MilvusIndex(MilvusReads):
                 self._pending = max(0, self._pending - flushed)
 
     def after_catch_up(self) -> None:
-        """Called by the indexer when the outbox is empty: flush if this backend wants it."""
+        """Called by the indexer when the outbox is empty: flush if this backend wants it; count the rows."""
         with self._lock:
             pending = self._pending
         if pending and self.backend.flush_after_writes:
             self.flush()
+        if self.backend.coded_dense:
+            self._rows = self.count()
+
+    def ensure_collection(self) -> bool:
+        created = super().ensure_collection()
+        if self.backend.coded_dense:
+            self._rows = self.count()
+        return created
+
+    ensure_collection.__doc__ = MilvusReads.ensure_collection.__doc__
 
     # -- reads --------------------------------------------------------------------
 
@@ -245,7 +259,7 @@ class MilvusIndex(MilvusReads):
 
     def _dense_hits(self, queries: list[np.ndarray], flt: IndexFilter, limit: int) -> list[list[tuple[str, float]]]:
         _check_limit(limit)
-        call = dense_search.request(self.backend, self._dense, queries, limit, MAX_LIMIT)
+        call = dense_search.request(self.backend, self._dense, queries, limit, MAX_LIMIT, self._rows)
         answer = self._search_many(
             call.data, call.anns_field, flt, call.limit, "dense search", call.search_params, call.output_fields
         )
