@@ -44,8 +44,8 @@ SERVER_HNSW = DenseIndex("HNSW", {"M": 16, "efConstruction": 200}, {"ef": 128})
 SERVER_AUTO = DenseIndex("AUTOINDEX")
 
 LITE_CANDIDATES = 400
-"""Lite: candidates the codes propose per dense search, scored exactly (at least 4 per hit asked for).
-Recall@10 against exact search on LoCoMo-derived vectors: bench/bench_scale.py prints it."""
+"""Lite: the most candidates the codes propose per dense search, scored exactly (dense_search.candidates_for gives
+smaller collections fewer). Recall@10 against exact search: bench/bench_scale.py prints it."""
 
 
 def server_dense_index(kind: str = "HNSW", m: int = 16, ef_construction: int = 200, ef: int = 128) -> DenseIndex:
