@@ -87,7 +87,7 @@ def main() -> None:
         fill_postgres(url, ids)
         print(f"Postgres: {args.rows} memories in {time.perf_counter() - started:.1f} s")
         index = MilvusIndex(str(tmp / "index.db"), collection="bench", model_id="m", dimension=384)
-        index.ensure_collection(expected_rows=args.rows)
+        index.ensure_collection()
         rng = np.random.default_rng(0)
         started = time.perf_counter()
         for lo in range(0, len(ids), 2000):

@@ -1,6 +1,6 @@
 """Write throughput, indexing against the raw embedder, and search latency over gRPC, on the embedded defaults.
 
-    .venv/bin/python bench/bench_throughput.py [--memories 10000] [--queries 320]
+    .venv/bin/python bench/bench_throughput.py [--memories 10000] [--queries 320] [--data-dir DIR]
 
 Starts `memhub serve` in a scratch data directory (embedded Postgres, Milvus
 Lite, local ONNX embedder), then measures from this process over loopback:
@@ -15,12 +15,17 @@ Lite, local ONNX embedder), then measures from this process over loopback:
 5. after stopping the hub: the parts of a search timed alone against whole
    searches, on the same data (bench/anatomy.py).
 The texts are LoCoMo turns (real conversational English), the queries LoCoMo
-questions.
+questions. Every phase also prints the CPU the hub, its Milvus Lite and its
+Postgres spent per memory or per search, and the run prints the load average
+at its start and end: on a shared machine compare runs by those, and rates
+only within one run. ``--data-dir`` keeps the data (a second run with the
+same directory measures searches without writing again).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -31,8 +36,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import anatomy  # noqa: E402
 from hubproc import bench_policy_dir, running_hub, wait_until_indexed  # noqa: E402
-from loadgen import Call, batched_writes, pct, raw_embedder_rate, searches, timed_clients  # noqa: E402
+from loadgen import (  # noqa: E402
+    Call,
+    StackCPU,
+    batched_writes,
+    load_average,
+    pct,
+    raw_embedder_rate,
+    resident_memory,
+    searches,
+    timed_clients,
+)
 from locomo import DEFAULT_PATH, load  # noqa: E402
+from milvus_server import milvus_server  # noqa: E402
 
 from memhub.client import MemhubClient, memory_input  # noqa: E402
 
@@ -55,40 +71,69 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=320, help="queries per search phase")
     parser.add_argument("--single-writes", type=int, default=1_600)
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH, help="LoCoMo json (texts and queries)")
+    parser.add_argument("--data-dir", type=Path, help="keep the hub's data here (reused when it already holds the corpus)")
+    parser.add_argument("--no-anatomy", action="store_true", help="skip timing the parts of a search after the run")
+    parser.add_argument(
+        "--milvus-server",
+        action="store_true",
+        help="index in a Milvus 2.3.5 server (the PyPI milvus package) instead of the embedded Milvus Lite; keywords then "
+        "come from Postgres full-text search",
+    )
     args = parser.parse_args()
+    started_load = load_average()
     items, questions = corpus(args.memories, args.data)
     print("measuring the raw embedder...", file=sys.stderr)
     raw_rate = raw_embedder_rate([text for _, text in items[:1500]])
-    data = Path(tempfile.mkdtemp(prefix="memhub-bench-"))
+    data = args.data_dir or Path(tempfile.mkdtemp(prefix="memhub-bench-"))
+    data.mkdir(mode=0o700, parents=True, exist_ok=True)  # the hub refuses a data directory others can read
+    ingest = single = None
+    parts = []
+    stack = contextlib.ExitStack()
     try:
-        with running_hub(data_dir=data) as hub:
-            ingest = batched_writes(hub, items)
-
-            def single_calls(i: int) -> list[Call]:
-                texts = [f"single write {i}-{j} {time.time()}" for j in range(args.single_writes // 16)]
-                return [lambda c, t=t: c.write([memory_input("bench/single", t)]) for t in texts]
-
-            single = timed_clients(hub, 16, single_calls)
+        server = stack.enter_context(milvus_server(data / "milvus-server")) if args.milvus_server else None
+        env = {"MEMHUB_MILVUS_URI": server.uri} if server else {}
+        with running_hub(data_dir=data, extra_env=env) as hub:
+            cpu = StackCPU(hub, server.pids if server else ())
             with MemhubClient(hub.address, token=hub.token) as client:
-                wait_until_indexed(client)  # the searches that follow should not compete with indexing
-            one = searches(hub, questions, ["bench"], 1, args.queries)
-            sixteen = searches(hub, questions, ["bench"], 16, max(1, args.queries // 16) * 2)
-        print("timing the parts of a search...", file=sys.stderr)
-        parts = anatomy.measure(data, bench_policy_dir(data), questions, ["bench"])
+                fresh = not client.list(["bench/copy0"], page_size=1).memories
+            if fresh:
+                ingest = batched_writes(hub, items, cpu=cpu)
+
+                def single_calls(i: int) -> list[Call]:
+                    texts = [f"single write {i}-{j} {time.time()}" for j in range(args.single_writes // 16)]
+                    return [lambda c, t=t: c.write([memory_input("bench/single", t)]) for t in texts]
+
+                single = timed_clients(hub, 16, single_calls, cpu)
+                with MemhubClient(hub.address, token=hub.token) as client:
+                    wait_until_indexed(client)  # the searches that follow should not compete with indexing
+            memory = resident_memory(hub, server.pids if server else ())
+            one = searches(hub, questions, ["bench"], 1, args.queries, cpu)
+            sixteen = searches(hub, questions, ["bench"], 16, max(1, args.queries // 16) * 2, cpu)
+        if not (args.no_anatomy or args.milvus_server):  # the anatomy opens the embedded stores
+            print("timing the parts of a search...", file=sys.stderr)
+            parts = anatomy.measure(data, bench_policy_dir(data), questions, ["bench"])
     finally:
-        shutil.rmtree(data, ignore_errors=True)
-    print(f"\nmemhub over gRPC on embedded defaults, {args.memories} memories (+{args.single_writes} single writes)")
+        stack.close()
+        if args.data_dir is None:
+            shutil.rmtree(data, ignore_errors=True)
+    where = "a Milvus 2.3.5 server (keywords: Postgres full-text)" if args.milvus_server else "embedded defaults"
+    print(f"\nmemhub over gRPC on {where}, {args.memories} memories (+{args.single_writes} single writes)")
+    print(f"at the start: {started_load}; at the end: {load_average()}")
     print(f"raw embedder (batched, alone):          {raw_rate:7.1f} texts/s")
+    if ingest is not None and single is not None:
+        print(f"batched writes (100/call, 4 writers):   {ingest.summary(raw_rate)}")
+        print(f"single writes (16 clients):             {single.summary('memories/s')}")
+    else:
+        print("writes: skipped (the data directory already held the corpus)")
     print(
-        f"batched writes (100/call, 4 writers):   {ingest.acknowledged_per_s:7.1f} memories/s acknowledged; "
-        f"{ingest.searchable_per_s:.1f} memories/s until searchable "
-        f"= {100 * ingest.searchable_per_s / raw_rate:.0f}% of the raw embedder"
+        f"resident memory:                        hub {memory['hub']:.0f} MiB, Milvus {memory['milvus']:.0f} MiB, "
+        f"Postgres {memory['postgres']:.0f} MiB"
     )
-    print(f"single writes (16 clients):             {single.summary('memories/s')}")
     print(f"search, 1 client:                       {one.summary()}")
     print(f"search, 16 clients:                     {sixteen.summary()}")
-    print()
-    print(anatomy.report(parts, (pct(one.latencies, 0.5), pct(one.latencies, 0.99))))
+    if parts:
+        print()
+        print(anatomy.report(parts, (pct(one.latencies, 0.5), pct(one.latencies, 0.99))))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from pathlib import Path
 from memhub.auth import issue_token, load_secret
 from memhub.auth.config import LOCAL_SECRET_NAME
 from memhub.client import MemhubClient, memory_input
+from memhub.v1 import admin_pb2
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_POLICY = '@id("bench-everything")\npermit(principal in Group::"bench", action, resource);\n'
@@ -47,13 +48,16 @@ def bench_policy_dir(root: Path, policy: str = BENCH_POLICY) -> Path:
 def wait_until_indexed(client: MemhubClient, *, progress: bool = False) -> None:
     """Block until everything written so far is searchable.
 
-    The outbox is applied in order, so once a write made now is indexed, every earlier one is too.
-    With ``progress``, says every 10 s (each wait) that it is still waiting.
+    A write made now and indexed, and then an empty outbox: the indexer's workers apply batches side by side, so
+    the barrier may be indexed while an earlier batch is still being embedded. With ``progress``, says every 10 s
+    (each wait) that it is still waiting.
     """
     started = time.monotonic()
     while not client.write([memory_input("bench/barrier", f"barrier {time.time()}")], wait_indexed=True).indexed:
         if progress:
             print(f"  indexing... {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    while client.call_admin("GetIndexHealth", admin_pb2.GetIndexHealthRequest()).outbox_depth:
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager

@@ -2,17 +2,21 @@
 
 Everything here talks to a running hub over gRPC (``hubproc.running_hub``)
 from this process, as agents would, and measures wall-clock figures; the
-machine is shared and noisy, so compare figures measured in one run.
+machine is shared and noisy, so compare figures measured in one run. Beside
+the wall clock, each phase counts the CPU time the hub, its Milvus and its
+Postgres spent (``StackCPU``): per search or per memory, it moves far less
+with the machine's load than rates and latencies do.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -31,19 +35,80 @@ def pct(values: Sequence[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))] * 1000
 
 
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, as uptime prints them."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+class StackCPU:
+    """CPU seconds (user + system) of the hub process, the Milvus under it and its embedded Postgres, for a phase.
+
+    ``extra`` adds processes that are not the hub's children (a Milvus server started beside it)."""
+
+    def __init__(self, hub: RunningHub, extra: Sequence[int] = ()) -> None:
+        self._hub = hub
+        self._extra = list(extra)
+
+    def processes(self) -> dict[str, list[psutil.Process]]:
+        hub_proc = psutil.Process(self._hub.pid)
+        milvus = [c for c in hub_proc.children(recursive=True) if "milvus" in c.name()]
+        milvus += [psutil.Process(pid) for pid in self._extra]
+        data = str(Path(self._hub.data_dir).resolve())
+        postgres = []
+        for proc in psutil.process_iter(["name", "cmdline"]):
+            try:
+                if "postgres" in (proc.info["name"] or "") and data in " ".join(proc.info["cmdline"] or []):
+                    postgres.append(proc)
+                    postgres += proc.children(recursive=True)
+            except psutil.Error:
+                continue
+        return {"hub": [hub_proc], "milvus": milvus, "postgres": postgres}
+
+    def seconds(self) -> dict[str, float]:
+        """CPU seconds so far per part (processes that ended meanwhile are not counted)."""
+        out = {}
+        for part, procs in self.processes().items():
+            total = 0.0
+            for proc in {q.pid: q for q in procs}.values():
+                try:
+                    times = proc.cpu_times()
+                    total += times.user + times.system + getattr(times, "children_user", 0) + getattr(times, "children_system", 0)
+                except psutil.Error:
+                    pass
+            out[part] = total
+        return out
+
+
+def cpu_per(before: dict[str, float], after: dict[str, float], count: int) -> dict[str, float]:
+    """Milliseconds of CPU per item (search, memory) for each part, between two ``StackCPU.seconds``."""
+    return {part: 1000 * (after[part] - before.get(part, 0.0)) / max(1, count) for part in after}
+
+
+def cpu_summary(per_item: dict[str, float], unit: str) -> str:
+    parts = ", ".join(f"{part} {ms:.1f}" for part, ms in per_item.items())
+    return f"CPU per {unit}: {sum(per_item.values()):.1f} ms ({parts})"
+
+
 @dataclass(frozen=True)
 class Timed:
     rate: float
     """Calls per second over the whole phase."""
     latencies: list[float]
     """Seconds per call."""
+    cpu_ms: dict[str, float] = field(default_factory=dict)
+    """CPU milliseconds per call of the hub, its Milvus and its Postgres, when measured."""
 
     def summary(self, unit: str = "searches/s") -> str:
-        return f"p50 {pct(self.latencies, 0.5):7.1f} ms, p99 {pct(self.latencies, 0.99):7.1f} ms, {self.rate:6.1f} {unit}"
+        line = f"p50 {pct(self.latencies, 0.5):7.1f} ms, p99 {pct(self.latencies, 0.99):7.1f} ms, {self.rate:6.1f} {unit}"
+        if self.cpu_ms:
+            line += "; " + cpu_summary(self.cpu_ms, "call")
+        return line
 
 
-def timed_clients(hub: RunningHub, concurrency: int, calls: Callable[[int], list[Call]]) -> Timed:
-    """Run calls(i) on client i, all clients at once (a thread each); rate and per-call latencies."""
+def timed_clients(hub: RunningHub, concurrency: int, calls: Callable[[int], list[Call]], cpu: StackCPU | None = None) -> Timed:
+    """Run calls(i) on client i, all clients at once (a thread each); rate, per-call latencies and (with ``cpu``) the
+    stack's CPU per call."""
     latencies: list[float] = []
     lock = threading.Lock()
     clients = [MemhubClient(hub.address, token=hub.token, timeout_s=120) for _ in range(concurrency)]
@@ -57,6 +122,7 @@ def timed_clients(hub: RunningHub, concurrency: int, calls: Callable[[int], list
             with lock:
                 latencies.append(time.perf_counter() - t0)
 
+    started = cpu.seconds() if cpu else {}
     t0 = time.perf_counter()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
     for t in threads:
@@ -64,19 +130,27 @@ def timed_clients(hub: RunningHub, concurrency: int, calls: Callable[[int], list
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - t0
+    spent = cpu_per(started, cpu.seconds(), len(latencies)) if cpu else {}
     for c in clients:
         c.close()
-    return Timed(len(latencies) / elapsed, latencies)
+    return Timed(len(latencies) / elapsed, latencies, spent)
 
 
-def searches(hub: RunningHub, queries: Sequence[str], roots: Sequence[str], concurrency: int, per_client: int) -> Timed:
+def searches(
+    hub: RunningHub,
+    queries: Sequence[str],
+    roots: Sequence[str],
+    concurrency: int,
+    per_client: int,
+    cpu: StackCPU | None = None,
+) -> Timed:
     """``concurrency`` clients each search ``per_client`` queries (distinct across clients), top 10."""
 
     def calls(i: int) -> list[Call]:
         mine = [queries[(i * per_client + j) % len(queries)] for j in range(per_client)]
         return [lambda c, q=q: c.search(q, list(roots), top_k=10) for q in mine]
 
-    return timed_clients(hub, concurrency, calls)
+    return timed_clients(hub, concurrency, calls, cpu)
 
 
 @dataclass(frozen=True)
@@ -84,12 +158,25 @@ class Ingest:
     acknowledged_per_s: float
     searchable_per_s: float
     seconds_to_searchable: float
+    cpu_ms: dict[str, float] = field(default_factory=dict)
+    """CPU milliseconds per memory of the hub, its Milvus and its Postgres, from the first write until searchable."""
+
+    def summary(self, raw_rate: float) -> str:
+        return (
+            f"{self.acknowledged_per_s:7.1f} memories/s acknowledged; searchable after {self.seconds_to_searchable / 60:.1f} "
+            f"min = {self.searchable_per_s:.1f} memories/s ({100 * self.searchable_per_s / raw_rate:.0f}% of the raw "
+            f"embedder); " + cpu_summary(self.cpu_ms, "memory")
+        )
 
 
-def batched_writes(hub: RunningHub, items: Sequence[tuple[str, str]], writers: int = 4, batch: int = 100) -> Ingest:
+def batched_writes(
+    hub: RunningHub, items: Sequence[tuple[str, str]], writers: int = 4, batch: int = 100, cpu: StackCPU | None = None
+) -> Ingest:
     """Write (namespace, text) items 100 per call from ``writers`` clients; time until acknowledged and until searchable."""
     batches = [items[i : i + batch] for i in range(0, len(items), batch)]
     clients = [MemhubClient(hub.address, token=hub.token, timeout_s=300) for _ in range(writers)]
+    cpu = cpu or StackCPU(hub)
+    started = cpu.seconds()
     t0 = time.perf_counter()
     with tqdm(total=len(items), desc="writes", unit="mem", file=sys.stderr) as bar, ThreadPoolExecutor(writers) as pool:
 
@@ -101,9 +188,10 @@ def batched_writes(hub: RunningHub, items: Sequence[tuple[str, str]], writers: i
     acked = time.perf_counter() - t0
     wait_until_indexed(clients[0], progress=True)
     searchable = time.perf_counter() - t0
+    spent = cpu_per(started, cpu.seconds(), len(items))
     for c in clients:
         c.close()
-    return Ingest(len(items) / acked, len(items) / searchable, searchable)
+    return Ingest(len(items) / acked, len(items) / searchable, searchable, spent)
 
 
 def raw_embedder_rate(texts: Sequence[str]) -> float:
@@ -122,19 +210,9 @@ def raw_embedder_rate(texts: Sequence[str]) -> float:
         embedder.close()
 
 
-def resident_memory(hub: RunningHub) -> dict[str, float]:
-    """Resident memory in MiB of the hub process, its Milvus Lite child and the embedded Postgres processes."""
-    hub_proc = psutil.Process(hub.pid)
-    milvus = [c for c in hub_proc.children(recursive=True) if "milvus" in c.name()]
-    data = str(Path(hub.data_dir).resolve())
-    postgres = []
-    for p in psutil.process_iter(["name", "cmdline"]):
-        try:
-            if "postgres" in (p.info["name"] or "") and data in " ".join(p.info["cmdline"] or []):
-                postgres.append(p)
-                postgres += p.children(recursive=True)
-        except psutil.Error:
-            continue
+def resident_memory(hub: RunningHub, extra: Sequence[int] = ()) -> dict[str, float]:
+    """Resident memory in MiB of the hub process, its Milvus (Lite child, or ``extra`` server processes) and the
+    embedded Postgres processes."""
 
     def mib(procs: list[psutil.Process]) -> float:
         total = 0
@@ -145,4 +223,4 @@ def resident_memory(hub: RunningHub) -> dict[str, float]:
                 pass
         return total / 2**20
 
-    return {"hub": mib([hub_proc]), "milvus": mib(milvus), "postgres": mib(postgres)}
+    return {part: mib(procs) for part, procs in StackCPU(hub, extra).processes().items()}

@@ -108,7 +108,8 @@ def open_index(config: HubConfig, embedder: Embedder) -> MilvusIndex:
             collection=config.store.milvus_collection,
             model_id=embedder.model_id,
             dimension=embedder.dimension,
-            lite_approximate_rows=config.store.lite_approximate_rows,
+            server_dense=config.index.server_dense(),
+            lite_candidates=config.index.lite_candidates,
         )
     except IndexUnavailable as exc:
         raise StartupError(str(exc)) from None
@@ -123,12 +124,10 @@ def prepare_index(index: MilvusIndex, indexer: Indexer) -> None:
     """
     indexer.follow_collection()  # the collection `memhub reindex` last switched to, if any
     try:
-        if index.ensure_collection(expected_rows=indexer.servable_count()):
+        if index.ensure_collection():
             queued = indexer.backfill()
             if queued:
                 log.warning("created a new Milvus collection; indexing %d memories from Postgres in the background", queued)
-        elif index.fit_dense_index():  # built under another setting (or by an older memhub)
-            log.warning("rebuilt the dense index as %s for its size and settings", index.dense_index_type)
     except (IndexModelMismatch, IndexUnavailable) as exc:
         index.close()  # stops the embedded Milvus Lite, so `memhub reindex` can open its file
         raise StartupError(str(exc)) from None
@@ -229,6 +228,7 @@ class Hub:
             index,
             embedder,
             batch_size=config.indexer.batch_size,
+            workers=config.indexer.workers,
             poll_interval_s=config.indexer.poll_interval_s,
             listen_url=_psycopg_url(url),
             index_health=index_health,

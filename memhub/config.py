@@ -26,6 +26,7 @@ from memhub.embedding import EmbeddingConfig
 from memhub.env_settings import env_float, env_int
 from memhub.errors import InvalidArgument, StartupError
 from memhub.feed.config import ChangeFeedConfig
+from memhub.index_config import IndexConfig
 from memhub.limits_config import CallLimit, LimitsConfig, limits_from_env
 from memhub.metrics.config import MetricsConfig
 from memhub.rerank.config import RerankConfig
@@ -38,6 +39,7 @@ __all__ = [
     "AuditConfig",
     "CallLimit",
     "HubConfig",
+    "IndexConfig",
     "IndexerConfig",
     "LimitsConfig",
     "PolicyConfig",
@@ -65,11 +67,6 @@ class StoreConfig:
 
     milvus_collection: str = "memhub_memories"
     """Collection name (MEMHUB_MILVUS_COLLECTION)."""
-
-    lite_approximate_rows: int | None = None
-    """Milvus Lite only: past this many rows, search an approximate dense index instead of an exact one
-    (MEMHUB_LITE_APPROXIMATE_ROWS; unset or 0: always exact). Measured at 100k rows: about 4x faster,
-    recall@10 0.73 (memhub/index/backend.py)."""
 
     def resolved_milvus_uri(self) -> str:
         # Not "milvus.db": that name is the directory the old Milvus Lite 3.x made.
@@ -103,6 +100,10 @@ class IndexerConfig:
     batch_size: int = 256
     """Outbox rows claimed per batch (one bulk embedding, one Milvus upsert, one commit); memories are
     locked only after their embedding, so a large batch does not hold up forgets."""
+
+    workers: int = 2
+    """Batches in flight at once (MEMHUB_INDEXER_WORKERS, 1 to 8): with two, the next batch is embedded while one
+    is written to Milvus and committed, so indexing runs at the embedder's speed (memhub/core/indexer.py)."""
 
     poll_interval_s: float = 1.0
     """Fallback polling when no NOTIFY arrives."""
@@ -197,6 +198,8 @@ class HubConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     indexer: IndexerConfig = field(default_factory=IndexerConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    """How the retrieval index searches (memhub/index_config.py)."""
     search: SearchConfig = field(default_factory=SearchConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
@@ -237,7 +240,6 @@ class HubConfig:
             database_url=env.get("MEMHUB_DATABASE_URL") or None,
             milvus_uri=env.get("MEMHUB_MILVUS_URI") or None,
             milvus_collection=env.get("MEMHUB_MILVUS_COLLECTION", "memhub_memories"),
-            lite_approximate_rows=env_int(env, "MEMHUB_LITE_APPROXIMATE_ROWS", 0, 0, 10**9) or None,
         )
         max_message = env_int(env, "MEMHUB_MAX_MESSAGE_BYTES", ServerConfig.max_message_bytes, 64 * 1024, 64 * 2**20)
         server = ServerConfig(
@@ -250,6 +252,7 @@ class HubConfig:
         )
         indexer = IndexerConfig(
             enabled=env.get("MEMHUB_INDEXER", "1") not in ("0", "false", "no"),
+            workers=env_int(env, "MEMHUB_INDEXER_WORKERS", 2, 1, 8),
             keyword_context_before=env_int(env, "MEMHUB_KEYWORD_CONTEXT_BEFORE", 2, 0, 5),
             keyword_context_after=env_int(env, "MEMHUB_KEYWORD_CONTEXT_AFTER", 2, 0, 5),
         )
@@ -291,6 +294,7 @@ class HubConfig:
             store=store,
             server=server,
             indexer=indexer,
+            index=IndexConfig.from_env(env),
             search=search,
             rerank=rerank,
             embedding=embedding,

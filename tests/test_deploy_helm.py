@@ -610,6 +610,23 @@ def test_bundled_stores_are_reached_by_their_service_names(chart: helm.Chart) ->
     check_service_names(replicated, milvus_host="prod-milvus", postgres_host="prod-postgresql-primary")
 
 
+def test_the_milvus_server_gets_hnsw_and_its_parameters(chart: helm.Chart) -> None:
+    """The server's dense index is named with its parameters (issue 27), and the schema bounds them."""
+    env = env_of(container(hub_deployment(render(chart, ci_values("external")))))
+    assert {name: env[name]["value"] for name in env if name.startswith(("MEMHUB_MILVUS_HNSW", "MEMHUB_MILVUS_DENSE"))} == {
+        "MEMHUB_MILVUS_DENSE_INDEX": "HNSW",
+        "MEMHUB_MILVUS_HNSW_M": "16",
+        "MEMHUB_MILVUS_HNSW_EF_CONSTRUCTION": "200",
+        "MEMHUB_MILVUS_HNSW_EF": "128",
+    }
+    assert env["MEMHUB_INDEXER_WORKERS"]["value"] == "2"
+    tuned = merged(ci_values("external"), {"hub": {"denseIndex": {"type": "AUTOINDEX", "hnswEf": 256}}})
+    assert env_of(container(hub_deployment(render(chart, tuned))))["MEMHUB_MILVUS_DENSE_INDEX"]["value"] == "AUTOINDEX"
+    for wrong in ({"type": "IVF_FLAT"}, {"hnswM": 2}, {"hnswEf": 0}):
+        with pytest.raises(helm.HelmValuesError):
+            chart.validate_schema(merged(ci_values("minimal"), {"hub": {"denseIndex": wrong}}))
+
+
 def test_external_stores_use_the_configured_hosts_and_secrets(chart: helm.Chart) -> None:
     values = ci_values("external")
     docs = render(chart, values)

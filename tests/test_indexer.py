@@ -171,3 +171,48 @@ def test_retry_now_releases_only_rows_in_back_off(quiet: Quiet) -> None:
     assert quiet.hub.indexer.backlog() == 0
     assert quiet.hub.indexer.retry_now() == 0
     assert quiet.hub.index.count() == 4
+
+
+class CountingEmbedder:
+    """The hub's embedder, counting the texts it embeds (to see work, not to replace the model)."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id  # type: ignore[attr-defined]
+        self.dimension = inner.dimension  # type: ignore[attr-defined]
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return self.inner.embed(texts)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_rebuild_reuses_the_vectors_of_the_collection_it_replaces(quiet: Quiet) -> None:
+    """`memhub reindex` with an unchanged model (a layout change) embeds nothing again, and the rebuilt index
+    finds what the old one found."""
+    import dataclasses
+
+    from memhub.app import open_index
+    from memhub.core.index_rebuild import rebuild
+    from memhub.db.context import Window
+
+    _write(quiet.hub, "idx/rebuild", 40)
+    assert quiet.hub.indexer.drain(timeout_s=60)
+    flt = IndexFilter(namespaces=("idx/rebuild",))
+    query = quiet.hub.embedder.embed(["memory 7"])[0]
+    before = quiet.hub.index.search_dense(query, flt, 5)
+    counting = CountingEmbedder(quiet.hub.embedder)
+    config = quiet.hub.config
+
+    def index_named(name: str):  # noqa: ANN202 - a MilvusIndex
+        return open_index(dataclasses.replace(config, store=dataclasses.replace(config.store, milvus_collection=name)), counting)
+
+    done = rebuild(quiet.hub.engine, index_named, config.store.milvus_collection, counting, Window(), grace_s=0)
+    assert done.filled == 40 and counting.texts == 0
+    quiet.hub.indexer.follow_collection()
+    after = quiet.hub.index.search_dense(query, flt, 5)
+    assert [i for i, _ in after] == [i for i, _ in before]
+    assert [round(s, 4) for _, s in after] == [round(s, 4) for _, s in before]

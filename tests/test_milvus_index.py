@@ -23,7 +23,7 @@ import grpc
 import pytest
 
 from memhub.index import IndexedMemory, IndexFilter, IndexModelMismatch, IndexUnavailable, MilvusIndex, schema
-from memhub.index.backend import Backend, detect
+from memhub.index.backend import Backend, DenseIndex, detect
 from memhub.index.filters import build_filter, encode_tag, quote, tag_keys
 from memhub.index.lite_server import LiteServer
 from memhub.index.rows import to_row
@@ -215,12 +215,12 @@ def test_half_created_collection_gets_its_indexes(uri: str) -> None:
     name = f"m_{uuid.uuid4().hex[:8]}"
     index = MilvusIndex(uri, collection=name, model_id=MODEL, dimension=DIM)
     analyzer = schema.DEFAULT_ANALYZER
+    lite = index.backend
     index._client.create_collection(  # noqa: SLF001 - simulating the interrupted create
-        name,
-        schema=schema.build_schema(DIM, analyzer, schema.record(MODEL, DIM, analyzer), namespace_partition_key=False),
+        name, schema=schema.build_schema(DIM, analyzer, schema.record(MODEL, DIM, analyzer, lite), lite)
     )
     index.ensure_collection()
-    assert set(index._client.list_indexes(name)) == {schema.DENSE, schema.SPARSE}  # noqa: SLF001
+    assert set(index._client.list_indexes(name)) == {schema.DENSE_CODES, schema.SPARSE}  # noqa: SLF001
     row = mem("repaired collection works")
     index.upsert([row])
     assert index.search_keyword("repaired", IndexFilter(namespaces=("t/a",)), 5)[0][0] == row.id
@@ -494,25 +494,37 @@ def test_lite_is_detected_and_keeps_namespace_a_plain_field(fresh_index: MilvusI
     assert fresh_index.backend == Backend(lite=True)
     fields = {f["name"]: f for f in fresh_index._client.describe_collection(fresh_index._collection)["fields"]}  # noqa: SLF001
     assert not fields[schema.NAMESPACE].get("is_partition_key")
-    assert fresh_index.dense_index_type == "FLAT"
+    assert fresh_index.dense_index_type == "BIN_FLAT" and schema.DENSE not in fields
+
+
+SERVER_25 = Backend(lite=False, version=(2, 5))
+SERVER_23 = Backend(lite=False, version=(2, 3))
 
 
 def test_server_schema_makes_namespace_the_partition_key() -> None:
-    """The server code path, checked offline (no Milvus server runs here): same fields, namespace as partition key."""
-    server = Backend(lite=False)
-    assert server.namespace_partition_key and server.dense_index(10**6).index_type == "AUTOINDEX"
+    """The server code path, checked offline: float vectors under HNSW, namespace as partition key from 2.5 on."""
+    assert SERVER_25.namespace_partition_key and SERVER_25.dense_index().index_type == "HNSW"
     built = schema.build_schema(
-        DIM, schema.DEFAULT_ANALYZER, schema.record(MODEL, DIM, schema.DEFAULT_ANALYZER), namespace_partition_key=True
+        DIM, schema.DEFAULT_ANALYZER, schema.record(MODEL, DIM, schema.DEFAULT_ANALYZER, SERVER_25), SERVER_25
     )
     by_name = {f.name: f for f in built.fields}
-    assert by_name[schema.NAMESPACE].is_partition_key
+    assert by_name[schema.NAMESPACE].is_partition_key and schema.DENSE in by_name and schema.SPARSE in by_name
     assert schema.parse_description(built.description)[schema.RECORD_MODEL] == MODEL
+    assert schema.parse_description(built.description)[schema.RECORD_LAYOUT] == schema.LAYOUT_VERSION
     lite = Backend(lite=True)
-    assert not lite.namespace_partition_key
-    # Exact at every size unless the operator opts in to Lite's approximate index (recall@10 0.73 at 100k).
-    assert lite.dense_index(10).index_type == "FLAT" and lite.dense_index(10**7).index_type == "FLAT"
-    opted = Backend(lite=True, lite_approximate_rows=50_000)
-    assert opted.dense_index(49_999).index_type == "FLAT" and opted.dense_index(50_000).index_type == "IVF_FLAT"
+    assert not lite.namespace_partition_key and lite.coded_dense and lite.dense_index().index_type == "BIN_FLAT"
+
+
+def test_a_server_without_bm25_gets_no_sparse_field_and_no_partition_key() -> None:
+    """Milvus 2.3 (the PyPI server) has no BM25 and files upserted rows under the wrong partition key."""
+    assert not SERVER_23.bm25 and not SERVER_23.namespace_partition_key
+    rec = schema.record(MODEL, DIM, schema.DEFAULT_ANALYZER, SERVER_23)
+    built = schema.build_schema(DIM, schema.DEFAULT_ANALYZER, rec, SERVER_23)
+    by_name = {f.name: f for f in built.fields}
+    assert schema.SPARSE not in by_name and not built.functions and not by_name[schema.NAMESPACE].is_partition_key
+    # Recorded without an analyzer: once the server has BM25, the hub asks for a rebuild instead of using it half-made.
+    assert rec[schema.RECORD_ANALYZER] == "none"
+    assert schema.vector_fields(SERVER_23) == {schema.DENSE}
 
 
 def test_detect_tells_lite_from_a_server() -> None:
@@ -524,51 +536,40 @@ def test_detect_tells_lite_from_a_server() -> None:
         raise Unimplemented()
 
     assert detect(lite_version) == Backend(lite=True)
-    assert detect(lambda: "v2.5.26") == Backend(lite=False)
+    assert detect(lambda: "v2.5.26") == SERVER_25
+    assert detect(lambda: "v2.3.5-lite") == SERVER_23
+    assert detect(lambda: "v2.6.1").bm25 and detect(lambda: "v2.6.1").namespace_partition_key
 
 
 def test_partition_key_filters_fail_on_lite(uri: str) -> None:
     """Why Lite keeps the namespace a plain field: a filter on a partition-key field is refused there."""
     index = MilvusIndex(uri, collection=f"pk_{uuid.uuid4().hex[:8]}", model_id=MODEL, dimension=DIM)
+    name = index._collection  # noqa: SLF001
     index._client.create_collection(  # noqa: SLF001 - a collection laid out for a server
-        index._collection,  # noqa: SLF001
+        name,
         schema=schema.build_schema(
-            DIM, schema.DEFAULT_ANALYZER, schema.record(MODEL, DIM, schema.DEFAULT_ANALYZER), namespace_partition_key=True
+            DIM, schema.DEFAULT_ANALYZER, schema.record(MODEL, DIM, schema.DEFAULT_ANALYZER, SERVER_25), SERVER_25
         ),
-        index_params=schema.build_index_params("FLAT", {}),
+        index_params=schema.build_index_params(SERVER_25, DenseIndex("FLAT")),
     )
-    index.ensure_collection()
-    # Inserted directly: upsert reads which rows are held first, and on this layout Lite refuses that filter too.
-    index._client.insert(index._collection, [to_row(mem("partition key row"), DIM)])  # noqa: SLF001
+    index._client.insert(name, [to_row(mem("partition key row"), DIM, SERVER_25)])  # noqa: SLF001
+    index._client.load_collection(name)  # noqa: SLF001
     with pytest.raises(Exception, match="Invalid expr"):
-        index.search_dense(unit(1), IndexFilter(namespaces=("t/a",)), 5)
+        index._client.search(name, data=[unit(1)], anns_field=schema.DENSE, limit=5, filter='namespace in ["t/a"]')  # noqa: SLF001
     index.close()
 
 
-def test_dense_index_follows_the_approximate_setting_both_ways(fresh_index: MilvusIndex) -> None:
-    rows = [mem(f"row {i}", vector=unit(300 + i)) for i in range(300)]
-    fresh_index.upsert(rows)
-    assert not fresh_index.fit_dense_index()  # exact by default, at any size
-    # An operator opts in to the approximate index past 100 rows.
-    opted = MilvusIndex(
-        fresh_index._uri,  # noqa: SLF001
-        collection=fresh_index._collection,  # noqa: SLF001
-        model_id=MODEL,
-        dimension=DIM,
-        lite_approximate_rows=100,
-    )
-    opted.ensure_collection()
-    assert opted.fit_dense_index() and opted.dense_index_type == "IVF_FLAT"
-    assert not opted.fit_dense_index()
-    assert opted.search_dense(rows[42].vector, IndexFilter(namespaces=("t/a",)), 3)[0][0] == rows[42].id
-    opted.close()
-    # A hub with the default setting learns the index from the collection and takes it back to exact.
-    again = MilvusIndex(fresh_index._uri, collection=fresh_index._collection, model_id=MODEL, dimension=DIM)  # noqa: SLF001
-    again.ensure_collection()
-    assert again.dense_index_type == "IVF_FLAT"
-    assert again.fit_dense_index() and again.dense_index_type == "FLAT"
-    assert again.search_dense(rows[42].vector, IndexFilter(namespaces=("t/a",)), 3)[0][0] == rows[42].id
-    again.close()
+def test_a_collection_of_the_float_layout_is_refused_with_the_reason(uri: str) -> None:
+    """A Lite collection made by an older memhub (float vectors, layout 2) is not searched as codes: the hub asks for
+    `memhub reindex` and says what the new layout brings."""
+    index = MilvusIndex(uri, collection=f"old_{uuid.uuid4().hex[:8]}", model_id=MODEL, dimension=DIM)
+    name = index._collection  # noqa: SLF001
+    rec = schema.record(MODEL, DIM, schema.DEFAULT_ANALYZER, SERVER_25)  # layout 2, what Lite collections recorded
+    index._client.create_collection(name, schema=schema.build_schema(DIM, schema.DEFAULT_ANALYZER, rec, SERVER_25))  # noqa: SLF001
+    with pytest.raises(IndexModelMismatch, match="layout '2'.*memhub reindex") as caught:
+        index.ensure_collection()
+    assert "codes" in str(caught.value)
+    index.close()
 
 
 # -- failures and healing ------------------------------------------------------------

@@ -73,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
                 config.store.milvus_collection,
                 embedder,
                 window,
-                expected_rows=expected,
                 grace_s=args.grace,
                 progress=bar.update,
             )

@@ -136,7 +136,7 @@ class HealthMonitor:
 
     def _rebuild(self) -> None:
         """The collection is gone: create it and queue every servable memory (needs Postgres)."""
-        if self._index.ensure_collection(expected_rows=self._indexer.servable_count()):
+        if self._index.ensure_collection():
             self._backfill_due = True
         self._backfill()
 

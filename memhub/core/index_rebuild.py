@@ -7,8 +7,9 @@ the half-minute of the refill searches missed memories and said nothing
 1. a new collection ``<name>_r<unix time>`` is created next to the one in use,
    which keeps serving searches and taking the outbox's writes;
 2. every servable memory is read from Postgres in id order and written to
-   the new collection (embedded, with its keyword context), not through the
-   outbox, which belongs to the live index;
+   the new collection (with its keyword context; its vector taken from the
+   old collection when that one was built with the same model, embedded
+   otherwise), not through the outbox, which belongs to the live index;
 3. the memories changed since the fill began (``updated_at``, with a margin
    for transactions still open then) are applied again, and the pointer in
    Postgres (memhub/core/index_pointer.py) is switched: each replica's health
@@ -71,22 +72,41 @@ def _db_now(engine: Engine) -> datetime:
 
 
 def _write(
-    engine: Engine, index: MilvusIndex, embedder: Embedder, window: context.Window, ids: list[str], *, skip_unchanged: bool
+    engine: Engine,
+    index: MilvusIndex,
+    embedder: Embedder,
+    window: context.Window,
+    ids: list[str],
+    *,
+    skip_unchanged: bool,
+    reuse_from: str | None = None,
 ) -> int:
     """Write the current state of ``ids`` to ``index``: the servable ones upserted, the others deleted; returns how
-    many were upserted (``skip_unchanged``: rows the index already holds as they are are left alone)."""
+    many were upserted (``skip_unchanged``: rows the index already holds as they are are left alone). ``reuse_from``:
+    a collection whose vectors are taken where it holds them, if it was built with this model (a memory's content,
+    and so its vector, never changes while it is servable); the rest are embedded."""
     with engine.connect() as conn:
         rows = [r._mapping for r in conn.execute(select(memories).where(memories.c.id.in_(ids)))]
         now_ms = int(time.time() * 1000)
         live = [m for m in rows if is_servable(m, now_ms)]
         contexts = context.surrounding_turns(conn, [str(m["id"]) for m in live], window)
-    vectors = dict(zip((str(m["id"]) for m in live), embed_bulk(embedder, [m["content"] for m in live]), strict=True))
+    vectors = index.vectors_in(reuse_from, [str(m["id"]) for m in live]) if reuse_from else {}
+    fresh = [m for m in live if str(m["id"]) not in vectors]
+    if fresh:
+        vectors.update(zip((str(m["id"]) for m in fresh), embed_bulk(embedder, [m["content"] for m in fresh]), strict=True))
     gone = sorted(set(ids) - {str(m["id"]) for m in live})
     return apply_rows(index, live, vectors, contexts, gone, skip_unchanged=skip_unchanged)
 
 
-def fill(engine: Engine, index: MilvusIndex, embedder: Embedder, window: context.Window, progress: Callable[[int], None]) -> int:
-    """Every servable memory into ``index``, in id order, BATCH at a time."""
+def fill(
+    engine: Engine,
+    index: MilvusIndex,
+    embedder: Embedder,
+    window: context.Window,
+    progress: Callable[[int], None],
+    reuse_from: str | None = None,
+) -> int:
+    """Every servable memory into ``index``, in id order, BATCH at a time; vectors ``reuse_from`` holds are reused."""
     after: str | None = None
     total = 0
     while True:
@@ -94,7 +114,7 @@ def fill(engine: Engine, index: MilvusIndex, embedder: Embedder, window: context
             ids = servable_ids_after(conn, after, BATCH)
         if not ids:
             return total
-        total += _write(engine, index, embedder, window, ids, skip_unchanged=False)
+        total += _write(engine, index, embedder, window, ids, skip_unchanged=False, reuse_from=reuse_from)
         progress(len(ids))
         after = ids[-1]
 
@@ -117,7 +137,9 @@ def refresh(engine: Engine, index: MilvusIndex, embedder: Embedder, window: cont
             if not ids:
                 return count
             around = context.holders(conn, ids, window, [])
-        count += _write(engine, index, embedder, window, sorted(set(ids) | set(around)), skip_unchanged=True)
+        # The filled collection holds their vectors already (a memory's content never changes while servable).
+        changed = sorted(set(ids) | set(around))
+        count += _write(engine, index, embedder, window, changed, skip_unchanged=True, reuse_from=index.collection)
         after = ids[-1]
 
 
@@ -128,7 +150,6 @@ def rebuild(
     embedder: Embedder,
     window: context.Window,
     *,
-    expected_rows: int,
     grace_s: float = DEFAULT_GRACE_S,
     progress: Callable[[int], None] = lambda n: None,
 ) -> Rebuilt:
@@ -137,9 +158,10 @@ def rebuild(
     name = new_collection_name(base)
     target = open_index(name)
     try:
-        target.ensure_collection(expected_rows=expected_rows)
+        target.ensure_collection()
         began = _db_now(engine) - OPEN_TRANSACTION_MARGIN
-        filled = fill(engine, target, embedder, window, progress)
+        # The replaced collection's vectors, if its model is this one (e.g. a layout change): nothing is embedded again.
+        filled = fill(engine, target, embedder, window, progress, reuse_from=replaced if replaced != name else None)
         switching = _db_now(engine) - OPEN_TRANSACTION_MARGIN
         refreshed = refresh(engine, target, embedder, window, began)
         target.flush()

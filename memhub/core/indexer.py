@@ -19,6 +19,12 @@ Episodic memories are indexed for keywords with the turns around them in
 their session (memhub/db/context.py); a memory queued only because a neighbour
 changed reuses its vector from the index.
 
+Two batches are in flight at once by default (``workers``): while one is
+written to Milvus and committed, the next is already being embedded, so the
+embedder, the bottleneck, never waits for Postgres or Milvus. The workers
+claim disjoint rows (SKIP LOCKED) and decide from each memory's current state
+under a share lock, as replicas do, so their order does not matter.
+
 Beside it, one job per module: how a memory becomes an index row
 (memhub/core/index_apply.py, shared with ``memhub reindex``), what a batch
 reports in traces and metrics (memhub/core/indexer_telemetry.py: a root span
@@ -37,7 +43,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import psycopg
 from opentelemetry import context as otel_context
-from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
+from sqlalchemy import Connection, Engine, delete, func, select
 
 from memhub import outage_log
 from memhub.core import index_pointer
@@ -46,10 +52,9 @@ from memhub.core.index_durability import DurabilityWatch
 from memhub.core.index_health import IndexHealth
 from memhub.core.index_reconcile import Reconciler, interval_from_env
 from memhub.core.indexer_telemetry import CATCH_UP_SPAN, BatchSpan, outcome, tracer
-from memhub.db import context
+from memhub.db import context, outbox_queue
 from memhub.db.listen import WakeableEvent, next_notifications
 from memhub.db.memories import enqueue_index
-from memhub.db.memory_rows import servable_condition
 from memhub.db.schema import memories, outbox
 from memhub.embedding import Embedder, embed_bulk
 from memhub.index import IndexUnavailable, MilvusIndex
@@ -59,8 +64,6 @@ log = logging.getLogger(__name__)
 # Failures in the loops below are logged once per outage of the store that failed, not per retry (memhub/outage_log.py).
 _LOOP = outage_log.Site("indexer", log)
 _LISTENER = outage_log.Site("outbox listener", log)
-
-MAX_BACKOFF_S = 60.0
 
 
 class Indexer:
@@ -79,9 +82,13 @@ class Indexer:
         index_health: IndexHealth | None = None,
         context: context.Window = context.Window(),
         reconcile_interval_s: float | None = None,
+        workers: int = 2,
     ) -> None:
         """``reconcile_interval_s``: between comparisons of Postgres with the index (memhub/core/index_reconcile.py);
-        None reads MEMHUB_INDEX_RECONCILE_INTERVAL_S. The first runs when the loop starts."""
+        None reads MEMHUB_INDEX_RECONCILE_INTERVAL_S. The first runs when the loop starts. ``workers``: batches
+        in flight at once (1 to 8); two keep the embedder busy while a batch is written (module docstring)."""
+        if not 1 <= workers <= 8:
+            raise ValueError(f"indexer workers must be 1 to 8, got {workers}")
         self._engine = engine
         self._index = index
         self._embedder = embedder
@@ -91,7 +98,8 @@ class Indexer:
         self._listen_url = listen_url
         self._index_health = index_health
         self._context = context
-        self._wake = threading.Event()
+        self._workers = workers
+        self._wakes = [threading.Event() for _ in range(workers)]
         self._stop = WakeableEvent()  # a stop wakes the listener at once (memhub/db/listen.py)
         self._progress = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -192,77 +200,36 @@ class Indexer:
     def _record_failure(self, ids: list[int], exc: Exception) -> None:
         # Not logged here: the loop reports the failure once per outage (the rows carry last_error).
         try:
-            with self._engine.begin() as conn:
-                conn.execute(
-                    update(outbox)
-                    .where(outbox.c.id.in_(ids))
-                    .values(
-                        attempts=outbox.c.attempts + 1,
-                        last_error=str(exc)[:2000],
-                        # Exponential back-off: 0.5 s, 1 s, 2 s ... capped.
-                        available_at=func.now()
-                        + func.make_interval(0, 0, 0, 0, 0, 0, func.least(MAX_BACKOFF_S, 0.5 * func.power(2, outbox.c.attempts))),
-                    )
-                )
+            outbox_queue.back_off(self._engine, ids, str(exc))
         except Exception as db_exc:  # Postgres itself is down: the rows stay claimable as they were
             _LOOP.failed(db_exc, "could not record the indexing failure")
 
     def sweep_expired(self) -> int:
         """Mark active memories past expires_at as expired (and queue their removal from the index)."""
-        with self._engine.begin() as conn:
-            due = (
-                select(memories.c.id)
-                .where(memories.c.status == "active", memories.c.expires_at <= func.now())
-                .limit(1000)
-                .with_for_update(skip_locked=True)
-                .scalar_subquery()
-            )
-            ids = [
-                str(r[0])
-                for r in conn.execute(
-                    update(memories)
-                    .where(memories.c.id.in_(due))
-                    .values(status="expired", updated_at=func.now())
-                    .returning(memories.c.id)
-                )
-            ]
-            enqueue_index(conn, ids)
-        return len(ids)
+        return outbox_queue.sweep_expired(self._engine)
 
     def retry_now(self) -> int:
         """Release outbox rows waiting out a back-off (the index answers again); returns how many."""
-        with self._engine.begin() as conn:
-            released = conn.execute(
-                update(outbox).where(outbox.c.available_at > func.now()).values(available_at=func.now())
-            ).rowcount
+        released = outbox_queue.release_backoffs(self._engine)
         self.nudge()
-        return released or 0
+        return released
 
     def servable_count(self) -> int:
         """Memories that belong in the index (active, not expired)."""
-        with self._engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(memories).where(servable_condition())).scalar_one()
+        return outbox_queue.servable_count(self._engine)
 
     def backfill(self) -> int:
         """Queue every servable memory for indexing (the index was rebuilt empty); returns how many."""
-        servable = select(memories.c.id).where(servable_condition())
-        queued = insert(outbox).from_select(["memory_id"], servable).returning(outbox.c.id).cte("queued")
-        with self._engine.begin() as conn:
-            count = conn.execute(select(func.count()).select_from(queued)).scalar_one()
-            conn.execute(text("NOTIFY memhub_outbox"))  # at commit: every replica's indexer joins in
+        count = outbox_queue.queue_all_servable(self._engine)
         self.nudge()
         return count
 
     def pending(self, memory_ids: Sequence[str]) -> int:
         """How many outbox rows still wait for these memories."""
-        with self._engine.connect() as conn:
-            return conn.execute(
-                select(func.count()).select_from(outbox).where(outbox.c.memory_id.in_(list(memory_ids)))
-            ).scalar_one()
+        return outbox_queue.pending(self._engine, memory_ids)
 
     def backlog(self) -> int:
-        with self._engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(outbox)).scalar_one()
+        return outbox_queue.backlog(self._engine)
 
     # -- waiting --------------------------------------------------------------
 
@@ -296,8 +263,9 @@ class Indexer:
     # -- background loop --------------------------------------------------------
 
     def nudge(self) -> None:
-        """Wake the loop now (a local write committed)."""
-        self._wake.set()
+        """Wake the workers now (a local write committed)."""
+        for wake in self._wakes:
+            wake.set()
 
     def start(self) -> None:
         """Start the background loop (again, after stop())."""
@@ -306,6 +274,10 @@ class Indexer:
         worker = threading.Thread(target=self._loop, name="memhub-indexer", daemon=True)
         worker.start()
         self._threads.append(worker)
+        for i in range(1, self._workers):
+            extra = threading.Thread(target=self._batches, args=(self._wakes[i],), name=f"memhub-indexer-{i}", daemon=True)
+            extra.start()
+            self._threads.append(extra)
         self.reconciler.start()
         if self._listen_url:
             listener = threading.Thread(target=self._listen, name="memhub-indexer-listen", daemon=True)
@@ -314,12 +286,14 @@ class Indexer:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
-        self._wake.set()
+        self.nudge()
         self.reconciler.stop(timeout_s)
         for t in self._threads:
             t.join(timeout_s)
 
     def _loop(self) -> None:
+        """The first worker: batches, and the chores of a caught-up indexer (expiry sweep, flush, durability)."""
+        wake = self._wakes[0]
         while not self._stop.is_set():
             try:
                 if time.monotonic() - self._last_sweep > self._expiry_sweep_s:
@@ -340,8 +314,20 @@ class Indexer:
                 self.durability.maybe_check()
             except Exception as exc:
                 _LOOP.failed(exc, "indexer step failed; retrying after the poll interval")
-            self._wake.wait(self._poll_interval_s)
-            self._wake.clear()
+            wake.wait(self._poll_interval_s)
+            wake.clear()
+
+    def _batches(self, wake: threading.Event) -> None:
+        """Another worker: batches only, so one is embedded while another is written (the module docstring)."""
+        while not self._stop.is_set():
+            try:
+                if self.run_once() > 0:
+                    self._unflushed = True
+                    continue
+            except Exception as exc:
+                _LOOP.failed(exc, "indexer step failed; retrying after the poll interval")
+            wake.wait(self._poll_interval_s)
+            wake.clear()
 
     def _on_index_health(self, ok: bool, reason: str) -> None:
         was_ok, self._index_was_ok = self._index_was_ok, ok
@@ -365,7 +351,7 @@ class Indexer:
                     _LISTENER.ok()
                     while not self._stop.is_set():
                         if next_notifications(conn, self._stop):
-                            self._wake.set()
+                            self.nudge()
             except Exception as exc:  # Postgres restarting: polling still covers us
                 _LISTENER.failed(exc, "outbox listener lost its connection; reconnecting")
                 self._stop.wait(2.0)

@@ -65,8 +65,15 @@ def tag_keys(tags: Iterable[str]) -> str:
     return "|" + "".join(k + "|" for k in keys)
 
 
-def build_filter(flt: IndexFilter) -> str:
-    """Translate an IndexFilter into one Milvus boolean expression on scalar fields."""
+def tag_key_list(tags: Iterable[str]) -> list[str]:
+    """A row's tag keys as a list, for servers that keep them as an ARRAY (Milvus 2.3)."""
+    return sorted({encode_tag(t) for t in tags})
+
+
+def build_filter(flt: IndexFilter, *, tags_as_array: bool = False) -> str:
+    """Translate an IndexFilter into one Milvus boolean expression on scalar fields.
+
+    ``tags_as_array``: the tag keys are an ARRAY field (Milvus 2.3, ``backend.Backend.tags_as_array``)."""
     for name in ("namespaces", "kinds", "types", "tags_any"):
         # A bare string would be read as a set of one-character values.
         if isinstance(getattr(flt, name), str):
@@ -81,9 +88,12 @@ def build_filter(flt: IndexFilter) -> str:
         clauses.append(_in(schema.TYPE, flt.types))
     if flt.tags_any:
         keys = sorted({encode_tag(t) for t in flt.tags_any})
-        # Keys contain no %, _ or |, so the pattern matches exactly one whole key.
-        likes = [f'{schema.TAG_KEYS} like "%|{k}|%"' for k in keys]
-        clauses.append("(" + " or ".join(likes) + ")")
+        if tags_as_array:
+            clauses.append(f"array_contains_any({schema.TAG_KEYS}, [" + ", ".join(quote(k) for k in keys) + "])")
+        else:
+            # Keys contain no %, _ or |, so the pattern matches exactly one whole key.
+            likes = [f'{schema.TAG_KEYS} like "%|{k}|%"' for k in keys]
+            clauses.append("(" + " or ".join(likes) + ")")
     if flt.occurred_from_ms is not None:
         clauses.append(f"{schema.OCCURRED_AT} >= {_int(flt.occurred_from_ms, 'occurred_from_ms')}")
     if flt.occurred_to_ms is not None:

@@ -21,6 +21,10 @@ from memhub.index.milvus_connection import MilvusConnection
 
 log = logging.getLogger(__name__)
 
+LOAD_TIMEOUT_S = 300.0
+"""Longest a collection may take to load before the hub serves it: Milvus Lite reads every row back after a start
+(100k memories took over 10 s, the per-call timeout, on a busy 2-core machine, and the start failed)."""
+
 
 class MilvusCollection(MilvusConnection):
     """One Milvus collection for one embedding model: its lifecycle, its record, its indexes."""
@@ -37,7 +41,8 @@ class MilvusCollection(MilvusConnection):
         analyzer: dict[str, Any] | None,
         consistency_level: str,
         timeout_s: float,
-        lite_approximate_rows: int | None,
+        server_dense: backends.DenseIndex,
+        lite_candidates: int,
     ) -> None:
         """Connect; nothing is created until ``ensure_collection``. The arguments are ``MilvusIndex``'s."""
         if dimension <= 0:
@@ -55,9 +60,16 @@ class MilvusCollection(MilvusConnection):
             collection=collection,
             db_name=db_name,
             timeout_s=timeout_s,
-            lite_approximate_rows=lite_approximate_rows,
+            server_dense=server_dense,
+            lite_candidates=lite_candidates,
         )
-        self._dense = self.backend.dense_index(0)
+        self._dense = self.backend.dense_index()
+        self._loaded_elsewhere: set[str] = set()  # other collections loaded to read from (MilvusReads.vectors_in)
+
+    @property
+    def dimension(self) -> int:
+        """Length of the vectors this collection holds (the embedding model's)."""
+        return self._dimension
 
     @property
     def dense_index_type(self) -> str:
@@ -81,7 +93,7 @@ class MilvusCollection(MilvusConnection):
         if not self._has_collection(name):
             raise IndexCollectionMissing(f"collection {name!r} does not exist at {self.uri}")
         self._verify(name)
-        self._load(name)
+        self._load(name, timeout_s=LOAD_TIMEOUT_S)
         dense = self._dense_of(name)
         with self._lock:
             self._collection = name
@@ -97,11 +109,8 @@ class MilvusCollection(MilvusConnection):
             if self._client.has_collection(name, timeout=self._timeout):
                 self._client.drop_collection(name, timeout=self._timeout)
 
-    def ensure_collection(self, expected_rows: int = 0) -> bool:
+    def ensure_collection(self) -> bool:
         """Create the collection if missing (True), else check what it records; then load it.
-
-        ``expected_rows``: how many memories the new collection will hold
-        soon (the servable ones in Postgres), to pick its dense index.
 
         Raises:
             IndexModelMismatch: the collection was built for another model,
@@ -111,7 +120,7 @@ class MilvusCollection(MilvusConnection):
         created = False
         if not self._has_collection():
             try:
-                self._create(expected_rows)
+                self._create()
                 created = True
             except IndexBackendError:
                 # Another hub replica may have created it between our check and create.
@@ -119,7 +128,7 @@ class MilvusCollection(MilvusConnection):
                     raise
         self._verify()
         self._ensure_indexes()
-        self._load()
+        self._load(timeout_s=LOAD_TIMEOUT_S)
         return created
 
     def probe(self) -> None:
@@ -137,42 +146,11 @@ class MilvusCollection(MilvusConnection):
             log.warning("Milvus collection %r is %s; loading it", self._collection, state.get("state"))
             self._load()
 
-    def upgrade_dense_index(self, rows: int) -> bool:
-        """Rebuild the dense index if the backend wants another one at ``rows`` rows; True if it did.
-
-        Milvus allows one index per field and changes it only on a released
-        collection, so searches fail for the seconds the rebuild takes (the
-        hub answers them from Postgres, marked degraded). It happens once,
-        when an embedded index first grows past the threshold.
-        """
-        wanted = self.backend.dense_index(rows)
-        if wanted.index_type == self._dense.index_type:
-            return False
-        log.info(
-            "rebuilding the dense index of %r as %s (%d rows; was %s)",
-            self._collection,
-            wanted.index_type,
-            rows,
-            self._dense.index_type,
-        )
-        with self._span("rebuild_dense_index", {"memhub.milvus.rows": rows}), self._recover_lock:
-            with self._call("release_collection"):
-                self._client.release_collection(self._collection, timeout=self._timeout)
-            try:
-                with self._call("drop_index"):
-                    self._client.drop_index(self._collection, schema.DENSE, timeout=self._timeout)
-                self._create_indexes({schema.DENSE}, wanted)
-            finally:
-                self._load()
-        with self._lock:
-            self._dense = wanted
-        return True
-
     def recorded_model(self) -> tuple[str, int] | None:
         """(model id, dimension) the collection records, or None if it is missing or records none."""
         if not self._has_collection():
             return None
-        return _recorded(self._record())
+        return recorded_model(self._record())
 
     def _has_collection(self, name: str | None = None) -> bool:
         with self._call("has_collection"):
@@ -184,26 +162,29 @@ class MilvusCollection(MilvusConnection):
         return schema.parse_description(str(desc.get("description") or ""))
 
     def _dense_of(self, name: str) -> backends.DenseIndex | None:
+        """The dense index collection ``name`` was built with, searched as this hub's settings say for its type (a
+        server collection built with AUTOINDEX by an older memhub keeps it)."""
         with self._call("describe_index"):
-            info = self._client.describe_index(name, schema.DENSE, timeout=self._timeout) or {}
+            info = self._client.describe_index(name, schema.dense_field(self.backend), timeout=self._timeout) or {}
         found = str(info.get("index_type") or "")
-        if found == backends.LITE_IVF.index_type:
-            return backends.LITE_IVF
-        return backends.DenseIndex(found) if found else None
+        configured = self.backend.dense_index()
+        if not found or found == configured.index_type:
+            return configured if found else None
+        if found == "HNSW":
+            return backends.SERVER_HNSW
+        return backends.DenseIndex(found)
 
-    def _create(self, expected_rows: int) -> None:
-        dense = self.backend.dense_index(expected_rows)
-        rec = schema.record(self._model_id, self._dimension, self._analyzer)
+    def _create(self) -> None:
+        dense = self.backend.dense_index()
+        rec = schema.record(self._model_id, self._dimension, self._analyzer, self.backend)
         with self._call("create_collection"):
             self._client.create_collection(
                 self._collection,
-                schema=schema.build_schema(
-                    self._dimension, self._analyzer, rec, namespace_partition_key=self.backend.namespace_partition_key
-                ),
+                schema=schema.build_schema(self._dimension, self._analyzer, rec, self.backend),
                 consistency_level=self._consistency_level,
                 timeout=self._timeout,
             )
-        self._create_indexes({schema.DENSE, schema.SPARSE}, dense)
+        self._create_indexes(schema.vector_fields(self.backend), dense)
         with self._lock:
             self._dense = dense
         log.info(
@@ -218,24 +199,23 @@ class MilvusCollection(MilvusConnection):
 
     def _ensure_indexes(self) -> None:
         """Add indexes a half-finished create left out (created collection, then failed); learn the dense one."""
+        fields = schema.vector_fields(self.backend)
         with self._call("list_indexes"):
             present = {
-                field
-                for field in (schema.DENSE, schema.SPARSE)
-                if self._client.list_indexes(self._collection, field_name=field, timeout=self._timeout)
+                field for field in fields if self._client.list_indexes(self._collection, field_name=field, timeout=self._timeout)
             }
-        missing = {schema.DENSE, schema.SPARSE} - present
+        missing = fields - present
         if missing:
             log.warning("collection %r lacks indexes on %s; creating them", self._collection, sorted(missing))
             self._create_indexes(missing, self._dense)
-        if schema.DENSE in present:
+        if schema.dense_field(self.backend) in present:
             found = self._dense_of(self._collection)
             with self._lock:
                 if found is not None:
                     self._dense = found
 
     def _create_indexes(self, fields: set[str], dense: backends.DenseIndex) -> None:
-        params = schema.build_index_params(dense.index_type, dense.build_params, fields)
+        params = schema.build_index_params(self.backend, dense, fields)
         with self._call("create_index"):
             # pymilvus polls index state with a 0.5 s sleep before the first
             # check, per index; Milvus Lite builds index specs synchronously.
@@ -244,7 +224,7 @@ class MilvusCollection(MilvusConnection):
     def _verify(self, name: str | None = None) -> None:
         rec = self._record(name)
         expected = (self._model_id, self._dimension)
-        recorded = _recorded(rec)
+        recorded = recorded_model(rec)
         where = f"Milvus collection {name or self._collection!r} at {self.uri}"
         fix = "Run `memhub reindex` to rebuild the index from Postgres with the current settings."
         if recorded is None:
@@ -263,24 +243,25 @@ class MilvusCollection(MilvusConnection):
                 recorded=recorded,
                 expected=expected,
             )
-        layout = rec.get(schema.RECORD_LAYOUT)
-        if layout != schema.LAYOUT_VERSION:
+        layout, expected_layout = rec.get(schema.RECORD_LAYOUT), schema.layout_version(self.backend)
+        if layout != expected_layout:
             raise IndexModelMismatch(
-                f"{where} has index layout {layout!r}; this hub expects layout {schema.LAYOUT_VERSION!r}. {fix}",
+                f"{where} has index layout {layout!r}; this hub expects layout {expected_layout!r} "
+                f"({schema.LAYOUT_NOTES.get(expected_layout, 'a newer layout')}). {fix}",
                 recorded=recorded,
                 expected=expected,
             )
-        analyzer = rec.get(schema.RECORD_ANALYZER)
-        if analyzer != schema.canonical_analyzer(self._analyzer):
+        analyzer, configured = rec.get(schema.RECORD_ANALYZER), schema.recorded_analyzer(self._analyzer, self.backend)
+        if analyzer != configured:
             raise IndexModelMismatch(
                 f"{where} was built with BM25 analyzer {analyzer}; this hub is configured with "
-                f"{schema.canonical_analyzer(self._analyzer)}. Keyword scores would mix both. {fix}",
+                f"{configured}. Keyword scores would mix both. {fix}",
                 recorded=recorded,
                 expected=expected,
             )
 
 
-def _recorded(rec: dict[str, str]) -> tuple[str, int] | None:
+def recorded_model(rec: dict[str, str]) -> tuple[str, int] | None:
     model, dim = rec.get(schema.RECORD_MODEL), rec.get(schema.RECORD_DIMENSION)
     if not model or not dim:
         return None

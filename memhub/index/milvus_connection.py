@@ -58,7 +58,8 @@ class MilvusConnection:
         collection: str,
         db_name: str | None,
         timeout_s: float,
-        lite_approximate_rows: int | None,
+        server_dense: backends.DenseIndex,
+        lite_candidates: int,
     ) -> None:
         """Connect (starting the embedded server for a ``.db`` path).
 
@@ -88,9 +89,9 @@ class MilvusConnection:
             with self._call("connect"):
                 self._client = MilvusClient(connect_uri, **kwargs)
                 self.backend = (
-                    backends.Backend(lite=True, lite_approximate_rows=lite_approximate_rows)
+                    backends.Backend(lite=True, lite_candidates=lite_candidates)
                     if self._server
-                    else backends.detect(self._client.get_server_version, lite_approximate_rows)
+                    else backends.detect(self._client.get_server_version, server_dense, lite_candidates)
                 )
         except BaseException:
             if self._server is not None:
@@ -184,6 +185,6 @@ class MilvusConnection:
         with self._recover_lock:
             return self._server.ensure_running()
 
-    def _load(self, name: str | None = None) -> None:
+    def _load(self, name: str | None = None, timeout_s: float | None = None) -> None:
         with self._call("load_collection"):
-            self._client.load_collection(name or self._collection, timeout=self._timeout)
+            self._client.load_collection(name or self._collection, timeout=timeout_s or self._timeout)

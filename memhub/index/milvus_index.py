@@ -4,11 +4,13 @@ Postgres is the source of truth; this collection can always be rebuilt from
 it. Hits are ids and scores only: the caller hydrates and re-checks them in
 Postgres.
 
-The index is built in three layers, one module each: ``MilvusConnection``
+The index is built in four layers, one module each: ``MilvusConnection``
 (milvus_connection.py: the client, the embedded server, and how every call is
 traced, translated and healed), ``MilvusCollection`` (milvus_collection.py:
-the collection's lifecycle and its model record), and ``MilvusIndex`` here:
-what the hub does with it, write, search and read.
+the collection's lifecycle and its model record), ``MilvusReads``
+(milvus_reads.py: vectors, counts and ids read back), and ``MilvusIndex``
+here: what the hub does with it, write and search. How a dense search runs
+on each backend is dense_search.py (Lite's codes: dense_codes.py).
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from memhub.index import lite_durability, schema
+from memhub.index import dense_search, schema
+from memhub.index.backend import LITE_CANDIDATES, SERVER_HNSW, DenseIndex
 from memhub.index.errors import IndexBackendError, IndexModelMismatch, IndexUnavailable
-from memhub.index.filters import build_filter, quote
-from memhub.index.milvus_collection import MilvusCollection
+from memhub.index.filters import build_filter
+from memhub.index.milvus_reads import MilvusReads, id_filters
+from memhub.index.recent_vectors import RecentVectors
 from memhub.index.records import IndexedMemory, IndexFilter
 from memhub.index.replace_gate import ReplaceGate
 from memhub.index.rows import SCALAR_FIELDS, check_vector, same_fields, to_row
@@ -51,13 +55,9 @@ _BM25_RACE_RETRIES = 2
 _BM25_RACE_PAUSE_S = 0.01
 # Rows per replacing upsert: each holds this process's searches back for its length (a few ms on Lite).
 _REPLACE_BATCH = 64
-# Ids per `id in [...]` filter (deletes and reads by id; ~40 KB of filter text).
-_DELETE_BATCH = 1000
-# Ids per page when listing them (a few hundred KB per reply).
-_ID_PAGE = 8192
 
 
-class MilvusIndex(MilvusCollection):
+class MilvusIndex(MilvusReads):
     """Dense and BM25 search over memories, filtered inside Milvus on scalar fields."""
 
     def __init__(
@@ -73,7 +73,8 @@ class MilvusIndex(MilvusCollection):
         consistency_level: str = "Strong",
         timeout_s: float = 10.0,
         search_timeout_s: float = 5.0,
-        lite_approximate_rows: int | None = None,
+        server_dense: DenseIndex = SERVER_HNSW,
+        lite_candidates: int = LITE_CANDIDATES,
     ) -> None:
         """Connect to Milvus (starting the embedded server for a ``.db`` path); nothing is created until ``ensure_collection``.
 
@@ -97,6 +98,10 @@ class MilvusIndex(MilvusCollection):
                 instead of holding its thread.
             search_timeout_s: per-call timeout for searches, shorter: a search
                 that cannot be answered quickly is better answered degraded.
+            server_dense: the dense index of new collections on a Milvus server
+                (``backend.server_dense_index``; default HNSW).
+            lite_candidates: Milvus Lite: candidates each dense search scores
+                exactly (``backend.LITE_CANDIDATES``).
 
         Raises:
             IndexUnavailable: the URI is malformed, the server is unreachable,
@@ -106,6 +111,10 @@ class MilvusIndex(MilvusCollection):
         self._flush_lock = threading.Lock()  # one flush at a time
         self._pending = 0  # rows written since the last flush; guarded by _lock
         self._gate = ReplaceGate(search_timeout_s)
+        self._recent = RecentVectors()
+        # About how many rows the collection holds, for the candidates of a Lite search (dense_search.candidates_for):
+        # counted when the collection is opened and after the indexer catches up, raised by each write in between.
+        self._rows = 1 << 62
         super().__init__(
             uri,
             token=token,
@@ -116,19 +125,20 @@ class MilvusIndex(MilvusCollection):
             analyzer=analyzer,
             consistency_level=consistency_level,
             timeout_s=timeout_s,
-            lite_approximate_rows=lite_approximate_rows,
+            server_dense=server_dense,
+            lite_candidates=lite_candidates,
         )
 
     # -- lifecycle ----------------------------------------------------------------
 
-    def recreate(self, expected_rows: int = 0) -> None:
+    def recreate(self) -> None:
         """Drop the collection (if any) and create it empty for this model; used by ``memhub reindex``."""
         with self._call("drop_collection"):
             if self._client.has_collection(self._collection, timeout=self._timeout):
                 self._client.drop_collection(self._collection, timeout=self._timeout)
         with self._lock:
             self._pending = 0
-        self._create(expected_rows)
+        self._create()
         self._load()
 
     def close(self) -> None:
@@ -158,7 +168,8 @@ class MilvusIndex(MilvusCollection):
         if not rows:
             return 0
         # Last write wins within a batch: Milvus may refuse duplicate keys in one upsert.
-        by_id = {m.id: to_row(m, self._dimension) for m in rows}
+        by_id = {m.id: to_row(m, self._dimension, self.backend) for m in rows}
+        self._recent.forget(by_id)
         held = self._held_rows(list(by_id), with_fields=skip_unchanged)
         fresh = [row for mid, row in by_id.items() if mid not in held]
         replacing = [row for mid, row in by_id.items() if mid in held and not (skip_unchanged and same_fields(row, held[mid]))]
@@ -173,6 +184,7 @@ class MilvusIndex(MilvusCollection):
                     self._healing("upsert", lambda c=chunk: self._client.upsert(self._collection, c, timeout=self._timeout))
             with self._lock:
                 self._pending += len(fresh) + len(replacing)
+                self._rows += len(fresh)
         return len(fresh) + len(replacing)
 
     def _held_rows(self, ids: list[str], *, with_fields: bool) -> dict[str, dict[str, Any]]:
@@ -186,10 +198,11 @@ class MilvusIndex(MilvusCollection):
         unique = sorted(set(ids))
         if not unique:
             return
+        self._recent.forget(unique)
         with self._span("delete", {"memhub.milvus.rows": len(unique)}):
             # Not delete(ids=...): pymilvus wraps string keys in quotes without
             # escaping them, so an id containing ' could widen the delete.
-            for expr in _id_filters(unique):
+            for expr in id_filters(unique):
                 self._healing("delete", lambda e=expr: self._client.delete(self._collection, filter=e, timeout=self._timeout))
             with self._lock:
                 self._pending += len(unique)
@@ -205,27 +218,32 @@ class MilvusIndex(MilvusCollection):
                 self._pending = max(0, self._pending - flushed)
 
     def after_catch_up(self) -> None:
-        """Called by the indexer when the outbox is empty: flush if this backend wants it, and grow the dense index."""
+        """Called by the indexer when the outbox is empty: flush if this backend wants it; count the rows."""
         with self._lock:
             pending = self._pending
-        if not pending:
-            return
-        if self.backend.flush_after_writes:
+        if pending and self.backend.flush_after_writes:
             self.flush()
-        self.fit_dense_index()
+        if self.backend.coded_dense:
+            self._rows = self.count()
 
-    def fit_dense_index(self) -> bool:
-        """On Lite, rebuild the dense index if its size (or the settings) call for another one; True if it did.
-        At start: an index built approximate by an earlier setting goes back to exact, and vice versa."""
-        return self.backend.lite and self.upgrade_dense_index(self.count())
+    def ensure_collection(self) -> bool:
+        created = super().ensure_collection()
+        if self.backend.coded_dense:
+            self._rows = self.count()
+        return created
+
+    ensure_collection.__doc__ = MilvusReads.ensure_collection.__doc__
 
     # -- reads --------------------------------------------------------------------
 
     def search_dense(self, vector: Sequence[float], flt: IndexFilter, limit: int) -> list[tuple[str, float]]:
-        """Nearest memories by cosine similarity (inner product of unit vectors), best first: ``[(id, similarity)]``."""
+        """Nearest memories by cosine similarity (inner product of unit vectors), best first: ``[(id, similarity)]``.
+
+        The similarities are exact on every backend; on Lite the candidates come from codes (``dense_search.py``).
+        """
         query = check_vector(vector, self._dimension, "query")
         with self._span("search_dense", _search_attributes(flt, limit)) as span:
-            hits = self._search([query], schema.DENSE, flt, limit, "dense search")
+            hits = self._dense_hits([query], flt, limit)[0]
             span.set_attribute("memhub.milvus.hits", len(hits))
         return hits
 
@@ -237,7 +255,31 @@ class MilvusIndex(MilvusCollection):
         if not queries:
             return []
         with self._span("search_dense", {**_search_attributes(flt, limit), "memhub.milvus.queries": len(queries)}):
-            return self._search_many(queries, schema.DENSE, flt, limit, "dense search")
+            return self._dense_hits(queries, flt, limit)
+
+    def _dense_hits(self, queries: list[np.ndarray], flt: IndexFilter, limit: int) -> list[list[tuple[str, float]]]:
+        _check_limit(limit)
+        call = dense_search.request(self.backend, self._dense, queries, limit, MAX_LIMIT, self._rows)
+        answer = self._search_many(
+            call.data, call.anns_field, flt, call.limit, "dense search", call.search_params, call.output_fields
+        )
+        return dense_search.hits(self.backend, self._dimension, answer, queries, limit, self._recent.remember)
+
+    def similarities(self, query: Sequence[float] | np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of ``query`` with each of ``ids`` the index holds (or a dense search just scored), for
+        judging relevance: the candidates of recent searches answer without a query to Milvus."""
+        q = check_vector(query, self._dimension, "query")
+        out = self._recent.similarities(q, ids)
+        rest = [mid for mid in ids if mid not in out]
+        if rest:
+            out.update({mid: float(np.dot(v, q)) for mid, v in self.vectors(rest).items()})
+        return out
+
+    @property
+    def keyword_search_available(self) -> bool:
+        """Whether ``search_keyword`` works here: Milvus before 2.5 has no BM25 (the hub's keywords then come from
+        Postgres full-text search, memhub/search/channels.py)."""
+        return self.backend.bm25
 
     def search_keyword(self, text: str, flt: IndexFilter, limit: int) -> list[tuple[str, float]]:
         """BM25 matches for ``text``, best first: ``[(id, score)]`` with higher = better.
@@ -247,15 +289,22 @@ class MilvusIndex(MilvusCollection):
         """
         if not text or not text.strip():
             return []
+        if not self.backend.bm25:
+            raise IndexBackendError(
+                f"the Milvus at {self.uri} has no BM25 (Milvus {self.backend.version[0]}.{self.backend.version[1]}); "
+                "keyword search is Postgres full-text search there"
+            )
         with self._span("search_keyword", _search_attributes(flt, limit)) as span:
             hits = self._keyword_hits(text, flt, limit, span)
             span.set_attribute("memhub.milvus.hits", len(hits))
         return hits
 
     def _keyword_hits(self, text: str, flt: IndexFilter, limit: int, span: Any) -> list[tuple[str, float]]:
+        _check_limit(limit)
         for attempt in range(_BM25_RACE_RETRIES + 1):
             try:
-                return self._search([text], schema.SPARSE, flt, limit, "keyword search")
+                answer = self._search_many([text], schema.SPARSE, flt, limit, "keyword search")[0]
+                return [(str(h["id"]), float(h["distance"])) for h in answer]
             except IndexBackendError as exc:
                 # Milvus Lite cannot weigh BM25 terms before any row was ever written (its average
                 # document length is 0, "Invalid sparse row: NaN or Inf value"): nothing to find.
@@ -270,80 +319,20 @@ class MilvusIndex(MilvusCollection):
                 time.sleep(_BM25_RACE_PAUSE_S)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored dense vectors of those ``ids`` the index holds (to re-upsert a row without embedding it again)."""
-        unique = sorted(set(ids))
-        with self._span("get_vectors", {"memhub.milvus.rows": len(unique)}):
-            rows = self._rows_by_id(unique, [schema.ID, schema.DENSE], "get vectors")
-        return {str(r[schema.ID]): np.asarray(r[schema.DENSE], dtype=np.float32) for r in rows}
-
-    def _rows_by_id(self, ids: Sequence[str], fields: list[str], what: str) -> list[dict[str, Any]]:
-        """The stored ``fields`` of the rows among ``ids`` the collection holds, a page of ids per query."""
-        out: list[dict[str, Any]] = []
-        for expr in _id_filters(ids):
-            out += self._healing(
-                what, lambda e=expr: self._client.query(self._collection, filter=e, output_fields=fields, timeout=self._timeout)
-            )
-        return out
-
-    def count(self) -> int:
-        """Rows currently in the collection."""
-        res = self._healing(
-            "count",
-            lambda: self._client.query(self._collection, filter="", output_fields=["count(*)"], timeout=self._timeout),
-        )
-        return int(res[0]["count(*)"]) if res else 0
-
-    def ids_in_range(self, after: str | None, upto: str | None) -> set[str]:
-        """Ids held with ``after < id <= upto`` (None: unbounded on that side), read in pages; for the reconciliation."""
-        parts = [f"{schema.ID} > {quote(after)}"] if after is not None else []
-        if upto is not None:
-            parts.append(f"{schema.ID} <= {quote(upto)}")
-        expr = " and ".join(parts)
-        out: set[str] = set()
-        with self._span("list_ids", {}) as span:
-            with self._call("list ids"):
-                it = self._client.query_iterator(
-                    self._collection, batch_size=_ID_PAGE, filter=expr, output_fields=[schema.ID], timeout=self._timeout
-                )
-                try:
-                    while page := it.next():
-                        out.update(str(r[schema.ID]) for r in page)
-                finally:
-                    it.close()
-            span.set_attribute("memhub.milvus.rows", len(out))
-        return out
-
-    def unpersisted(self) -> tuple[list[str], int] | None:
-        """Embedded Lite only: ids the engine serves but its data file lacks (lost at the next start), and the free
-        bytes on the file's disk; None when there is nothing to check or the file cannot tell.
-
-        Counts first (two cheap queries); the id lists are compared only when the counts differ.
-        """
-        if self._server is None:
-            return None
-        db_file = self._server.db_file
-        before = lite_durability.persisted(db_file, self._collection)
-        if before is None:
-            return None
-        live = self.count()
-        if before.rows >= live:
-            return [], before.free_bytes
-        missing = lite_durability.missing_ids(db_file, self._collection, self.ids_in_range(None, None))
-        if missing is None:
-            return None
-        return missing, lite_durability.free_bytes(db_file)
-
     # -- internals ----------------------------------------------------------------
 
-    def _search(self, data: list[Any], field: str, flt: IndexFilter, limit: int, what: str) -> list[tuple[str, float]]:
-        return self._search_many(data, field, flt, limit, what)[0]
-
-    def _search_many(self, data: list[Any], field: str, flt: IndexFilter, limit: int, what: str) -> list[list[tuple[str, float]]]:
-        if not 1 <= limit <= MAX_LIMIT:
-            raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
-        expr = build_filter(flt)
-        params = {"params": self._dense.search_params} if field == schema.DENSE and self._dense.search_params else None
+    def _search_many(
+        self,
+        data: list[Any],
+        field: str,
+        flt: IndexFilter,
+        limit: int,
+        what: str,
+        search_params: dict[str, Any] | None = None,
+        output_fields: list[str] | None = None,
+    ) -> list[list[Any]]:
+        """Milvus's hits (dicts with id, distance and the ``output_fields``), one list per query in ``data``."""
+        expr = build_filter(flt, tags_as_array=self.backend.tags_as_array)
         with self._gate.search():
             res = self._healing(
                 what,
@@ -353,23 +342,21 @@ class MilvusIndex(MilvusCollection):
                     anns_field=field,
                     filter=expr,
                     limit=limit,
-                    # No output fields: hits carry their key only; the rest is read from Postgres.
-                    search_params=params,
+                    # Keys only (and Lite's float16 copies to score): the rest is read from Postgres.
+                    output_fields=output_fields or [],
+                    search_params=search_params,
                     consistency_level=self._consistency_level,
                     timeout=self._search_timeout,
                 ),
             )
-        # Dense: cosine similarity; BM25: score. Both "higher is better". One list per query.
-        lists = list(res) if res else []
-        lists += [[]] * (len(data) - len(lists))
-        return [[(str(h["id"]), float(h["distance"])) for h in hits] for hits in lists]
+        lists = [list(hits) for hits in res] if res else []
+        return lists + [[] for _ in range(len(data) - len(lists))]
+
+
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
 
 
 def _search_attributes(flt: IndexFilter, limit: int) -> dict[str, Any]:
     return {"memhub.milvus.limit": limit, "memhub.milvus.namespaces": len(flt.namespaces)}
-
-
-def _id_filters(ids: Sequence[str]) -> Iterator[str]:
-    """``id in [...]`` filters over ``ids``, _DELETE_BATCH ids each, every id quoted (never pasted)."""
-    for start in range(0, len(ids), _DELETE_BATCH):
-        yield f"{schema.ID} in [" + ", ".join(quote(i) for i in ids[start : start + _DELETE_BATCH]) + "]"

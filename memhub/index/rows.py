@@ -6,13 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from memhub.index import schema
-from memhub.index.filters import tag_keys
+from memhub.index import dense_codes, schema
+from memhub.index.backend import Backend
+from memhub.index.filters import tag_key_list, tag_keys
 from memhub.index.records import IndexedMemory
 
 
-def to_row(mem: IndexedMemory, dimension: int) -> dict[str, Any]:
-    """Validate one memory and return its row. Raises ValueError naming the memory and field."""
+def to_row(mem: IndexedMemory, dimension: int, backend: Backend) -> dict[str, Any]:
+    """Validate one memory and return its row as ``backend`` lays it out. Raises ValueError naming the memory and
+    field."""
     where = f"memory {mem.id!r}"
     _text(mem.id, "id", schema.MAX_ID_CHARS, where)
     _text(mem.namespace, "namespace", schema.MAX_NAMESPACE_CHARS, where)
@@ -25,18 +27,27 @@ def to_row(mem: IndexedMemory, dimension: int) -> dict[str, Any]:
     keys = tag_keys(mem.tags)
     if len(keys.encode("utf-8")) > schema.MAX_VARCHAR_BYTES:
         raise ValueError(f"{where}: {len(mem.tags)} tags are too long to index together")
+    if backend.tags_as_array and len(mem.tags) > schema.MAX_TAGS:
+        raise ValueError(f"{where}: {len(mem.tags)} tags; at most {schema.MAX_TAGS} can be indexed")
     return {
         schema.ID: mem.id,
         schema.NAMESPACE: mem.namespace,
         schema.KIND: mem.kind,
         schema.TYPE: mem.type,
         schema.CONTENT: _fit_bytes(mem.content, schema.MAX_VARCHAR_BYTES),
-        schema.TAG_KEYS: keys,
+        schema.TAG_KEYS: tag_key_list(mem.tags) if backend.tags_as_array else keys,
         schema.OCCURRED_AT: _ms(mem.occurred_at_ms, "occurred_at_ms", where),
         schema.CREATED_AT: _ms(mem.created_at_ms, "created_at_ms", where),
         schema.EXPIRES_AT: _ms(mem.expires_at_ms, "expires_at_ms", where, non_negative=True),
-        schema.DENSE: check_vector(mem.vector, dimension, where),
+        **dense_fields(check_vector(mem.vector, dimension, where), backend),
     }
+
+
+def dense_fields(vector: np.ndarray, backend: Backend) -> dict[str, Any]:
+    """A checked unit vector as the row's dense field(s): Lite's code and float16 copy, or a server's floats."""
+    if backend.coded_dense:
+        return {schema.DENSE_CODES: dense_codes.thermometer(vector)[0].tobytes(), schema.DENSE_F16: dense_codes.pack(vector)}
+    return {schema.DENSE: vector}
 
 
 def check_vector(vector: Any, dimension: int, where: str) -> np.ndarray:

@@ -93,13 +93,17 @@ def gather(
     wants_index = Channel.DENSE in query.channels or Channel.KEYWORD in query.channels
     if index.health.ok:
         keyword = None
-        if Channel.KEYWORD in query.channels:
+        # A Milvus without BM25 (before 2.5): keywords come from Postgres full-text search, as a channel, not degraded.
+        bm25 = index.index.keyword_search_available
+        if Channel.KEYWORD in query.channels and bm25:
             # Beside the dense channel, in the pool; in a copy of this context, so the RPC span travels along.
             keyword = index.pool.submit(contextvars.copy_context().run, index.index.search_keyword, query.text, flt, depth)
         if vector is not None:
             collect(Channel.DENSE, lambda: index.index.search_dense(vector.result(), flt, depth))  # type: ignore[arg-type]  # an ndarray
         if keyword is not None:
             collect(Channel.KEYWORD, keyword.result)
+        elif Channel.KEYWORD in query.channels and not bm25:
+            rankings[Channel.KEYWORD] = fulltext.search(conn, query.text, query.filter, readable, depth)
     degraded = ""
     if wants_index and not rankings:
         rankings[Channel.KEYWORD] = fulltext.search(conn, query.text, query.filter, readable, depth)

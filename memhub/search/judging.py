@@ -64,9 +64,7 @@ def relevances(
     if vector is not None and missing:
         with _tracer.start_as_current_span("search.relevance_vectors", attributes={"memhub.search.hits": len(missing)}):
             try:
-                held = index.vectors(missing)
-                query_vector = vector.result()
-                cosines.update({mid: float(np.dot(v, query_vector)) for mid, v in held.items()})
+                cosines.update(index.similarities(vector.result(), missing))
             except (IndexBackendError, EmbeddingError) as exc:
                 outage_log.Site("searches", log, ()).failed(exc, f"relevance without similarity for {len(missing)} hits")
     # Rounded as SearchHit.relevance carries it (a float32), so a client that passes a relevance it saw
