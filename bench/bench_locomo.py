@@ -30,28 +30,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import search_modes  # noqa: E402
 from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
 from locomo import CATEGORIES, DEFAULT_PATH, Conversation, load  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from memhub.client import MemhubClient, memory_input  # noqa: E402
 
-# Query modes (rows of the ablation): keyword arguments of MemhubClient.search beyond query, namespace, top_k.
-_OFF = {"neighbour_smoothing": False, "expansion": False, "rerank": False, "priors": False}
-MODES: dict[str, dict] = {
-    "dense": {"channels": ["dense"], "ranking": _OFF},
-    "bm25": {"channels": ["keyword"], "ranking": _OFF},
-    "dense+bm25": {"channels": ["dense", "keyword"], "ranking": _OFF},
-    "+entity": {"channels": ["dense", "keyword", "entity"], "ranking": _OFF},
-    "+time": {"ranking": _OFF},
-    "+smoothing": {"ranking": _OFF | {"neighbour_smoothing": True}},
-    "+expansion": {"ranking": _OFF | {"expansion": True}},
-    "+rerank": {"ranking": _OFF | {"rerank": True}},
-    "all stages": {"ranking": {"neighbour_smoothing": True, "expansion": True, "rerank": True}},
-    "+priors": {"ranking": _OFF | {"priors": True}},
-    "hub defaults": {},
-    "defaults without priors": {"ranking": {"priors": False}},
-}
+MODES = search_modes.MODES
 QUESTION_SETS = {"all": range(0, 10), "tune": range(0, 5), "held-out": range(5, 10)}
 TUNE = range(0, 5)  # conversations 1-5: choose weights and thresholds here only
 HELD_OUT = range(5, 10)
@@ -181,10 +167,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, help="keep each window's hub data here, and reuse it when present")
     args = parser.parse_args()
     conversations = load(args.data)[: args.conversations]
-    unknown = [m for m in args.modes.split(",") if m not in MODES]
-    if unknown:
-        parser.error(f"unknown modes {unknown}; choose among {', '.join(MODES)}")
-    modes = {m: MODES[m] for m in args.modes.split(",")}
+    modes = search_modes.choose(args.modes, parser.error)
     extra = dict(kv.split("=", 1) for kv in args.env)
     results: dict[str, Result] = {}
     for window in args.windows.split(","):
