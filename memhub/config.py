@@ -119,7 +119,7 @@ class IndexerConfig:
     before it for keywords (its vector is reused, not embedded again)."""
 
 
-CHANNEL_WEIGHT_NAMES = ("dense", "keyword", "entity", "time", "expansion")
+CHANNEL_WEIGHT_NAMES = ("dense", "keyword", "entity", "time", "expansion", "graph")
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,7 @@ class SearchConfig:
         ("entity", 0.0),
         ("time", 0.5),
         ("expansion", 0.5),
+        ("graph", 0.5),
     )
     """Weight of each channel in the fusion (MEMHUB_CHANNEL_WEIGHTS, e.g. "entity=0.3,time=1";
     names not given keep these defaults; a channel weighted 0 does not run). Chosen on LoCoMo

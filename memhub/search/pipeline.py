@@ -24,6 +24,7 @@ from memhub.search import (
     context_turns,
     expansion,
     fusion,
+    graph,
     hydration,
     judging,
     priors,
@@ -73,6 +74,7 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             flt = channels.index_filter(query, readable)
             ranking = fusion.fuse(channels.gather(env.index, conn, asked, readable, dense, flt), asked.weights)
             ranking = time_channel.boost(conn, asked, ranking)
+            ranking = graph.add_channel(conn, env.settings.graph, asked, ranking, readable)
             ranking = expansion.expand(env.index, env.settings, conn, asked, ranking, dense, flt)
             ranking = smoothing.smooth_neighbours(conn, ranking, asked.smoothing, query.top_k)
             reranker = reranking.choose(env.reranker, env.local_reranker, query)

@@ -12,6 +12,20 @@ from memhub.index import MilvusIndex
 
 
 @dataclass(frozen=True)
+class GraphSettings:
+    """Bounds of the graph channel's spread (memhub/search/graph.py): they, not the data, bound its work."""
+
+    seeds: int = 5
+    """How many of the best fused hits seed the spread."""
+    max_entities: int = 24
+    """Entities followed per search: the query's first, then the seeds' in rank order."""
+    max_degree: int = 100
+    """An entity carried by more memories than this (in the readable namespaces) is not followed."""
+    query_weight: float = 1.0
+    """Activation of each entity the query names, against 1 for the best seed."""
+
+
+@dataclass(frozen=True)
 class RetrievalSettings:
     """The hub's defaults for the stages; a request may turn smoothing and expansion on or off."""
 
@@ -22,6 +36,7 @@ class RetrievalSettings:
             Channel.ENTITY: 0.0,
             Channel.TIME: 0.5,
             Channel.EXPANSION: 0.5,
+            Channel.GRAPH: 0.5,
         }
     )
     neighbour_smoothing: float = 0.1
@@ -30,6 +45,7 @@ class RetrievalSettings:
     """How many of the first round's best hits seed the second round."""
     expansion_beta: float = 0.5
     """Share of the seeds' mean embedding added to the query's for the second dense search."""
+    graph: GraphSettings = field(default_factory=GraphSettings)
 
 
 @dataclass(frozen=True)

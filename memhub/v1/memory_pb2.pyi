@@ -60,6 +60,8 @@ class RetrievalChannel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RETRIEVAL_CHANNEL_ENTITY: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_TIME: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_EXPANSION: _ClassVar[RetrievalChannel]
+    RETRIEVAL_CHANNEL_GRAPH: _ClassVar[RetrievalChannel]
+    RETRIEVAL_CHANNEL_PREFERENCE: _ClassVar[RetrievalChannel]
 
 class LineageRelation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -112,6 +114,8 @@ RETRIEVAL_CHANNEL_KEYWORD: RetrievalChannel
 RETRIEVAL_CHANNEL_ENTITY: RetrievalChannel
 RETRIEVAL_CHANNEL_TIME: RetrievalChannel
 RETRIEVAL_CHANNEL_EXPANSION: RetrievalChannel
+RETRIEVAL_CHANNEL_GRAPH: RetrievalChannel
+RETRIEVAL_CHANNEL_PREFERENCE: RetrievalChannel
 LINEAGE_RELATION_UNSPECIFIED: LineageRelation
 LINEAGE_RELATION_SUPERSEDES: LineageRelation
 LINEAGE_RELATION_DERIVED_FROM: LineageRelation
