@@ -52,7 +52,7 @@ from memhub.periodic import Periodic
 from memhub.policy import PolicyError, PolicyStore
 from memhub.rerank import Reranker, open_reranker
 from memhub.retrieval_log.writer import RetrievalLogWriter
-from memhub.search.settings import RetrievalSettings
+from memhub.search.settings import GraphSettings, RetrievalSettings
 from memhub.service import MemoryService
 from memhub.session_state.service import SessionStateService
 
@@ -242,6 +242,9 @@ class Hub:
                 weights={Channel(name): weight for name, weight in config.search.channel_weights},
                 neighbour_smoothing=config.search.neighbour_smoothing,
                 expansion=config.search.expansion,
+                session_spread=config.search.session_spread,
+                aggregation_depth=config.search.aggregation_depth,
+                graph=GraphSettings(max_degree=config.search.graph_max_degree),
             ),
             reranker=_open_reranker(config),
             rerank_depth=config.rerank.depth,

@@ -119,7 +119,7 @@ class IndexerConfig:
     before it for keywords (its vector is reused, not embedded again)."""
 
 
-CHANNEL_WEIGHT_NAMES = ("dense", "keyword", "entity", "time", "expansion", "graph")
+CHANNEL_WEIGHT_NAMES = ("dense", "keyword", "entity", "time", "expansion", "graph", "preference")
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,7 @@ class SearchConfig:
         ("time", 0.5),
         ("expansion", 0.5),
         ("graph", 0.5),
+        ("preference", 1.0),
     )
     """Weight of each channel in the fusion (MEMHUB_CHANNEL_WEIGHTS, e.g. "entity=0.3,time=1";
     names not given keep these defaults; a channel weighted 0 does not run). Chosen on LoCoMo
@@ -142,6 +143,17 @@ class SearchConfig:
 
     expansion: bool = False
     """Run the second, expanded retrieval round by default (MEMHUB_EXPANSION=1). A request may turn it on or off."""
+
+    session_spread: float = 0.0
+    """For questions that need every relevant memory ("how many..."): places a hit loses per better hit of its own
+    session (MEMHUB_SESSION_SPREAD, 0 to 100; 0 is off; memhub/search/diversity.py)."""
+
+    aggregation_depth: int = 2
+    """How many times deeper the channel lists of such questions go (MEMHUB_AGGREGATION_DEPTH, 1 to 4)."""
+
+    graph_max_degree: int = 100
+    """The graph channel does not follow entities carried by more memories than this (MEMHUB_GRAPH_MAX_DEGREE, 1 to
+    1000; memhub/search/graph.py)."""
 
 
 def _weights(env: Mapping[str, str]) -> tuple[tuple[str, float], ...]:
@@ -270,6 +282,9 @@ class HubConfig:
             neighbour_smoothing=env_float(env, "MEMHUB_NEIGHBOUR_SMOOTHING", 0.1, 0.0, 1.0),
             channel_weights=_weights(env),
             expansion=env.get("MEMHUB_EXPANSION", "0") in ("1", "true", "yes"),
+            session_spread=env_float(env, "MEMHUB_SESSION_SPREAD", SearchConfig.session_spread, 0.0, 100.0),
+            aggregation_depth=env_int(env, "MEMHUB_AGGREGATION_DEPTH", SearchConfig.aggregation_depth, 1, 4),
+            graph_max_degree=env_int(env, "MEMHUB_GRAPH_MAX_DEGREE", SearchConfig.graph_max_degree, 1, 1000),
         )
         rerank = RerankConfig(
             mode=env.get("MEMHUB_RERANK", "local"),

@@ -22,11 +22,13 @@ from memhub.search import (
     budget,
     channels,
     context_turns,
+    diversity,
     expansion,
     fusion,
     graph,
     hydration,
     judging,
+    preference,
     priors,
     query_vector,
     recording,
@@ -75,13 +77,15 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             ranking = fusion.fuse(channels.gather(env.index, conn, asked, readable, dense, flt), asked.weights)
             ranking = time_channel.boost(conn, asked, ranking)
             ranking = graph.add_channel(conn, env.settings.graph, asked, ranking, readable)
+            ranking = preference.add_channel(env.index, conn, asked, ranking, readable, dense, flt)
             ranking = expansion.expand(env.index, env.settings, conn, asked, ranking, dense, flt)
             ranking = smoothing.smooth_neighbours(conn, ranking, asked.smoothing, query.top_k)
-            reranker = reranking.choose(env.reranker, env.local_reranker, query)
+            reranker = reranking.choose(env.reranker, env.local_reranker, query, asked)
             head = reranking.rows_needed(reranker, env.rerank_depth, query.top_k)
             found = hydration.hydrate(conn, ranking.fused, query, readable, head)
             fused, prior_parts = priors.for_query(found.fused, found.records, env.prior_weights, query)
             fused, rerank_failure = reranking.rerank(reranker, env.rerank_depth, query.text, fused, found.records)
+            fused = diversity.spread_sessions(fused, found.records, asked, env.settings.session_spread)
             hits = judging.judged_hits(env.index.index, asked, fused[: query.top_k], found.records, prior_parts, vector)
             hits = budget.fit_tokens(hits, query.max_tokens)
             hits = context_turns.attach(conn, hits, query.context_window, readable)

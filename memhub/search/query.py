@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from memhub.core.model import Channel, SearchQuery, TimeWindow
 from memhub.recall import entities
-from memhub.search import timeparse
+from memhub.search import intent, timeparse
 from memhub.search.relevance import Judge
 from memhub.search.settings import RetrievalSettings
 
@@ -36,6 +36,8 @@ class Understood:
     expansion: bool
     smoothing: float
     """The neighbour-smoothing weight (0: off)."""
+    intent: intent.Intent = intent.Intent()
+    """What kind of question it is (a request for a recommendation, one that needs every relevant memory)."""
 
     @property
     def dense(self) -> bool:
@@ -51,6 +53,7 @@ def understand(query: SearchQuery, model_id: str, settings: RetrievalSettings) -
     weights = dict(settings.weights)
     if query.channels_named:  # a channel asked for by name counts, even one the hub leaves out by default
         weights |= {c: 1.0 for c in query.channels if weights.get(c, 1.0) <= 0}
+    kind = intent.of(query.text)
     window = None
     if Channel.TIME in query.channels and weights.get(Channel.TIME, 1.0) > 0:
         window = timeparse.window(query.text, query.as_of or datetime.now(timezone.utc))
@@ -60,10 +63,12 @@ def understand(query: SearchQuery, model_id: str, settings: RetrievalSettings) -
         entity_keys=tuple(entities.extract(query.text)),
         window=window,
         weights=weights,
-        # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits.
-        depth=min(max(query.top_k * 3, 30), 300),
+        # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits. A question
+        # that needs every relevant memory ("how many ...") looks twice as deep.
+        depth=min(max(query.top_k * 3, 30) * (settings.aggregation_depth if kind.aggregation else 1), 300),
         expansion=settings.expansion if query.expansion is None else query.expansion,
         smoothing=smoothing_weight(settings.neighbour_smoothing, query.neighbour_smoothing),
+        intent=kind,
     )
 
 

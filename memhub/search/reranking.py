@@ -10,18 +10,21 @@ from memhub import telemetry
 from memhub.core.model import MemoryRecord, SearchQuery
 from memhub.rerank import Candidate, Reranker, RerankError
 from memhub.search.fusion import Fused
+from memhub.search.query import Understood
 
 log = logging.getLogger(__name__)
 _tracer = telemetry.tracer(__name__)
 
 
-def choose(configured: Reranker | None, local: Reranker, query: SearchQuery) -> Reranker | None:
-    """The hub's reranker, unless the request turns reranking off, or on (then the local one if none)."""
-    if query.rerank is None:
-        return configured
-    if not query.rerank:
+def choose(configured: Reranker | None, local: Reranker, query: SearchQuery, asked: Understood) -> Reranker | None:
+    """The hub's reranker, unless the request turns reranking off, or on (then the local one if none).
+
+    Never the model-free one for a recommendation question: it rewards the question's words, which the turn
+    stating the asker's taste rarely has (the preference channel found it for that reason)."""
+    chosen = configured if query.rerank is None else (configured or local) if query.rerank else None
+    if chosen is not None and chosen.name == "local" and asked.intent.recommendation:
         return None
-    return configured or local
+    return chosen
 
 
 def rows_needed(reranker: Reranker | None, depth: int, top_k: int) -> int:

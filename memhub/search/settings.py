@@ -37,6 +37,7 @@ class RetrievalSettings:
             Channel.TIME: 0.5,
             Channel.EXPANSION: 0.5,
             Channel.GRAPH: 0.5,
+            Channel.PREFERENCE: 1.0,
         }
     )
     neighbour_smoothing: float = 0.1
@@ -46,6 +47,10 @@ class RetrievalSettings:
     expansion_beta: float = 0.5
     """Share of the seeds' mean embedding added to the query's for the second dense search."""
     graph: GraphSettings = field(default_factory=GraphSettings)
+    aggregation_depth: int = 2
+    """Channel lists of questions that need every relevant memory ("how many...") are this many times deeper."""
+    session_spread: float = 0.0
+    """For such questions: places a hit loses for each better hit of its own session (0: off; memhub/search/diversity.py)."""
 
 
 @dataclass(frozen=True)
