@@ -245,6 +245,7 @@ class Hub:
                 session_spread=config.search.session_spread,
                 aggregation_depth=config.search.aggregation_depth,
                 graph=GraphSettings(max_degree=config.search.graph_max_degree),
+                rrf_k=config.search.rrf_k,
             ),
             reranker=_open_reranker(config),
             rerank_depth=config.rerank.depth,

@@ -151,6 +151,9 @@ class SearchConfig:
     aggregation_depth: int = 2
     """How many times deeper the channel lists of such questions go (MEMHUB_AGGREGATION_DEPTH, 1 to 4)."""
 
+    rrf_k: int = 60
+    """The reciprocal rank fusion constant (MEMHUB_RRF_K, 1 to 1000; memhub/search/fusion.py)."""
+
     graph_max_degree: int = 100
     """The graph channel does not follow entities carried by more memories than this (MEMHUB_GRAPH_MAX_DEGREE, 1 to
     1000; memhub/search/graph.py)."""
@@ -285,6 +288,7 @@ class HubConfig:
             session_spread=env_float(env, "MEMHUB_SESSION_SPREAD", SearchConfig.session_spread, 0.0, 100.0),
             aggregation_depth=env_int(env, "MEMHUB_AGGREGATION_DEPTH", SearchConfig.aggregation_depth, 1, 4),
             graph_max_degree=env_int(env, "MEMHUB_GRAPH_MAX_DEGREE", SearchConfig.graph_max_degree, 1, 1000),
+            rrf_k=env_int(env, "MEMHUB_RRF_K", SearchConfig.rrf_k, 1, 1000),
         )
         rerank = RerankConfig(
             mode=env.get("MEMHUB_RERANK", "local"),
@@ -292,6 +296,8 @@ class HubConfig:
             url=env.get("MEMHUB_RERANK_URL") or None,
             api=env.get("MEMHUB_RERANK_API", "tei"),
             model=env.get("MEMHUB_RERANK_MODEL", ""),
+            term_weight=env_float(env, "MEMHUB_RERANK_TERM_WEIGHT", RerankConfig.term_weight, 0.0, 10.0),
+            entity_weight=env_float(env, "MEMHUB_RERANK_ENTITY_WEIGHT", RerankConfig.entity_weight, 0.0, 10.0),
         )
         try:
             rerank.validate()

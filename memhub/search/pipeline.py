@@ -74,7 +74,9 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
                 span.set_attribute("memhub.search.hits", 0)
                 return SearchResult(())
             flt = channels.index_filter(query, readable)
-            ranking = fusion.fuse(channels.gather(env.index, conn, asked, readable, dense, flt), asked.weights)
+            ranking = fusion.fuse(
+                channels.gather(env.index, conn, asked, readable, dense, flt), asked.weights, env.settings.rrf_k
+            )
             ranking = time_channel.boost(conn, asked, ranking)
             ranking = graph.add_channel(conn, env.settings.graph, asked, ranking, readable)
             ranking = preference.add_channel(env.index, conn, asked, ranking, readable, dense, flt)

@@ -41,6 +41,9 @@ class RetrievalSettings:
         }
     )
     neighbour_smoothing: float = 0.1
+    rrf_k: int = 60
+    """The constant of reciprocal rank fusion: smaller lets one channel's first places count more against
+    middling places in several (memhub/search/fusion.py)."""
     expansion: bool = False
     expansion_seeds: int = 3
     """How many of the first round's best hits seed the second round."""
