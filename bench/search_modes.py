@@ -22,6 +22,14 @@ MODES: dict[str, dict[str, Any]] = {
     "+priors": {"ranking": OFF | {"priors": True}},
     "hub defaults": {},
     "defaults without priors": {"ranking": {"priors": False}},
+    "defaults without rerank": {"ranking": {"rerank": False}},
+    "defaults without smoothing": {"ranking": {"neighbour_smoothing": False}},
+    # Naming channels leaves the others out (the entity channel, weighted 0 by default, is not named: a named
+    # channel counts even when the hub weighs it 0).
+    "defaults without graph": {"channels": ["dense", "keyword", "time", "preference"]},
+    "defaults without preference": {"channels": ["dense", "keyword", "time", "graph"]},
+    "defaults without time": {"channels": ["dense", "keyword", "graph", "preference"]},
+    "dense+bm25+graph": {"channels": ["dense", "keyword", "graph"], "ranking": OFF},
 }
 
 
