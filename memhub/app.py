@@ -220,7 +220,11 @@ class Hub:
             poll_interval_s=config.indexer.poll_interval_s,
             listen_url=_psycopg_url(url),
             index_health=index_health,
-            context=Window(config.indexer.keyword_context_before, config.indexer.keyword_context_after),
+            context=Window(
+                config.indexer.keyword_context_before,
+                config.indexer.keyword_context_after,
+                config.indexer.keyword_context_max_chars,
+            ),
         )
         prepare_index(index, indexer)
         monitor = HealthMonitor(engine, index, index_health, indexer)

@@ -114,6 +114,10 @@ class IndexerConfig:
     (MEMHUB_KEYWORD_CONTEXT_BEFORE, 0 to 5; 0 with no turns after turns it off). A change applies
     to memories indexed afterwards; ``memhub reindex`` applies it to all."""
 
+    keyword_context_max_chars: int = 0
+    """Only turns of at most this many characters get a keyword context (MEMHUB_KEYWORD_CONTEXT_MAX_CHARS, 0 to
+    100000; 0: every turn): long turns carry their own words (memhub/db/context.py)."""
+
     keyword_context_after: int = 2
     """Later turns likewise (MEMHUB_KEYWORD_CONTEXT_AFTER, 0 to 5); each write then re-indexes the turn
     before it for keywords (its vector is reused, not embedded again)."""
@@ -262,6 +266,7 @@ class HubConfig:
             enabled=env.get("MEMHUB_INDEXER", "1") not in ("0", "false", "no"),
             keyword_context_before=env_int(env, "MEMHUB_KEYWORD_CONTEXT_BEFORE", 2, 0, 5),
             keyword_context_after=env_int(env, "MEMHUB_KEYWORD_CONTEXT_AFTER", 2, 0, 5),
+            keyword_context_max_chars=env_int(env, "MEMHUB_KEYWORD_CONTEXT_MAX_CHARS", 0, 0, 100_000),
         )
         embedding = EmbeddingConfig(
             provider=env.get("MEMHUB_EMBEDDING_PROVIDER", "local"),
