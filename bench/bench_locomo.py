@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import derived_preferences  # noqa: E402
 import search_modes  # noqa: E402
 from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
 from locomo import CATEGORIES, DEFAULT_PATH, Conversation, load  # noqa: E402
@@ -140,7 +141,9 @@ def report(results: dict[str, Result], conversations: list[Conversation]) -> Non
     print(REFERENCE)
 
 
-def run(hub: RunningHub, conversations: list[Conversation], modes: dict[str, dict], asked: range, saved: Path | None) -> dict:
+def run(
+    hub: RunningHub, conversations: list[Conversation], modes: dict[str, dict], asked: range, saved: Path | None, derive: bool
+) -> dict:
     with MemhubClient(hub.address, token=hub.token, timeout_s=120) as client:
         if saved is not None and saved.is_file():
             mapping = json.loads(saved.read_text())
@@ -148,6 +151,13 @@ def run(hub: RunningHub, conversations: list[Conversation], modes: dict[str, dic
             mapping = load_conversations(client, conversations)
             if saved is not None:
                 saved.write_text(json.dumps(mapping))
+        marker = saved.parent / "preferences-derived" if saved is not None else None
+        if derive and not (marker and marker.exists()):
+            text = {(f"locomo/{c.sample_id}", t.dia_id): (t.text, t.occurred_at) for c in conversations for t in c.turns}
+            turns = [(ns, mid, *text[(ns, dias[0])]) for ns, ids in mapping.items() for mid, dias in ids.items()]
+            print(f"derived preference memories written: {derived_preferences.add(client, turns, 'locomo')}", file=sys.stderr)
+            if marker is not None:
+                marker.touch()
         wait_until_indexed(client, progress=True)
         return evaluate(client, conversations, mapping, modes, asked)
 
@@ -165,6 +175,11 @@ def main() -> None:
     parser.add_argument("--questions", choices=list(QUESTION_SETS), default="all", help="which conversations' questions to ask")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE hub setting for every hub (repeatable)")
     parser.add_argument("--data-dir", type=Path, help="keep each window's hub data here, and reuse it when present")
+    parser.add_argument(
+        "--derive-preferences",
+        action="store_true",
+        help="add the preference memories the write gate derives to kept data written without them (once)",
+    )
     args = parser.parse_args()
     conversations = load(args.data)[: args.conversations]
     modes = search_modes.choose(args.modes, parser.error)
@@ -180,7 +195,9 @@ def main() -> None:
             saved = data_dir / "locomo-mapping.json"
         print(f"hub with a keyword context of {before} turn(s) before, {after or 0} after...", file=sys.stderr)
         with running_hub(data_dir=data_dir, extra_env=env) as hub:
-            for mode, result in run(hub, conversations, modes, QUESTION_SETS[args.questions], saved).items():
+            for mode, result in run(
+                hub, conversations, modes, QUESTION_SETS[args.questions], saved, args.derive_preferences
+            ).items():
                 results[f"window {before}:{after or 0}, {mode}"] = result
     if extra:
         print(f"hub settings: {' '.join(args.env)}")

@@ -30,6 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import derived_preferences  # noqa: E402
 import search_modes  # noqa: E402
 from hubproc import running_hub, wait_until_indexed  # noqa: E402
 from longmemeval import DEFAULT_PATH, SHORT_TYPES, TYPES, Question, load  # noqa: E402
@@ -201,6 +202,11 @@ def main() -> None:
     parser.add_argument("--sessions", action="store_true", help="give the hub session ids and dates (reported apart)")
     parser.add_argument("--details", type=Path, help="write each search's ranked turns here (JSON lines)")
     parser.add_argument("--no-bm25", action="store_true", help="skip the rank-bm25 row")
+    parser.add_argument(
+        "--derive-preferences",
+        action="store_true",
+        help="add the preference memories the write gate derives to kept data written without them (once)",
+    )
     args = parser.parse_args()
     questions = load(args.data)
     if args.questions:
@@ -218,6 +224,18 @@ def main() -> None:
     ):
         t0 = time.perf_counter()
         mapping = ingest(client, questions, args.sessions, saved)
+        marker = args.data_dir / "preferences-derived" if args.data_dir is not None else None
+        if args.derive_preferences and not (marker and marker.exists()):
+            by_id = {q.id: q for q in questions}
+            turns = [
+                (_namespace(by_id[qid]), mid, by_id[qid].turns[idx[0]].text, None)
+                for qid, ids in mapping.items()
+                if qid in by_id
+                for mid, idx in ids.items()
+            ]
+            print(f"derived preference memories written: {derived_preferences.add(client, turns, 'lme')}", file=sys.stderr)
+            if marker is not None:
+                marker.touch()
         wait_until_indexed(client, progress=True)
         print(f"ingest until searchable: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         with open(args.details, "w") if args.details else open(os.devnull, "w") as details:
