@@ -5,9 +5,9 @@ from __future__ import annotations
 from conftest import Fleet, Stack
 
 from memhub.client import memory_input
-from memhub.core.model import Channel
+from memhub.core.model import Channel, MemoryType
 from memhub.curation import preferences
-from memhub.search import diversity, intent
+from memhub.search import derived, diversity, intent
 from memhub.search.fusion import Fused
 from memhub.v1 import memory_pb2 as pb
 
@@ -75,6 +75,10 @@ def test_a_turn_stating_a_preference_gets_a_derived_preference_memory(stack: Sta
     assert memory.namespace == ns and memory.source.session_id == "s1"
     assert memory.subject_key.startswith("user/preference/")
     assert "Thai curries" in memory.content and "weather" not in memory.content
+    # It restates the turn: forgetting the turn forgets it too.
+    forgotten = stack.client.forget(ids=[source.memory.id], reason="test")
+    assert set(forgotten.forgotten_ids) == {source.memory.id, derived.memory.id}
+    assert stack.client.get(derived.memory.id).status == pb.MEMORY_STATUS_FORGOTTEN
 
 
 def test_the_preference_channel_puts_the_stating_turn_first_for_advice_questions(stack: Stack, ns: str) -> None:
@@ -103,3 +107,24 @@ def test_blind_writers_get_no_derived_preferences(fleet: Fleet) -> None:
         assert reply.results[0].extracted == []
         listed = carol.list(["teams/support/inbox"], types=["preference"]).memories
         assert all("billing page" not in m.content for m in listed)
+
+
+def test_a_derived_preference_and_its_turn_take_one_place() -> None:
+    def record(mid: str, type_: MemoryType, sources: tuple[str, ...] = ()) -> object:
+        return _Record(mid, type_, sources)
+
+    records = {
+        "pref": record("pref", MemoryType.PREFERENCE, ("turn",)),
+        "turn": record("turn", MemoryType.EVENT),
+        "other": record("other", MemoryType.EVENT),
+        "lonely-pref": record("lonely-pref", MemoryType.PREFERENCE, ("not-a-candidate",)),
+    }
+    fused = [Fused(i, 1.0 - n / 10, ()) for n, i in enumerate(["pref", "other", "turn", "lonely-pref"])]
+    assert [f.id for f in derived.collapse(fused, records)] == ["turn", "other", "lonely-pref"]  # type: ignore[arg-type]
+
+
+class _Record:
+    """The two fields collapse reads of a MemoryRecord."""
+
+    def __init__(self, mid: str, type_: object, derived_from: tuple[str, ...]) -> None:
+        self.id, self.type, self.derived_from = mid, type_, derived_from

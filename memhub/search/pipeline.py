@@ -22,6 +22,7 @@ from memhub.search import (
     budget,
     channels,
     context_turns,
+    derived,
     diversity,
     expansion,
     fusion,
@@ -87,6 +88,7 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             found = hydration.hydrate(conn, ranking.fused, query, readable, head)
             fused, prior_parts = priors.for_query(found.fused, found.records, env.prior_weights, query)
             fused, rerank_failure = reranking.rerank(reranker, env.rerank_depth, query.text, fused, found.records)
+            fused = derived.collapse(fused, found.records)
             fused = diversity.spread_sessions(fused, found.records, asked, env.settings.session_spread)
             hits = judging.judged_hits(env.index.index, asked, fused[: query.top_k], found.records, prior_parts, vector)
             hits = budget.fit_tokens(hits, query.max_tokens)
