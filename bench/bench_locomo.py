@@ -88,10 +88,15 @@ def load_conversations(client: MemhubClient, conversations: list[Conversation]) 
 
 
 def evaluate(
-    client: MemhubClient, conversations: list[Conversation], mapping: dict, modes: dict[str, dict], asked: range
+    client: MemhubClient,
+    conversations: list[Conversation],
+    mapping: dict,
+    modes: dict[str, dict],
+    asked: range,
+    categories: tuple[int, ...] = (1, 2, 3, 4, 5),
 ) -> dict[str, Result]:
     results = {mode: Result() for mode in modes}
-    questions = [(i, c, q) for i, c in enumerate(conversations) if i in asked for q in c.questions]
+    questions = [(i, c, q) for i, c in enumerate(conversations) if i in asked for q in c.questions if q.category in categories]
     for i, conv, q in tqdm(questions, desc="searching", unit="q", file=sys.stderr):
         ns = f"locomo/{conv.sample_id}"
         for mode, options in modes.items():
@@ -142,7 +147,13 @@ def report(results: dict[str, Result], conversations: list[Conversation]) -> Non
 
 
 def run(
-    hub: RunningHub, conversations: list[Conversation], modes: dict[str, dict], asked: range, saved: Path | None, derive: bool
+    hub: RunningHub,
+    conversations: list[Conversation],
+    modes: dict[str, dict],
+    asked: range,
+    saved: Path | None,
+    derive: bool,
+    categories: tuple[int, ...] = (1, 2, 3, 4, 5),
 ) -> dict:
     with MemhubClient(hub.address, token=hub.token, timeout_s=120) as client:
         if saved is not None and saved.is_file():
@@ -159,7 +170,7 @@ def run(
             if marker is not None:
                 marker.touch()
         wait_until_indexed(client, progress=True)
-        return evaluate(client, conversations, mapping, modes, asked)
+        return evaluate(client, conversations, mapping, modes, asked, categories)
 
 
 def main() -> None:
@@ -175,6 +186,7 @@ def main() -> None:
     parser.add_argument("--questions", choices=list(QUESTION_SETS), default="all", help="which conversations' questions to ask")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE hub setting for every hub (repeatable)")
     parser.add_argument("--data-dir", type=Path, help="keep each window's hub data here, and reuse it when present")
+    parser.add_argument("--headline-only", action="store_true", help="ask categories 1-4 only (no adversarial questions)")
     parser.add_argument(
         "--derive-preferences",
         action="store_true",
