@@ -28,13 +28,12 @@ def test_rules_find_statements_of_preference_habit_and_self_description() -> Non
     assert preferences.statements("The deploy failed at 3pm.") == []
 
 
-def test_subject_keys_are_valid_and_shared_by_repeats() -> None:
-    a = preferences.statements("user: I love Thai curries.")[0]
-    b = preferences.statements("user:  I love Thai curries.")[0]
-    zh = preferences.statements("小雨最喜欢冻顶乌龙。")[0]
-    assert preferences.subject_key(a) == preferences.subject_key(b) == "user/preference/love-thai-curries"
-    key = preferences.subject_key(zh)
-    assert key.isascii() and key.startswith("someone/preference/h")
+def test_rule_facts_carry_the_speaker_not_a_subject_key() -> None:
+    (fact,) = preferences.facts("[8 May, 2023] Caroline: I love painting landscapes.")
+    assert fact.subject_key is None  # a rule cannot tell two statements about the same thing apart
+    assert fact.entities == ("caroline",)
+    assert fact.content == "Preference of caroline: I love painting landscapes."
+    assert preferences.facts("user: I love Thai curries.")[0].entities == ()
 
 
 def test_intent_rules() -> None:
@@ -73,7 +72,7 @@ def test_a_turn_stating_a_preference_gets_a_derived_preference_memory(stack: Sta
     assert memory.type == pb.MEMORY_TYPE_PREFERENCE and memory.kind == pb.MEMORY_KIND_SEMANTIC
     assert list(memory.links.derived_from) == [source.memory.id]
     assert memory.namespace == ns and memory.source.session_id == "s1"
-    assert memory.subject_key.startswith("user/preference/")
+    assert memory.subject_key == ""
     assert "Thai curries" in memory.content and "weather" not in memory.content
     # It restates the turn: forgetting the turn forgets it too.
     forgotten = stack.client.forget(ids=[source.memory.id], reason="test")

@@ -94,7 +94,7 @@ def _as_memory(fact: ExtractedFact | preferences.RuleFact, turn: NewMemory, keep
         type=fact.type,
         content=content,
         tags=turn.tags,
-        entities=turn.entities,
+        entities=tuple(dict.fromkeys((*turn.entities, *getattr(fact, "entities", ())))),
         importance=fact.importance,
         confidence=EXTRACTED_CONFIDENCE,
         occurred_at=turn.occurred_at,

@@ -9,14 +9,17 @@ search's preference channel looks at first for recommendation and advice questio
 
 The rules are deliberately narrow: a first-person statement of the speaker (or a third-person one about a
 named person or "the user"), not a question, not an assistant's turn (an assistant saying "I recommend" states
-nothing about the user). At most ``MAX_PER_TURN`` statements per turn, each cut to ``MAX_CHARS``. The subject
-key groups repeats of the same statement (``<speaker>/preference/<first words>``), so writing it again
-replaces the earlier copy instead of piling up; the optional LLM extractor may add better-keyed ones.
+nothing about the user). At most ``MAX_PER_TURN`` statements per turn, each cut to ``MAX_CHARS``.
+
+The subject they are about is the speaker, kept as an entity (``speaker_entity``), not as a subject key: a rule
+cannot tell whether two statements are about the same thing ("I love it" about a film and about a dish), so a
+key would retire real preferences by superseding, and writes of the same statement by concurrent writers
+aborted on it (seen in bench_throughput: 'melanie/preference/love-it'). A repeated statement is folded into
+its earlier copy by the content-hash dedup instead. The optional LLM extractor may add keyed ones.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -67,9 +70,6 @@ _ZH = re.compile(
 )
 _ZH_SELF = re.compile(r"我是(?:一名|一个|一位)?.{1,12}(?:师|员|家|生|者|手|迷|控|党)")
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
-_SLUG = re.compile(r"[^\w]+", re.UNICODE)
-_ASCII_SEGMENT = re.compile(r"[a-z0-9][a-z0-9._-]*")
-_STOP = frozenset("i i'm im am a an the my me is to of and really just also usually always m ve s ll d re t".split())
 
 
 @dataclass(frozen=True)
@@ -115,21 +115,9 @@ def content_of(statement: Statement) -> str:
     return f"Preference of {statement.speaker}: {statement.text}" if statement.speaker else f"Preference: {statement.text}"
 
 
-def subject_key(statement: Statement) -> str:
-    """``<speaker>/preference/<first content words>``: repeats of one statement share it (and replace each other).
-
-    Subject keys are ASCII (memhub/core/validation.py): a segment with other letters (Chinese) becomes a digest."""
-    words = [w for w in _SLUG.split(statement.text.lower()) if w and w not in _STOP][:6]
-    return f"{_segment(statement.speaker, 40, 'someone')}/preference/{_segment('-'.join(words), 70, 'statement')}"
-
-
-def _segment(text: str, limit: int, empty: str) -> str:
-    slug = _SLUG.sub("-", text.lower()).strip("-_.")[:limit].strip("-_.")
-    if not slug:
-        return empty
-    if _ASCII_SEGMENT.fullmatch(slug):
-        return slug
-    return "h" + hashlib.sha256(text.encode()).hexdigest()[:16]
+def speaker_entity(statement: Statement) -> tuple[str, ...]:
+    """The speaker as an entity of the preference memory (the graph and entity channels then link it)."""
+    return (statement.speaker,) if statement.speaker and statement.speaker not in ("user", "me") else ()
 
 
 @dataclass(frozen=True)
@@ -141,10 +129,11 @@ class RuleFact:
     type: MemoryType
     importance: int
     subject_key: str | None
+    entities: tuple[str, ...] = ()
 
 
 def facts(turn: str) -> list[RuleFact]:
-    return [RuleFact(content_of(s), Kind.SEMANTIC, MemoryType.PREFERENCE, 3, subject_key(s)) for s in statements(turn)]
+    return [RuleFact(content_of(s), Kind.SEMANTIC, MemoryType.PREFERENCE, 3, None, speaker_entity(s)) for s in statements(turn)]
 
 
 def facts_many(turns: Sequence[str]) -> list[list[RuleFact]]:
