@@ -208,7 +208,13 @@ def main() -> None:
         print(f"hub with a keyword context of {before} turn(s) before, {after or 0} after...", file=sys.stderr)
         with running_hub(data_dir=data_dir, extra_env=env) as hub:
             for mode, result in run(
-                hub, conversations, modes, QUESTION_SETS[args.questions], saved, args.derive_preferences
+                hub,
+                conversations,
+                modes,
+                QUESTION_SETS[args.questions],
+                saved,
+                args.derive_preferences,
+                (1, 2, 3, 4) if args.headline_only else (1, 2, 3, 4, 5),
             ).items():
                 results[f"window {before}:{after or 0}, {mode}"] = result
     if extra:
