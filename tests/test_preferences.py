@@ -74,6 +74,11 @@ def test_a_turn_stating_a_preference_gets_a_derived_preference_memory(stack: Sta
     assert memory.namespace == ns and memory.source.session_id == "s1"
     assert memory.subject_key == ""
     assert "Thai curries" in memory.content and "weather" not in memory.content
+    # Ordinary searches get the turn, which says the same; asked for preferences, the preference.
+    plain = [h.memory.id for h in stack.client.search("spicy Thai curries", [ns]).hits]
+    assert source.memory.id in plain and derived.memory.id not in plain
+    typed = [h.memory.id for h in stack.client.search("spicy Thai curries", [ns], types=["preference"]).hits]
+    assert typed == [derived.memory.id]
     # It restates the turn: forgetting the turn forgets it too.
     forgotten = stack.client.forget(ids=[source.memory.id], reason="test")
     assert set(forgotten.forgotten_ids) == {source.memory.id, derived.memory.id}

@@ -1,4 +1,5 @@
-"""A preference derived from a turn and the turn itself are one piece of evidence: they take one place in the hits.
+"""A preference derived from a turn and the turn itself are one piece of evidence: they take one place in the hits,
+and outside preference questions none (the turn says it).
 
 The write gate derives "Preference of user: I'm vegetarian..." from the turn that said it
 (memhub/curation/preferences.py). Both match the same questions, and the shorter derived text often ranks
@@ -13,8 +14,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from sqlalchemy import Connection
+
 from memhub.core.model import MemoryRecord, MemoryType
+from memhub.search import hydration
 from memhub.search.fusion import Fused
+from memhub.search.hydration import Hydrated
+from memhub.search.query import Understood
 
 
 def collapse(fused: Sequence[Fused], records: Mapping[str, MemoryRecord]) -> list[Fused]:
@@ -35,3 +41,31 @@ def collapse(fused: Sequence[Fused], records: Mapping[str, MemoryRecord]) -> lis
         return list(fused)
     kept = [dataclasses.replace(f, score=score[f.id]) if f.id in score else f for f in fused if f.id not in dropped]
     return sorted(kept, key=lambda f: (place.get(f.id, position[f.id]), position[f.id]))
+
+
+def is_restatement(record: MemoryRecord) -> bool:
+    """A preference drawn from one memory (by the write gate's rules or the LLM extractor): it restates its source."""
+    return record.type is MemoryType.PREFERENCE and len(record.derived_from) == 1
+
+
+def wanted(asked: Understood) -> bool:
+    """Whether restatements belong in this search's hits: for recommendation questions, and for searches that ask
+    for preferences by type. Elsewhere their sources carry the same statement, and the restatements, short and
+    boosted by the type prior, crowded evidence out (LoCoMo @10 and multi-hop fell with them; issue 25)."""
+    types = asked.query.filter.types
+    return asked.intent.recommendation or (bool(types) and MemoryType.PREFERENCE in types)
+
+
+def leave_out_restatements(
+    found: Hydrated, asked: Understood, conn: Connection, readable: list[str], fused: Sequence[Fused]
+) -> Hydrated:
+    """``found`` without restatements unless ``wanted``; rows further down are read when too few hits remain."""
+    if wanted(asked):
+        return found
+    kept = {mid: r for mid, r in found.records.items() if not is_restatement(r)}
+    if len(kept) == len(found.records):
+        return found
+    if len(kept) < asked.query.top_k:
+        more = hydration.hydrate(conn, [f for f in fused if f.id not in found.records], asked.query, readable, len(fused))
+        kept |= {mid: r for mid, r in more.records.items() if not is_restatement(r)}
+    return hydration.Hydrated([f for f in fused if f.id in kept], kept)

@@ -86,6 +86,7 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             reranker = reranking.choose(env.reranker, env.local_reranker, query, asked)
             head = reranking.rows_needed(reranker, env.rerank_depth, query.top_k)
             found = hydration.hydrate(conn, ranking.fused, query, readable, head)
+            found = derived.leave_out_restatements(found, asked, conn, readable, ranking.fused)
             fused, prior_parts = priors.for_query(found.fused, found.records, env.prior_weights, query)
             fused, rerank_failure = reranking.rerank(reranker, env.rerank_depth, query.text, fused, found.records)
             fused = derived.collapse(fused, found.records)
