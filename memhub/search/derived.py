@@ -59,13 +59,21 @@ def wanted(asked: Understood) -> bool:
 def leave_out_restatements(
     found: Hydrated, asked: Understood, conn: Connection, readable: list[str], fused: Sequence[Fused]
 ) -> Hydrated:
-    """``found`` without restatements unless ``wanted``; rows further down are read when too few hits remain."""
+    """``found`` without restatements unless ``wanted``. As many rows further down are read as restatements left,
+    so the stages after (the reranker's depth above all) see as many candidates as without them."""
     if wanted(asked):
         return found
     kept = {mid: r for mid, r in found.records.items() if not is_restatement(r)}
-    if len(kept) == len(found.records):
+    dropped = len(found.records) - len(kept)
+    if not dropped:
         return found
-    if len(kept) < asked.query.top_k:
-        more = hydration.hydrate(conn, [f for f in fused if f.id not in found.records], asked.query, readable, len(fused))
-        kept |= {mid: r for mid, r in more.records.items() if not is_restatement(r)}
+    rest = [f for f in fused if f.id not in found.records]
+    for _ in range(3):  # a bounded number of reads, whatever the candidates turn out to be
+        if dropped <= 0 or not rest:
+            break
+        batch, rest = rest[: max(dropped, 8)], rest[max(dropped, 8) :]
+        more = hydration.hydrate(conn, batch, asked.query, readable, len(batch))
+        fresh = {mid: r for mid, r in more.records.items() if not is_restatement(r)}
+        kept |= fresh
+        dropped -= len(fresh)
     return hydration.Hydrated([f for f in fused if f.id in kept], kept)
