@@ -207,6 +207,11 @@ def main() -> None:
         action="store_true",
         help="add the preference memories the write gate derives to kept data written without them (once)",
     )
+    parser.add_argument(
+        "--derive-types",
+        default="",
+        help="with --derive-preferences: only in the haystacks of these question types (comma-separated; default all)",
+    )
     args = parser.parse_args()
     questions = load(args.data)
     if args.questions:
@@ -226,7 +231,8 @@ def main() -> None:
         mapping = ingest(client, questions, args.sessions, saved)
         marker = args.data_dir / "preferences-derived" if args.data_dir is not None else None
         if args.derive_preferences and not (marker and marker.exists()):
-            by_id = {q.id: q for q in questions}
+            only = set(filter(None, args.derive_types.split(",")))
+            by_id = {q.id: q for q in questions if not only or q.type in only}
             turns = [
                 (_namespace(by_id[qid]), mid, by_id[qid].turns[idx[0]].text, None)
                 for qid, ids in mapping.items()
