@@ -47,6 +47,10 @@ T = TypeVar("T")
 _tracer = telemetry.tracer(__name__)
 
 
+LOAD_TIMEOUT_S = 300.0
+"""Longest a collection load may take (at start, after a restart of the engine)."""
+
+
 class MilvusConnection:
     """The client, the embedded server behind it (if any), the backend it is, and the discipline of every call."""
 
@@ -185,5 +189,7 @@ class MilvusConnection:
             return self._server.ensure_running()
 
     def _load(self, name: str | None = None) -> None:
+        # Loading reads every row back (85,000 LongMemEval turns took over 10 s in Lite on a loaded machine, and the
+        # hub then refused to start): a load gets at least LOAD_TIMEOUT_S, other calls keep the configured timeout.
         with self._call("load_collection"):
-            self._client.load_collection(name or self._collection, timeout=self._timeout)
+            self._client.load_collection(name or self._collection, timeout=max(self._timeout, LOAD_TIMEOUT_S))
