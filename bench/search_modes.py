@@ -30,6 +30,8 @@ MODES: dict[str, dict[str, Any]] = {
     "defaults without preference": {"channels": ["dense", "keyword", "time", "graph"]},
     "defaults without time": {"channels": ["dense", "keyword", "graph", "preference"]},
     "dense+bm25+graph": {"channels": ["dense", "keyword", "graph"], "ranking": OFF},
+    "defaults with graph": {"channels": ["dense", "keyword", "time", "preference", "graph"]},
+    "defaults without preference or graph": {"channels": ["dense", "keyword", "time"]},
 }
 
 

@@ -138,12 +138,15 @@ class SearchConfig:
         ("entity", 0.0),
         ("time", 0.5),
         ("expansion", 0.5),
-        ("graph", 0.5),
+        ("graph", 0.0),
         ("preference", 1.0),
     )
     """Weight of each channel in the fusion (MEMHUB_CHANNEL_WEIGHTS, e.g. "entity=0.3,time=1";
     names not given keep these defaults; a channel weighted 0 does not run). Chosen on LoCoMo
-    conversations 1-5 (README, Benchmarks): the entity channel cost recall there at 0.5 and 0.15."""
+    conversations 1-5 (README, Benchmarks): the entity channel cost recall there at 0.5 and 0.15. The graph channel
+    (issue 25) is off: at 0.5 it moved LoCoMo by under 0.5 points either way and cost LongMemEval 7.5 @5 and
+    1.8 @10 (its entities, mostly "user"-less names and products of long assistant answers, pull in turns of
+    the wrong sessions); a request may name it, or MEMHUB_CHANNEL_WEIGHTS give it a weight."""
 
     expansion: bool = False
     """Run the second, expanded retrieval round by default (MEMHUB_EXPANSION=1). A request may turn it on or off."""

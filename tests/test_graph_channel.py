@@ -51,7 +51,8 @@ def test_graph_channel_reaches_the_second_hop_inside_the_searched_namespaces(sta
     query = "What hobby does Alice's violin teacher have?"
     # Reranking and priors off on both sides: this compares fusion with and without the channel.
     stages = {"rerank": False, "priors": False}
-    hits = stack.client.search(query, [ns], top_k=11, explain=True, ranking=stages).hits
+    # The channel is off by default (weight 0): named, it counts with weight 1.
+    hits = stack.client.search(query, [ns], top_k=11, explain=True, ranking=stages, channels=["dense", "keyword", "graph"]).hits
     ranks = {h.memory.id: {c.channel: c for c in h.channel_ranks} for h in hits}
     graph = ranks[second_hop].get(pb.RETRIEVAL_CHANNEL_GRAPH)
     assert graph is not None, "the second hop shares only an entity with the first hit"

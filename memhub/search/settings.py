@@ -36,7 +36,7 @@ class RetrievalSettings:
             Channel.ENTITY: 0.0,
             Channel.TIME: 0.5,
             Channel.EXPANSION: 0.5,
-            Channel.GRAPH: 0.5,
+            Channel.GRAPH: 0.0,
             Channel.PREFERENCE: 1.0,
         }
     )
