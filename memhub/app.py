@@ -250,6 +250,7 @@ class Hub:
                 aggregation_depth=config.search.aggregation_depth,
                 graph=GraphSettings(max_degree=config.search.graph_max_degree),
                 rrf_k=config.search.rrf_k,
+                rerank_max_query_terms=config.search.rerank_max_query_terms,
             ),
             reranker=_open_reranker(config),
             rerank_depth=config.rerank.depth,

@@ -158,6 +158,10 @@ class SearchConfig:
     aggregation_depth: int = 2
     """How many times deeper the channel lists of such questions go (MEMHUB_AGGREGATION_DEPTH, 1 to 4)."""
 
+    rerank_max_query_terms: int = 0
+    """The model-free reranker skips queries with more content terms than this (MEMHUB_RERANK_MAX_QUERY_TERMS, 0 to
+    100; 0: never skips)."""
+
     rrf_k: int = 60
     """The reciprocal rank fusion constant (MEMHUB_RRF_K, 1 to 1000; memhub/search/fusion.py)."""
 
@@ -297,6 +301,7 @@ class HubConfig:
             aggregation_depth=env_int(env, "MEMHUB_AGGREGATION_DEPTH", SearchConfig.aggregation_depth, 1, 4),
             graph_max_degree=env_int(env, "MEMHUB_GRAPH_MAX_DEGREE", SearchConfig.graph_max_degree, 1, 1000),
             rrf_k=env_int(env, "MEMHUB_RRF_K", SearchConfig.rrf_k, 1, 1000),
+            rerank_max_query_terms=env_int(env, "MEMHUB_RERANK_MAX_QUERY_TERMS", SearchConfig.rerank_max_query_terms, 0, 100),
         )
         rerank = RerankConfig(
             mode=env.get("MEMHUB_RERANK", "local"),

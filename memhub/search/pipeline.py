@@ -83,7 +83,7 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             ranking = preference.add_channel(env.index, conn, asked, ranking, readable, dense, flt)
             ranking = expansion.expand(env.index, env.settings, conn, asked, ranking, dense, flt)
             ranking = smoothing.smooth_neighbours(conn, ranking, asked.smoothing, query.top_k)
-            reranker = reranking.choose(env.reranker, env.local_reranker, query, asked)
+            reranker = reranking.choose(env.reranker, env.local_reranker, query, asked, env.settings.rerank_max_query_terms)
             head = reranking.rows_needed(reranker, env.rerank_depth, query.top_k)
             found = hydration.hydrate(conn, ranking.fused, query, readable, head)
             found = derived.leave_out_restatements(found, asked, conn, readable, ranking.fused)

@@ -16,7 +16,9 @@ log = logging.getLogger(__name__)
 _tracer = telemetry.tracer(__name__)
 
 
-def choose(configured: Reranker | None, local: Reranker, query: SearchQuery, asked: Understood) -> Reranker | None:
+def choose(
+    configured: Reranker | None, local: Reranker, query: SearchQuery, asked: Understood, max_query_terms: int = 0
+) -> Reranker | None:
     """The hub's reranker, unless the request turns reranking off, or on (then the local one if none).
 
     Never the model-free one for a recommendation question: it rewards the question's words, which the turn
@@ -24,6 +26,8 @@ def choose(configured: Reranker | None, local: Reranker, query: SearchQuery, ask
     chosen = configured if query.rerank is None else (configured or local) if query.rerank else None
     if chosen is not None and chosen.name == "local" and asked.intent.recommendation:
         return None
+    if chosen is not None and chosen.name == "local" and max_query_terms and asked.judge.terms.count > max_query_terms:
+        return None  # a long, chatty question: its many words favour long turns that repeat them
     return chosen
 
 

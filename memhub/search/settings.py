@@ -50,6 +50,8 @@ class RetrievalSettings:
     expansion_beta: float = 0.5
     """Share of the seeds' mean embedding added to the query's for the second dense search."""
     graph: GraphSettings = field(default_factory=GraphSettings)
+    rerank_max_query_terms: int = 0
+    """The model-free reranker skips queries with more content terms than this (0: never)."""
     aggregation_depth: int = 2
     """Channel lists of questions that need every relevant memory ("how many...") are this many times deeper."""
     session_spread: float = 0.0
