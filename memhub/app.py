@@ -56,7 +56,7 @@ from memhub.periodic import Periodic
 from memhub.policy import PolicyError, PolicyStore
 from memhub.rerank import Reranker, open_reranker
 from memhub.retrieval_log.writer import RetrievalLogWriter
-from memhub.search.settings import RetrievalSettings
+from memhub.search.settings import GraphSettings, RetrievalSettings
 from memhub.service import MemoryService
 from memhub.session_state.service import SessionStateService
 
@@ -232,7 +232,11 @@ class Hub:
             poll_interval_s=config.indexer.poll_interval_s,
             listen_url=_psycopg_url(url),
             index_health=index_health,
-            context=Window(config.indexer.keyword_context_before, config.indexer.keyword_context_after),
+            context=Window(
+                config.indexer.keyword_context_before,
+                config.indexer.keyword_context_after,
+                config.indexer.keyword_context_max_chars,
+            ),
         )
         prepare_index(index, indexer)
         monitor = HealthMonitor(engine, index, index_health, indexer)
@@ -254,6 +258,11 @@ class Hub:
                 weights={Channel(name): weight for name, weight in config.search.channel_weights},
                 neighbour_smoothing=config.search.neighbour_smoothing,
                 expansion=config.search.expansion,
+                session_spread=config.search.session_spread,
+                aggregation_depth=config.search.aggregation_depth,
+                graph=GraphSettings(max_degree=config.search.graph_max_degree),
+                rrf_k=config.search.rrf_k,
+                rerank_max_query_terms=config.search.rerank_max_query_terms,
             ),
             reranker=_open_reranker(config),
             rerank_depth=config.rerank.depth,

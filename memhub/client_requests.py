@@ -130,10 +130,11 @@ def search_request(
     ranking: Mapping[str, bool] | None = None,
     flags: Sequence[str] = (),
     exclude_flagged: bool = False,
+    as_of: datetime | None = None,
 ) -> pb.SearchMemoriesRequest:
     """A SearchMemoriesRequest. ``ranking``: RankingOptions fields to set, e.g. ``{"neighbour_smoothing": False}``;
     ``flags``: names such as "instruction_like" (only memories carrying one); ``exclude_flagged``: leave flagged
-    memories out."""
+    memories out; ``as_of``: the moment relative times in the query are read against (unset: now)."""
     req = pb.SearchMemoriesRequest(
         query=query,
         namespaces=list(namespaces),
@@ -154,6 +155,8 @@ def search_request(
         req.occurred.start.FromDatetime(occurred_start)
     if occurred_end is not None:
         req.occurred.end.FromDatetime(occurred_end)
+    if as_of is not None:
+        req.as_of.FromDatetime(as_of)
     return req
 
 

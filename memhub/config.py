@@ -116,12 +116,16 @@ class IndexerConfig:
     (MEMHUB_KEYWORD_CONTEXT_BEFORE, 0 to 5; 0 with no turns after turns it off). A change applies
     to memories indexed afterwards; ``memhub reindex`` applies it to all."""
 
+    keyword_context_max_chars: int = 0
+    """Only turns of at most this many characters get a keyword context (MEMHUB_KEYWORD_CONTEXT_MAX_CHARS, 0 to
+    100000; 0: every turn): long turns carry their own words (memhub/db/context.py)."""
+
     keyword_context_after: int = 2
     """Later turns likewise (MEMHUB_KEYWORD_CONTEXT_AFTER, 0 to 5); each write then re-indexes the turn
     before it for keywords (its vector is reused, not embedded again)."""
 
 
-CHANNEL_WEIGHT_NAMES = ("dense", "keyword", "entity", "time", "expansion")
+CHANNEL_WEIGHT_NAMES = ("dense", "keyword", "entity", "time", "expansion", "graph", "preference")
 
 
 @dataclass(frozen=True)
@@ -136,13 +140,36 @@ class SearchConfig:
         ("entity", 0.0),
         ("time", 0.5),
         ("expansion", 0.5),
+        ("graph", 0.0),
+        ("preference", 1.0),
     )
     """Weight of each channel in the fusion (MEMHUB_CHANNEL_WEIGHTS, e.g. "entity=0.3,time=1";
     names not given keep these defaults; a channel weighted 0 does not run). Chosen on LoCoMo
-    conversations 1-5 (docs/benchmarks.md): the entity channel cost recall there at 0.5 and 0.15."""
+    conversations 1-5 (docs/benchmarks.md): the entity channel cost recall there at 0.5 and 0.15. The graph channel
+    (issue 25) is off: at 0.5 it moved LoCoMo by under 0.5 points either way and cost LongMemEval 7.5 @5 and
+    1.8 @10 (its entities, mostly "user"-less names and products of long assistant answers, pull in turns of
+    the wrong sessions); a request may name it, or MEMHUB_CHANNEL_WEIGHTS give it a weight."""
 
     expansion: bool = False
     """Run the second, expanded retrieval round by default (MEMHUB_EXPANSION=1). A request may turn it on or off."""
+
+    session_spread: float = 0.0
+    """For questions that need every relevant memory ("how many..."): places a hit loses per better hit of its own
+    session (MEMHUB_SESSION_SPREAD, 0 to 100; 0 is off; memhub/search/diversity.py)."""
+
+    aggregation_depth: int = 2
+    """How many times deeper the channel lists of such questions go (MEMHUB_AGGREGATION_DEPTH, 1 to 4)."""
+
+    rerank_max_query_terms: int = 0
+    """The model-free reranker skips queries with more content terms than this (MEMHUB_RERANK_MAX_QUERY_TERMS, 0 to
+    100; 0: never skips)."""
+
+    rrf_k: int = 60
+    """The reciprocal rank fusion constant (MEMHUB_RRF_K, 1 to 1000; memhub/search/fusion.py)."""
+
+    graph_max_degree: int = 100
+    """The graph channel does not follow entities carried by more memories than this (MEMHUB_GRAPH_MAX_DEGREE, 1 to
+    1000; memhub/search/graph.py)."""
 
 
 def _weights(env: Mapping[str, str]) -> tuple[tuple[str, float], ...]:
@@ -255,6 +282,7 @@ class HubConfig:
             workers=env_int(env, "MEMHUB_INDEXER_WORKERS", 2, 1, 8),
             keyword_context_before=env_int(env, "MEMHUB_KEYWORD_CONTEXT_BEFORE", 2, 0, 5),
             keyword_context_after=env_int(env, "MEMHUB_KEYWORD_CONTEXT_AFTER", 2, 0, 5),
+            keyword_context_max_chars=env_int(env, "MEMHUB_KEYWORD_CONTEXT_MAX_CHARS", 0, 0, 100_000),
         )
         embedding = EmbeddingConfig(
             provider=env.get("MEMHUB_EMBEDDING_PROVIDER", "local"),
@@ -278,6 +306,11 @@ class HubConfig:
             neighbour_smoothing=env_float(env, "MEMHUB_NEIGHBOUR_SMOOTHING", 0.1, 0.0, 1.0),
             channel_weights=_weights(env),
             expansion=env.get("MEMHUB_EXPANSION", "0") in ("1", "true", "yes"),
+            session_spread=env_float(env, "MEMHUB_SESSION_SPREAD", SearchConfig.session_spread, 0.0, 100.0),
+            aggregation_depth=env_int(env, "MEMHUB_AGGREGATION_DEPTH", SearchConfig.aggregation_depth, 1, 4),
+            graph_max_degree=env_int(env, "MEMHUB_GRAPH_MAX_DEGREE", SearchConfig.graph_max_degree, 1, 1000),
+            rrf_k=env_int(env, "MEMHUB_RRF_K", SearchConfig.rrf_k, 1, 1000),
+            rerank_max_query_terms=env_int(env, "MEMHUB_RERANK_MAX_QUERY_TERMS", SearchConfig.rerank_max_query_terms, 0, 100),
         )
         rerank = RerankConfig(
             mode=env.get("MEMHUB_RERANK", "local"),
@@ -285,6 +318,8 @@ class HubConfig:
             url=env.get("MEMHUB_RERANK_URL") or None,
             api=env.get("MEMHUB_RERANK_API", "tei"),
             model=env.get("MEMHUB_RERANK_MODEL", ""),
+            term_weight=env_float(env, "MEMHUB_RERANK_TERM_WEIGHT", RerankConfig.term_weight, 0.0, 10.0),
+            entity_weight=env_float(env, "MEMHUB_RERANK_ENTITY_WEIGHT", RerankConfig.entity_weight, 0.0, 10.0),
         )
         try:
             rerank.validate()

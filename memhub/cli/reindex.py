@@ -61,7 +61,11 @@ def run(args: argparse.Namespace) -> int:
     def index_named(name: str):  # noqa: ANN202 - a MilvusIndex
         return open_index(dataclasses.replace(config, store=dataclasses.replace(config.store, milvus_collection=name)), embedder)
 
-    window = Window(config.indexer.keyword_context_before, config.indexer.keyword_context_after)
+    window = Window(
+        config.indexer.keyword_context_before,
+        config.indexer.keyword_context_after,
+        config.indexer.keyword_context_max_chars,
+    )
     with engine.connect() as conn:
         expected = conn.execute(select(func.count()).select_from(memories).where(servable_condition())).scalar_one()
     print(f"reindexing {expected} memories with {embedder.model_id}", file=sys.stderr)

@@ -11,6 +11,9 @@ it has:
 - a fact keeps its subject key only where the writer may forget: a subject key supersedes, and superseding
   needs that right; elsewhere the fact is stored without one.
 
+The preference rules (memhub/curation/preferences.py, on by default: MEMHUB_PREFERENCES) run on the same
+eligible turns, without a model, and their statements are stored the same way as ``preference`` memories.
+
 Facts are stored in the turn's namespace with its tags, entities, session and event time, ``derived_from`` the
 turn, at confidence 0.8 (a model read them; the same fact written again raises it, memhub/db/memories.py
 ``confirm``). Secrets are redacted from them as from any write, and they are screened like any write.
@@ -26,7 +29,7 @@ from datetime import datetime, timezone
 from memhub.core import screening
 from memhub.core.model import Kind, NewMemory
 from memhub.core.screening import ScreeningConfig
-from memhub.curation import secret_scan
+from memhub.curation import preferences, secret_scan
 from memhub.curation.fact_extraction import ExtractedFact, FactExtractor
 from memhub.curation.write_gate import GateConfig
 
@@ -51,23 +54,30 @@ def plan(
     forgettable: Callable[[list[str]], frozenset[str]],
     gate: GateConfig,
     screening_config: ScreeningConfig,
+    *,
+    rules: bool = False,
 ) -> PlannedFacts:
-    """Ask ``extractor`` about the eligible items and return their facts as memories to store.
+    """Ask ``extractor`` about the eligible items and return their facts as memories to store; with ``rules``,
+    the preference statements the rules find in them first (memhub/curation/preferences.py).
     ``forgettable``: of the namespaces given, those where the writer may forget (the facts' subject keys)."""
-    if extractor is None:
+    if extractor is None and not rules:
         return PlannedFacts()
     eligible = [i for i, item in enumerate(items) if i not in skip and _eligible(item, blind)]
     if not eligible:
         return PlannedFacts()
-    results = extractor.extract_many([items[i].content for i in eligible])
-    drawn = [(i, fact) for i, result in zip(eligible, results, strict=True) for fact in result.facts]
+    drawn: list[tuple[int, ExtractedFact | preferences.RuleFact]] = []
+    if rules:
+        drawn += [(i, fact) for i in eligible for fact in preferences.facts(items[i].content)]
+    asked = eligible if extractor is not None else []
+    results = extractor.extract_many([items[i].content for i in asked]) if extractor is not None else []
+    drawn += [(i, fact) for i, result in zip(asked, results, strict=True) for fact in result.facts]
     keyed = list(dict.fromkeys(items[i].namespace for i, fact in drawn if fact.subject_key is not None))
     may_key = forgettable(keyed) if keyed else frozenset()
     facts = [_as_memory(fact, items[i], items[i].namespace in may_key, gate) for i, fact in drawn]
     return PlannedFacts(
         facts=tuple(screening.screened(facts, screening_config)),
         origin=tuple(i for i, _ in drawn),
-        failed=frozenset(i for i, result in zip(eligible, results, strict=True) if result.error),
+        failed=frozenset(i for i, result in zip(asked, results, strict=True) if result.error),
     )
 
 
@@ -75,7 +85,7 @@ def _eligible(item: NewMemory, blind: frozenset[str]) -> bool:
     return item.kind is Kind.EPISODIC and item.namespace not in blind and not item.flags and not item.quarantined
 
 
-def _as_memory(fact: ExtractedFact, turn: NewMemory, keep_subject: bool, gate: GateConfig) -> NewMemory:
+def _as_memory(fact: ExtractedFact | preferences.RuleFact, turn: NewMemory, keep_subject: bool, gate: GateConfig) -> NewMemory:
     hits = secret_scan.find(fact.content)
     content = secret_scan.redact(fact.content, hits) if hits else fact.content
     memory = NewMemory(
@@ -84,7 +94,7 @@ def _as_memory(fact: ExtractedFact, turn: NewMemory, keep_subject: bool, gate: G
         type=fact.type,
         content=content,
         tags=turn.tags,
-        entities=turn.entities,
+        entities=tuple(dict.fromkeys((*turn.entities, *getattr(fact, "entities", ())))),
         importance=fact.importance,
         confidence=EXTRACTED_CONFIDENCE,
         occurred_at=turn.occurred_at,

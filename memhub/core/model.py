@@ -57,10 +57,14 @@ class Channel(enum.StrEnum):
     TIME = "time"
     EXPANSION = "expansion"
     """The second round of a search expanded by its first round's best hits (not requestable as a channel)."""
+    GRAPH = "graph"
+    """Memories reached from the best hits and the query's entities over the entity-memory graph."""
+    PREFERENCE = "preference"
+    """For recommendation and advice questions: the matching preference memories and their source turns."""
 
 
 # Channels a search uses when the request names none.
-DEFAULT_CHANNELS = (Channel.DENSE, Channel.KEYWORD, Channel.ENTITY, Channel.TIME)
+DEFAULT_CHANNELS = (Channel.DENSE, Channel.KEYWORD, Channel.ENTITY, Channel.TIME, Channel.GRAPH, Channel.PREFERENCE)
 
 
 @dataclass(frozen=True)

@@ -45,17 +45,28 @@ class GateConfig:
     filter_enabled: bool = True
     secrets: str = "redact"
     default_ttl: Mapping[Kind, timedelta] = field(default_factory=dict)
+    preferences: bool = True
+    """Derive preference memories from the preference, habit and self-description statements of episodic
+    turns (memhub/curation/preferences.py; MEMHUB_PREFERENCES=on|off)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> GateConfig:
-        """MEMHUB_WRITE_FILTER=on|off, MEMHUB_SECRETS=redact|refuse."""
+        """MEMHUB_WRITE_FILTER=on|off, MEMHUB_SECRETS=redact|refuse, MEMHUB_PREFERENCES=on|off."""
         enabled = env.get("MEMHUB_WRITE_FILTER", "on").strip().lower()
         if enabled not in ("on", "off"):
             raise StartupError(f"MEMHUB_WRITE_FILTER={enabled!r}: use on or off")
         secrets = env.get("MEMHUB_SECRETS", "redact").strip().lower()
         if secrets not in SECRET_MODES:
             raise StartupError(f"MEMHUB_SECRETS={secrets!r}: use redact or refuse (memhub never stores secrets as written)")
-        return cls(filter_enabled=enabled == "on", secrets=secrets, default_ttl=_default_ttls(env.get("MEMHUB_DEFAULT_TTL", "")))
+        derive = env.get("MEMHUB_PREFERENCES", "on").strip().lower()
+        if derive not in ("on", "off"):
+            raise StartupError(f"MEMHUB_PREFERENCES={derive!r}: use on or off")
+        return cls(
+            filter_enabled=enabled == "on",
+            secrets=secrets,
+            default_ttl=_default_ttls(env.get("MEMHUB_DEFAULT_TTL", "")),
+            preferences=derive == "on",
+        )
 
 
 def _default_ttls(raw: str) -> dict[Kind, timedelta]:

@@ -35,6 +35,10 @@ class Window:
 
     before: int = 1
     after: int = 0
+    max_turn_chars: int = 0
+    """Only turns of at most this many characters get a context (0: every turn). The context is for short
+    replies ("Yes, every Sunday!") that carry none of the words of the question they answer; a long turn has
+    words of its own, and its neighbours' would only blur it."""
 
     @property
     def empty(self) -> bool:
@@ -59,13 +63,13 @@ _EPISODIC_IN = "m.id = ANY(CAST(:ids AS uuid[])) AND m.kind = 'episodic' AND m.s
 # before, 1 after; distance 1 is the adjacent turn.
 _AROUND = text(
     f"""
-    SELECT m.id::text, 0 AS side, c.id::text, c.content, c.n FROM memories m
+    SELECT m.id::text, 0 AS side, c.id::text, c.content, c.n, char_length(m.content) FROM memories m
     CROSS JOIN LATERAL (
         SELECT p.id, p.content, row_number() OVER (ORDER BY {_DESC}) AS n FROM memories p
         WHERE {_SAME_SESSION} AND {_P} < {_M} ORDER BY {_DESC} LIMIT :before
     ) c WHERE {_EPISODIC_IN}
     UNION ALL
-    SELECT m.id::text, 1 AS side, c.id::text, c.content, c.n FROM memories m
+    SELECT m.id::text, 1 AS side, c.id::text, c.content, c.n, char_length(m.content) FROM memories m
     CROSS JOIN LATERAL (
         SELECT p.id, p.content, row_number() OVER (ORDER BY {_ASC}) AS n FROM memories p
         WHERE {_SAME_SESSION} AND {_P} > {_M} ORDER BY {_ASC} LIMIT :after
@@ -99,11 +103,13 @@ def _windows(conn: Connection, memory_ids: Sequence[str], window: Window) -> lis
 
 
 def surrounding_turns(conn: Connection, memory_ids: Sequence[str], window: Window) -> dict[str, list[str]]:
-    """For the episodic memories among ``memory_ids`` that have a session: the contents of the servable
-    turns in their window, the ones before (nearest first) then the ones after (nearest first)."""
+    """For the episodic memories among ``memory_ids`` that have a session (and are short enough, see
+    ``Window.max_turn_chars``): the contents of the servable turns in their window, the ones before (nearest
+    first) then the ones after (nearest first)."""
     out: dict[str, list[str]] = {}
-    for mid, _side, _nid, content, _n in _windows(conn, memory_ids, window):
-        out.setdefault(mid, []).append(content)
+    for mid, _side, _nid, content, _n, own_chars in _windows(conn, memory_ids, window):
+        if not window.max_turn_chars or own_chars <= window.max_turn_chars:
+            out.setdefault(mid, []).append(content)
     return out
 
 
@@ -125,7 +131,7 @@ def neighbour_ids(conn: Connection, memory_ids: Sequence[str], window: Window) -
     """For the episodic memories among ``memory_ids``: the ids of the servable turns before them in their
     session (oldest first) and after them (in order), up to ``window`` on each side."""
     out: dict[str, tuple[list[str], list[str]]] = {}
-    for mid, side, nid, _content, _n in _windows(conn, memory_ids, window):
+    for mid, side, nid, _content, _n, _own in _windows(conn, memory_ids, window):
         before, after = out.setdefault(mid, ([], []))
         # Rows come nearest first on each side: the turns before are reversed into reading order.
         if side == 0:

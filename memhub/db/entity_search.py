@@ -42,7 +42,7 @@ def search(
                 *filter_conditions(params),
             )
         )
-        .order_by(memories.c.occurred_at.desc())
+        .order_by(memories.c.occurred_at.desc(), memories.c.id)  # id: ties (a session shares its time) in one order
         .limit(MAX_MATCHES),
         {**params, "e_keys": wanted},
     ).all()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from memhub.db.tables import metadata
 from memhub.db.tables.access import audit_log, revoked_tokens, token_records
 from memhub.db.tables.change_feed import XID8, change_feed_horizon, change_feed_key, memory_changes
+from memhub.db.tables.entity_graph import entity_edges
 from memhub.db.tables.memories import (
     idempotency,
     index_collections,
@@ -30,6 +31,7 @@ __all__ = [
     "audit_log",
     "change_feed_horizon",
     "change_feed_key",
+    "entity_edges",
     "idempotency",
     "index_collections",
     "memories",

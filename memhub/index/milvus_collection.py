@@ -21,10 +21,6 @@ from memhub.index.milvus_connection import MilvusConnection
 
 log = logging.getLogger(__name__)
 
-LOAD_TIMEOUT_S = 300.0
-"""Longest a collection may take to load before the hub serves it: Milvus Lite reads every row back after a start
-(100k memories took over 10 s, the per-call timeout, on a busy 2-core machine, and the start failed)."""
-
 
 class MilvusCollection(MilvusConnection):
     """One Milvus collection for one embedding model: its lifecycle, its record, its indexes."""
@@ -93,7 +89,7 @@ class MilvusCollection(MilvusConnection):
         if not self._has_collection(name):
             raise IndexCollectionMissing(f"collection {name!r} does not exist at {self.uri}")
         self._verify(name)
-        self._load(name, timeout_s=LOAD_TIMEOUT_S)
+        self._load(name)
         dense = self._dense_of(name)
         with self._lock:
             self._collection = name
@@ -128,7 +124,7 @@ class MilvusCollection(MilvusConnection):
                     raise
         self._verify()
         self._ensure_indexes()
-        self._load(timeout_s=LOAD_TIMEOUT_S)
+        self._load()
         return created
 
     def probe(self) -> None:

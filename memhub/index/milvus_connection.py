@@ -47,6 +47,12 @@ T = TypeVar("T")
 _tracer = telemetry.tracer(__name__)
 
 
+LOAD_TIMEOUT_S = 300.0
+"""Longest a collection load may take (at start, after a restart of the engine, a reindex's switch): Milvus Lite
+reads every row back, and 85k-100k memories took over 10 s, the per-call timeout, on a busy 2-core machine, so
+the hub refused to start."""
+
+
 class MilvusConnection:
     """The client, the embedded server behind it (if any), the backend it is, and the discipline of every call."""
 
@@ -185,6 +191,8 @@ class MilvusConnection:
         with self._recover_lock:
             return self._server.ensure_running()
 
-    def _load(self, name: str | None = None, timeout_s: float | None = None) -> None:
+    def _load(self, name: str | None = None) -> None:
+        # Loading reads every row back (85,000 LongMemEval turns took over 10 s in Lite on a loaded machine, and the
+        # hub then refused to start): a load gets at least LOAD_TIMEOUT_S, other calls keep the configured timeout.
         with self._call("load_collection"):
-            self._client.load_collection(name or self._collection, timeout=timeout_s or self._timeout)
+            self._client.load_collection(name or self._collection, timeout=max(self._timeout, LOAD_TIMEOUT_S))

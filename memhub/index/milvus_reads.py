@@ -13,7 +13,7 @@ import numpy as np
 
 from memhub.index import dense_search, lite_durability, schema
 from memhub.index.filters import quote
-from memhub.index.milvus_collection import LOAD_TIMEOUT_S, MilvusCollection, recorded_model
+from memhub.index.milvus_collection import MilvusCollection, recorded_model
 
 # Ids per `id in [...]` filter (deletes and reads by id; ~40 KB of filter text).
 ID_FILTER_BATCH = 1000
@@ -46,7 +46,7 @@ class MilvusReads(MilvusCollection):
             return {}
         if name not in self._loaded_elsewhere:
             # A collection this process has not served is not loaded yet (on Lite, after every start).
-            self._load(name, timeout_s=LOAD_TIMEOUT_S)
+            self._load(name)
             self._loaded_elsewhere.add(name)
         output = dense_search.vector_output_fields(coded)
         rows = self._rows_by_id(sorted(set(ids)), output, "read vectors to reuse", collection=name)

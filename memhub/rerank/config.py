@@ -31,11 +31,19 @@ class RerankConfig:
 
     timeout_s: float = 5.0
 
+    term_weight: float = 0.5
+    """local only: weight of the share of the query's content words a candidate holds (MEMHUB_RERANK_TERM_WEIGHT)."""
+
+    entity_weight: float = 0.25
+    """local only: weight of the share of the query's names a candidate holds (MEMHUB_RERANK_ENTITY_WEIGHT)."""
+
     def validate(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"rerank mode must be one of {', '.join(MODES)}; got {self.mode!r}")
         if not 1 <= self.depth <= 300:
             raise ValueError(f"rerank depth must be 1 to 300; got {self.depth}")
+        if not (0 <= self.term_weight <= 10 and 0 <= self.entity_weight <= 10):
+            raise ValueError(f"local rerank weights must be 0 to 10; got terms {self.term_weight}, entities {self.entity_weight}")
         if self.mode == "http" and not self.url:
             raise ValueError("rerank mode http needs a url (MEMHUB_RERANK_URL)")
 
@@ -46,7 +54,7 @@ def open_reranker(config: RerankConfig) -> Reranker | None:
     if config.mode == "local":
         from memhub.rerank.local import LocalReranker
 
-        return LocalReranker()
+        return LocalReranker(config.term_weight, config.entity_weight)
     if config.mode == "http":
         from memhub.rerank.http import HttpReranker
 

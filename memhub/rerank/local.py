@@ -10,6 +10,11 @@ ones) and whether it names the query's entities exactly. The score is
 with the coverages in [0, 1]. Weights are chosen on LoCoMo conversations
 1-5 only (bench/bench_locomo.py); the held-out conversations 6-10 show
 whether they carry over.
+
+Chinese has no spaces: the word pattern would take a whole run of characters
+("小雨对花生过敏") as one word that no query repeats, so for the Chinese part of
+a query the covered terms are its character pairs (memhub/search/query_terms.py,
+question words cut out first), counted with the English words.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Sequence
 
 from memhub.recall import entities
 from memhub.rerank.base import Candidate
+from memhub.search.query_terms import query_terms
 
 # Lucene's English stop words plus question words and auxiliaries, which a question always carries.
 _STOP = frozenset(
@@ -28,6 +34,7 @@ _STOP = frozenset(
     "me my your his her our us them its am were been being would could should can may might about from so just".split()
 )
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 @functools.lru_cache(maxsize=65536)  # a conversation's vocabulary repeats: a lookup beats the suffix loop
@@ -40,7 +47,13 @@ def _stem(word: str) -> str:
 
 
 def content_terms(text: str) -> set[str]:
-    return _terms(_WORD.findall(text.lower()))
+    """Stemmed content words; runs of Chinese characters are left to the pairs (``chinese_pairs``)."""
+    return _terms([w for w in _WORD.findall(text.lower()) if not _CJK.search(w)])
+
+
+def chinese_pairs(text: str) -> frozenset[str]:
+    """The character pairs of the Chinese part of a query, question and function words cut out."""
+    return query_terms(text).pairs if _CJK.search(text) else frozenset()
 
 
 def _terms(words: Sequence[str]) -> set[str]:
@@ -59,12 +72,15 @@ class LocalReranker:
         if not candidates:
             return []
         terms = content_terms(query)
+        pairs = chinese_pairs(query)
+        asked = len(terms) + len(pairs)
         names = set(entities.extract(query))  # the entity channel's rules, so both see the same names
         best = max(c.fused_score for c in candidates) or 1.0
         out = []
         for c in candidates:
             words = _WORD.findall(c.content.lower())
-            covered = len(terms & _terms(words)) / len(terms) if terms else 0.0
+            found = len(terms & _terms(words)) + sum(1 for p in pairs if p in c.content)
+            covered = found / asked if asked else 0.0
             # A name counts when the candidate's words contain it whole (multi-word names too) or the writer gave it.
             text = " " + " ".join(words) + " "
             given = {entities.key(e) for e in c.entities}

@@ -65,6 +65,11 @@ def _ms(value: datetime | None) -> int | None:
     return int(value.timestamp() * 1000) if value is not None else None
 
 
+def settled(ranked: Ranked) -> Ranked:
+    """Equal scores in id order: the index returns ties in no fixed order, which moved hits between runs."""
+    return sorted(ranked, key=lambda hit: (-hit[1], hit[0]))
+
+
 def gather(
     index: IndexAccess,
     conn: Connection,
@@ -80,7 +85,7 @@ def gather(
 
     def collect(channel: Channel, ranked: Callable[[], Ranked]) -> None:
         try:
-            rankings[channel] = ranked()
+            rankings[channel] = settled(ranked())
         except (IndexBackendError, EmbeddingError) as exc:
             # Details go to the log only: the caller learns which channel, not the hub's topology.
             _SEARCHES.failed(exc, f"search channel {channel.value}")

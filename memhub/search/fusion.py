@@ -36,15 +36,17 @@ class Ranking:
     fused: list[Fused]
     degraded: str = ""
     """Why the answer is degraded ("" if it is not)."""
+    k: int = RRF_K
+    """The RRF constant the lists were fused with."""
 
     def adding(self, channel: Channel, ranked: Ranked) -> Ranking:
         """This ranking with one more channel's list, fused again over all of them."""
         rankings = {**self.rankings, channel: ranked}
-        return dataclasses.replace(self, rankings=rankings, fused=rrf(rankings, self.weights))
+        return dataclasses.replace(self, rankings=rankings, fused=rrf(rankings, self.weights, self.k))
 
 
-def fuse(candidates: Candidates, weights: Mapping[Channel, float]) -> Ranking:
-    return Ranking(candidates.rankings, weights, rrf(candidates.rankings, weights), candidates.degraded)
+def fuse(candidates: Candidates, weights: Mapping[Channel, float], k: int = RRF_K) -> Ranking:
+    return Ranking(candidates.rankings, weights, rrf(candidates.rankings, weights, k), candidates.degraded, k)
 
 
 def rrf(

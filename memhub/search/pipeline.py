@@ -22,11 +22,15 @@ from memhub.search import (
     budget,
     channels,
     context_turns,
+    derived,
+    diversity,
     expansion,
     fusion,
+    graph,
     hydration,
     judging,
     placement,
+    preference,
     priors,
     query_vector,
     recording,
@@ -72,17 +76,24 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
                 span.set_attribute("memhub.search.hits", 0)
                 return SearchResult(())
             flt = channels.index_filter(query, readable)
-            ranking = fusion.fuse(channels.gather(env.index, conn, asked, readable, dense, flt), asked.weights)
+            ranking = fusion.fuse(
+                channels.gather(env.index, conn, asked, readable, dense, flt), asked.weights, env.settings.rrf_k
+            )
             ranking = time_channel.boost(conn, asked, ranking)
+            ranking = graph.add_channel(conn, env.settings.graph, asked, ranking, readable)
+            ranking = preference.add_channel(env.index, conn, asked, ranking, readable, dense, flt)
             ranking = expansion.expand(env.index, env.settings, conn, asked, ranking, dense, flt)
             ranking = smoothing.smooth_neighbours(conn, ranking, asked.smoothing, query.top_k)
-            reranker = reranking.choose(env.reranker, env.local_reranker, query)
+            reranker = reranking.choose(env.reranker, env.local_reranker, query, asked, env.settings.rerank_max_query_terms)
             head = reranking.rows_needed(reranker, env.rerank_depth, query.top_k)
             found = hydration.hydrate(conn, ranking.fused, query, readable, head)
+            found = derived.leave_out_restatements(found, asked, conn, readable, ranking.fused)
             after_priors, prior_parts = priors.for_query(found.fused, found.records, env.prior_weights, query)
             fused, rerank_failure, rerank_scores = reranking.rerank(
                 reranker, env.rerank_depth, query.text, after_priors, found.records
             )
+            fused = derived.collapse(fused, found.records)
+            fused = diversity.spread_sessions(fused, found.records, asked, env.settings.session_spread)
             placed = (
                 placement.placements(found.fused, after_priors if prior_parts else None, fused, rerank_scores)
                 if query.explain

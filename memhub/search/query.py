@@ -12,8 +12,9 @@ from datetime import datetime, timezone
 
 from memhub.core.model import Channel, SearchQuery, TimeWindow
 from memhub.recall import entities
-from memhub.search import timeparse
-from memhub.search.relevance import Judge
+from memhub.search import intent, timeparse
+from memhub.search.query_terms import QueryTerms
+from memhub.search.relevance import Judge, calibration_for
 from memhub.search.settings import RetrievalSettings
 
 # Used when a request asks for smoothing that the hub's configuration leaves off.
@@ -36,6 +37,8 @@ class Understood:
     expansion: bool
     smoothing: float
     """The neighbour-smoothing weight (0: off)."""
+    intent: intent.Intent = intent.Intent()
+    """What kind of question it is (a request for a recommendation, one that needs every relevant memory)."""
 
     @property
     def dense(self) -> bool:
@@ -51,20 +54,37 @@ def understand(query: SearchQuery, model_id: str, settings: RetrievalSettings) -
     weights = dict(settings.weights)
     if query.channels_named:  # a channel asked for by name counts, even one the hub leaves out by default
         weights |= {c: 1.0 for c in query.channels if weights.get(c, 1.0) <= 0}
+    judge = Judge(query.text, model_id)
+    if Channel.DENSE in weights:
+        weights[Channel.DENSE] *= dense_coverage(judge.terms, model_id)
+    kind = intent.of(query.text)
     window = None
     if Channel.TIME in query.channels and weights.get(Channel.TIME, 1.0) > 0:
         window = timeparse.window(query.text, query.as_of or datetime.now(timezone.utc))
     return Understood(
         query=query,
-        judge=Judge(query.text, model_id),
+        judge=judge,
         entity_keys=tuple(entities.extract(query.text)),
         window=window,
         weights=weights,
-        # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits.
-        depth=min(max(query.top_k * 3, 30), 300),
+        # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits. A question
+        # that needs every relevant memory ("how many ...") looks twice as deep.
+        depth=min(max(query.top_k * 3, 30) * (settings.aggregation_depth if kind.aggregation else 1), 300),
         expansion=settings.expansion if query.expansion is None else query.expansion,
         smoothing=smoothing_weight(settings.neighbour_smoothing, query.neighbour_smoothing),
+        intent=kind,
     )
+
+
+def dense_coverage(terms: QueryTerms, model_id: str) -> float:
+    """How much of the query the embedding model can read: 1, except for a model of English only (MiniLM), whose
+    similarities of Chinese text are noise (0.94 for 小雨喜欢绿色 against 小雨对什么过敏); then the share of the
+    query's terms that are not Chinese. Fusing that noise at full weight made Chinese recall worse than keywords
+    alone (issue 25); the dense channel still runs (relevance uses what it can)."""
+    calibration = calibration_for(model_id)
+    if calibration is None or not calibration.english_only or not terms.pairs:
+        return 1.0
+    return len(terms.words) / terms.count
 
 
 def smoothing_weight(configured: float, requested: bool | None) -> float:

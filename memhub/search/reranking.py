@@ -10,18 +10,25 @@ from memhub import telemetry
 from memhub.core.model import MemoryRecord, SearchQuery
 from memhub.rerank import Candidate, Reranker, RerankError
 from memhub.search.fusion import Fused
+from memhub.search.query import Understood
 
 log = logging.getLogger(__name__)
 _tracer = telemetry.tracer(__name__)
 
 
-def choose(configured: Reranker | None, local: Reranker, query: SearchQuery) -> Reranker | None:
-    """The hub's reranker, unless the request turns reranking off, or on (then the local one if none)."""
-    if query.rerank is None:
-        return configured
-    if not query.rerank:
+def choose(
+    configured: Reranker | None, local: Reranker, query: SearchQuery, asked: Understood, max_query_terms: int = 0
+) -> Reranker | None:
+    """The hub's reranker, unless the request turns reranking off, or on (then the local one if none).
+
+    Never the model-free one for a recommendation question: it rewards the question's words, which the turn
+    stating the asker's taste rarely has (the preference channel found it for that reason)."""
+    chosen = configured if query.rerank is None else (configured or local) if query.rerank else None
+    if chosen is not None and chosen.name == "local" and asked.intent.recommendation:
         return None
-    return configured or local
+    if chosen is not None and chosen.name == "local" and max_query_terms and asked.judge.terms.count > max_query_terms:
+        return None  # a long, chatty question: its many words favour long turns that repeat them
+    return chosen
 
 
 def rows_needed(reranker: Reranker | None, depth: int, top_k: int) -> int:

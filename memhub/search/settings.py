@@ -12,6 +12,20 @@ from memhub.index import MilvusIndex
 
 
 @dataclass(frozen=True)
+class GraphSettings:
+    """Bounds of the graph channel's spread (memhub/search/graph.py): they, not the data, bound its work."""
+
+    seeds: int = 5
+    """How many of the best fused hits seed the spread."""
+    max_entities: int = 24
+    """Entities followed per search: the query's first, then the seeds' in rank order."""
+    max_degree: int = 100
+    """An entity carried by more memories than this (in the readable namespaces) is not followed."""
+    query_weight: float = 1.0
+    """Activation of each entity the query names, against 1 for the best seed."""
+
+
+@dataclass(frozen=True)
 class RetrievalSettings:
     """The hub's defaults for the stages; a request may turn smoothing and expansion on or off."""
 
@@ -22,14 +36,26 @@ class RetrievalSettings:
             Channel.ENTITY: 0.0,
             Channel.TIME: 0.5,
             Channel.EXPANSION: 0.5,
+            Channel.GRAPH: 0.0,
+            Channel.PREFERENCE: 1.0,
         }
     )
     neighbour_smoothing: float = 0.1
+    rrf_k: int = 60
+    """The constant of reciprocal rank fusion: smaller lets one channel's first places count more against
+    middling places in several (memhub/search/fusion.py)."""
     expansion: bool = False
     expansion_seeds: int = 3
     """How many of the first round's best hits seed the second round."""
     expansion_beta: float = 0.5
     """Share of the seeds' mean embedding added to the query's for the second dense search."""
+    graph: GraphSettings = field(default_factory=GraphSettings)
+    rerank_max_query_terms: int = 0
+    """The model-free reranker skips queries with more content terms than this (0: never)."""
+    aggregation_depth: int = 2
+    """Channel lists of questions that need every relevant memory ("how many...") are this many times deeper."""
+    session_spread: float = 0.0
+    """For such questions: places a hit loses for each better hit of its own session (0: off; memhub/search/diversity.py)."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 from memhub.core.access import Action, denied, require
 from memhub.core.model import Caller, ForgetRequest, ForgetResult
 from memhub.curation import archive, write_gate
-from memhub.db import idempotency, memory_reads
+from memhub.db import derived_links, idempotency, memory_reads
 from memhub.db import memories as memories_db
 from memhub.db import versions as versions_db
 from memhub.errors import NotFound
@@ -51,6 +51,8 @@ class Forgetting:
                     else:
                         ids = self._forgettable_ids(conn, caller, request.ids)
                         versions_db.check_memories(conn, request.expected_versions)
+                    # Preferences the write gate derived from a forgotten turn restate it: they go with it.
+                    ids = [*ids, *derived_links.restatements(conn, ids)]
                     forgotten = memories_db.forget(conn, ids, caller, request.reason)
                     now = versions_db.current(conn, forgotten)
                     result = ForgetResult(forgotten, tuple(now[mid] for mid in forgotten))

@@ -146,6 +146,7 @@ class Writing:
                 lambda keyed: self._may_forget(caller, keyed),
                 self._gate,
                 self._screening,
+                rules=self._gate.preferences and not screened_by_hub,
             )
             facts_may_supersede = self._supersedable_namespaces(caller, planned.facts)
             # One near-duplicate pass over the memories and their facts: one embedding batch, one index search

@@ -60,6 +60,8 @@ class RetrievalChannel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RETRIEVAL_CHANNEL_ENTITY: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_TIME: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_EXPANSION: _ClassVar[RetrievalChannel]
+    RETRIEVAL_CHANNEL_GRAPH: _ClassVar[RetrievalChannel]
+    RETRIEVAL_CHANNEL_PREFERENCE: _ClassVar[RetrievalChannel]
 
 class RankingStage(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -119,6 +121,8 @@ RETRIEVAL_CHANNEL_KEYWORD: RetrievalChannel
 RETRIEVAL_CHANNEL_ENTITY: RetrievalChannel
 RETRIEVAL_CHANNEL_TIME: RetrievalChannel
 RETRIEVAL_CHANNEL_EXPANSION: RetrievalChannel
+RETRIEVAL_CHANNEL_GRAPH: RetrievalChannel
+RETRIEVAL_CHANNEL_PREFERENCE: RetrievalChannel
 RANKING_STAGE_UNSPECIFIED: RankingStage
 RANKING_STAGE_FUSION: RankingStage
 RANKING_STAGE_PRIORS: RankingStage
