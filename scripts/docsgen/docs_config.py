@@ -37,6 +37,12 @@ OUTSIDE_DATACLASSES: dict[str, tuple[str, str]] = {
         "`none` turns the record off.",
     ),
     "MEMHUB_BRIDGE_CONFIG": ("no narrowing", "The bridge's narrowing file (`--config`): namespaces, default namespace, tools."),
+    "MEMHUB_LITE_APPROXIMATE_ROWS": (
+        "retired",
+        "No longer used (issue 27): it chose Milvus Lite's IVF index, whose recall@10 stayed near 0.73 at any "
+        "setting; the embedded index is now always searched by codes and exact scoring. A hub that finds it set logs a "
+        "warning; tune `MEMHUB_LITE_DENSE_CANDIDATES` instead.",
+    ),
     "MEMHUB_BRIDGE_TOOLS": (
         "`all`",
         "The tools the bridge offers (`--tools`): `core` (write_memory, search_memories, forget_memory, get_preferences, "
