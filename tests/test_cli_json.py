@@ -123,6 +123,9 @@ def test_admin_session_log_and_token_commands(run: Run, hub: Stack, ns: str, tmp
     assert audit["entries"] and all(e["decision"] in {"allow", "deny"} for e in audit["entries"])
     assert all(isinstance(e["id"], int) for e in audit["entries"])
     assert all(e["decision"] in {"allow", "deny"} for e in json_lines(run("audit", "--ns", ns, "--limit", "5", "--jsonl")))
+    by_policy = one_document(run("audit", "--ns", ns, "--policy", "tests-open", "--json"))["entries"]
+    assert by_policy and all("tests-open" in e["policy_ids"] for e in by_policy)
+    assert one_document(run("audit", "--ns", ns, "--policy", "no-such-policy", "--json"))["entries"] == []
 
     names = one_document(run("admin", "namespaces", "--under", ns, "--json"))["namespaces"]
     assert f"{ns}/a" in names

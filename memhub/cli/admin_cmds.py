@@ -18,10 +18,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--action",
         default="",
-        help="read | write | forget | consolidate | subscribe | admin | authenticate | limit | quota | release",
+        help="read | write | forget | consolidate | subscribe | write_unfiltered | admin | authenticate | limit | quota | "
+        "release | filter | check | issue_token",
     )
     p.add_argument("--ns", dest="namespace", default="", help="this namespace and below")
     p.add_argument("--decision", choices=["allow", "deny"], help="only allowed or only denied requests")
+    p.add_argument(
+        "--policy",
+        dest="policy_id",
+        default="",
+        help="only decisions this policy made, e.g. operators.auditors-read-for-operations (every operator read)",
+    )
     p.add_argument("--since", type=parse_duration, help="only the last e.g. 15m, 24h, 7d")
     p.add_argument("--limit", type=int, default=50, help="entries to show (1 to 1000)")
     add_connection_args(p)
@@ -59,6 +66,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         action=args.action,
         namespace=args.namespace,
         decision={"allow": admin_pb2.DECISION_ALLOW, "deny": admin_pb2.DECISION_DENY}.get(args.decision or "", 0),
+        policy_id=args.policy_id,
         page_size=args.limit,
     )
     if args.since is not None:

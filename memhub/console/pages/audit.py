@@ -24,6 +24,7 @@ ACTIONS = (
     "release",
     "filter",
     "check",
+    "issue_token",
 )
 DECISIONS = {"allow": apb.DECISION_ALLOW, "deny": apb.DECISION_DENY}
 PAGE_SIZE = 100

@@ -11,8 +11,8 @@ from memhub.console.pages.memories import KINDS, TYPES
 from memhub.console.view import View, page
 from memhub.core import validation
 
-CHANNELS = ("dense", "keyword", "entity", "time")
-EXPLAINED = ("dense", "keyword", "entity", "time", "expansion")
+CHANNELS = ("dense", "keyword", "entity", "time", "graph", "preference")
+EXPLAINED = ("dense", "keyword", "entity", "time", "graph", "preference", "expansion")
 
 
 def routes() -> list[Route]:
