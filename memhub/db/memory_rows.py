@@ -16,7 +16,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.sql.elements import ColumnElement
 
 from memhub.core.model import Kind, MemoryFilter, MemoryRecord, MemoryType, Status, Trust
-from memhub.db.schema import memories
+from memhub.db.schema import MEMORY_COLUMNS, memories
 
 
 def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the memories table
@@ -68,7 +68,7 @@ def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the me
 # strings, and SQLAlchemy skips its per-element conversion of UUID arrays.
 RECORD_COLUMNS = [
     cast(c, ARRAY(Text)).label(c.name) if isinstance(c.type, ARRAY) and isinstance(c.type.item_type, UUID) else c
-    for c in memories.c
+    for c in MEMORY_COLUMNS
 ]
 
 
