@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import grpc
 import psycopg
 import pytest
-from conftest import Stack
+from conftest import Stack, eventually
 from feed_support import Watcher, kinds
 from sqlalchemy import make_url, text
 
@@ -20,7 +20,7 @@ from memhub.core.model import Caller, Kind, MemoryType, NewMemory
 from memhub.curation import archive
 from memhub.db import changes as changes_db
 from memhub.db import memories as memories_db
-from memhub.feed.model import Change, FeedFilter
+from memhub.feed.model import Change, ChangeRecord, FeedFilter
 from memhub.feed.tail import FeedTail
 
 
@@ -110,16 +110,24 @@ def test_filters_and_descendants(stack: Stack, ns: str) -> None:
     assert [(e.memory.id, e.cursor) for e in resumed] == [(e.memory.id, e.cursor) for e in live]
     # Both ways a stream takes changes select the same ones: the table (SQL) and the hub's shared tail (Python).
     start = stack.hub.feed.codec.open(cursor)
+
+    def table_read(flt: FeedFilter) -> list[ChangeRecord]:
+        with stack.hub.engine.connect() as conn, conn.begin():
+            conn.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
+            return list(changes_db.read(conn, start, flt, None, scan_limit=2000, limit=100).changes)
+
+    # The table (and the tail, which reads it) serve changes below the oldest transaction still open on the server,
+    # the stable horizon: on a shared Postgres another client's open transaction may hold it back a moment.
+    team = FeedFilter(namespaces=(f"{ns}/team",), types=(MemoryType.FACT, MemoryType.RULE), tags_any=("deploy",))
+    eventually(lambda: len(table_read(team)) == 2, "the writes are below the stable horizon")
     selected = []
     for flt in (
-        FeedFilter(namespaces=(f"{ns}/team",), types=(MemoryType.FACT, MemoryType.RULE), tags_any=("deploy",)),
+        team,
         FeedFilter(namespaces=(ns,), kinds=(Kind.EPISODIC,)),
         FeedFilter(namespaces=(f"{ns}/other", f"{ns}/team/ops"), changes=(Change.WRITTEN,)),
         FeedFilter(namespaces=(ns,), changes=(Change.FORGOTTEN,)),
     ):
-        with stack.hub.engine.connect() as conn, conn.begin():
-            conn.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
-            from_table = changes_db.read(conn, start, flt, None, scan_limit=2000, limit=100).changes
+        from_table = table_read(flt)
         tail = FeedTail(stack.hub.engine, stack.hub.config.change_feed)
         tail.base = tail.head = start
         tail.advance()
