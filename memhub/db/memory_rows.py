@@ -7,6 +7,7 @@ entity_search.py, changes.py, consolidation.py, ...), so a filter means the same
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from memhub.db.schema import memories
 
 def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the memories table
     m = row._mapping
-    return MemoryRecord(
+    return _record(
         id=str(m["id"]),
         namespace=m["namespace"],
         kind=Kind(m["kind"]),
@@ -62,7 +63,26 @@ def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the me
         not_useful_count=m["not_useful_count"],
         last_used_at=m["last_used_at"],
         version=m["version"],
+        hidden_sources=0,
     )
+
+
+_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(MemoryRecord))
+
+
+def _record(**values: Any) -> MemoryRecord:
+    """A MemoryRecord of every one of its fields, without its generated ``__init__``.
+
+    A frozen dataclass's ``__init__`` sets each of the 40 fields through ``object.__setattr__``: 5-15 us a record,
+    and a search hydrates 30-40 rows, a twentieth of a busy hub's Python time (py-spy, bench/bench_throughput.py).
+    The record is the same object ``MemoryRecord(**values)`` makes (tests/test_memory_rows.py compares them); the
+    check below keeps a field added to the class from being left unset here.
+    """
+    if values.keys() != _RECORD_FIELDS:
+        raise TypeError(f"a record needs exactly MemoryRecord's fields; differs by {sorted(values.keys() ^ _RECORD_FIELDS)}")
+    record = object.__new__(MemoryRecord)
+    record.__dict__.update(values)
+    return record
 
 
 class _DriverList(UserDefinedType[list[Any]]):
