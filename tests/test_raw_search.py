@@ -33,7 +33,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusIndex]:
 
 
 def both(index: MilvusIndex, data: list[Any], field: str, flt: IndexFilter, limit: int, output: list[str]) -> tuple:
-    expr = build_filter(flt, tags_as_array=index.backend.tags_as_array)
+    expr = build_filter(flt, tags_as_array=index.backend.tags_as_array, namespace_keys=index.backend.namespace_keys)
     client = index._client  # noqa: SLF001 - the same connection the hub searches on
     name = index._collection  # noqa: SLF001
     theirs = client.search(

@@ -332,7 +332,7 @@ class MilvusIndex(MilvusReads):
         output_fields: list[str] | None = None,
     ) -> list[raw_search.Found]:
         """Milvus's hits (ids, scores and the ``output_fields``), one ``Found`` per query in ``data``."""
-        expr = build_filter(flt, tags_as_array=self.backend.tags_as_array)
+        expr = build_filter(flt, tags_as_array=self.backend.tags_as_array, namespace_keys=self.backend.namespace_keys)
         with self._gate.search():
             return self._healing(
                 what,
