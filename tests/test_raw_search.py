@@ -94,3 +94,19 @@ def test_the_index_searches_through_the_reader(index: MilvusIndex) -> None:
     hits = index.search_dense(unit(105), flt, 5)
     assert hits[0][1] == pytest.approx(1.0, abs=2e-3)  # the row stored with that very vector, scored exactly
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+
+
+def test_keyword_hits_bring_their_vectors_for_relevance(index: MilvusIndex) -> None:
+    """A BM25 search keeps its hits' float16 copies, so relevance's similarities need no second query; the values
+    are the ones read back by id."""
+    flt = IndexFilter(namespaces=("t/n0", "t/n1", "t/n2"), now_ms=0)
+    everything = [m.id for m in CORPUS] + [i for i, _ in index.search_keyword("deploy", flt, 100)]
+    index._recent.forget(everything)  # noqa: SLF001 - earlier dense searches kept candidates; start from none
+    assert not index._recent.similarities(np.asarray(unit(7), dtype=np.float32), everything)  # noqa: SLF001
+    ids = [i for i, _ in index.search_keyword("deploy freeze friday", flt, 8)]
+    assert len(ids) == 8
+    kept = index._recent.similarities(np.asarray(unit(7), dtype=np.float32), ids)  # noqa: SLF001
+    assert set(kept) == set(ids)
+    stored = index.vectors(ids)
+    for mid in ids:
+        assert kept[mid] == pytest.approx(float(np.dot(stored[mid], unit(7))), abs=1e-6)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from memhub.index import dense_search, raw_search, schema
+from memhub.index import dense_codes, dense_search, raw_search, schema
 from memhub.index.backend import LITE_CANDIDATES, SERVER_HNSW, DenseIndex
 from memhub.index.errors import IndexBackendError, IndexModelMismatch, IndexUnavailable
 from memhub.index.filters import build_filter
@@ -303,7 +303,13 @@ class MilvusIndex(MilvusReads):
         _check_limit(limit)
         for attempt in range(_BM25_RACE_RETRIES + 1):
             try:
-                answer = self._search_many([text], schema.SPARSE, flt, limit, "keyword search")[0]
+                # Lite: the hits' float16 copies come along (a few KB), kept for the similarities relevance asks
+                # next (``similarities``); fetching them afterwards was an `id in [...]` query scanning the rows.
+                coded = self.backend.coded_dense
+                output = [schema.DENSE_F16] if coded else []
+                answer = self._search_many([text], schema.SPARSE, flt, limit, "keyword search", None, output)[0]
+                if coded and answer.ids:
+                    self._recent.remember(answer.ids, dense_codes.unpack(answer.fields[schema.DENSE_F16], self._dimension))
                 return list(zip(answer.ids, answer.scores, strict=True))
             except IndexBackendError as exc:
                 # Milvus Lite cannot weigh BM25 terms before any row was ever written (its average
