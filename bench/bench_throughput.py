@@ -73,6 +73,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH, help="LoCoMo json (texts and queries)")
     parser.add_argument("--data-dir", type=Path, help="keep the hub's data here (reused when it already holds the corpus)")
     parser.add_argument("--no-anatomy", action="store_true", help="skip timing the parts of a search after the run")
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE hub setting (repeatable)")
     parser.add_argument(
         "--milvus-server",
         action="store_true",
@@ -80,6 +81,8 @@ def main() -> None:
         "come from Postgres full-text search",
     )
     args = parser.parse_args()
+    if any("=" not in kv for kv in args.env):
+        parser.error("--env takes KEY=VALUE")
     started_load = load_average()
     items, questions = corpus(args.memories, args.data)
     print("measuring the raw embedder...", file=sys.stderr)
@@ -91,7 +94,7 @@ def main() -> None:
     stack = contextlib.ExitStack()
     try:
         server = stack.enter_context(milvus_server(data / "milvus-server")) if args.milvus_server else None
-        env = {"MEMHUB_MILVUS_URI": server.uri} if server else {}
+        env = ({"MEMHUB_MILVUS_URI": server.uri} if server else {}) | dict(kv.split("=", 1) for kv in args.env)
         with running_hub(data_dir=data, extra_env=env) as hub:
             cpu = StackCPU(hub, server.pids if server else ())
             with MemhubClient(hub.address, token=hub.token) as client:
@@ -119,6 +122,8 @@ def main() -> None:
     where = "a Milvus 2.3.5 server (keywords: Postgres full-text)" if args.milvus_server else "embedded defaults"
     print(f"\nmemhub over gRPC on {where}, {args.memories} memories (+{args.single_writes} single writes)")
     print(f"at the start: {started_load}; at the end: {load_average()}")
+    if args.env:
+        print(f"hub settings: {' '.join(args.env)}")
     print(f"raw embedder (batched, alone):          {raw.summary()}")
     if ingest is not None and single is not None:
         print(f"batched writes (100/call, 4 writers):   {ingest.summary(raw)}")

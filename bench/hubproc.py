@@ -68,7 +68,13 @@ def running_hub(data_dir: Path | None = None, extra_env: dict[str, str] | None =
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMHUB_")}
     # The benchmark's own agent is exempt from the per-agent call limits: the benchmarks measure what a hub
     # can serve, not one agent's share of it (bench/attack_*.py play other agents, under the defaults).
-    env |= {"MEMHUB_POLICY_DIR": str(bench_policy_dir(data)), "MEMHUB_AGENT_LIMITS": "bench=0/0"} | (extra_env or {})
+    # MEMHUB_CLIENT_CONFIG=none: a bench hub does not record its address in the user's client file, which
+    # pointed the user's `memhub` commands at it and was deleted when it stopped, losing their own hub's record.
+    env |= {
+        "MEMHUB_POLICY_DIR": str(bench_policy_dir(data)),
+        "MEMHUB_AGENT_LIMITS": "bench=0/0",
+        "MEMHUB_CLIENT_CONFIG": "none",
+    } | (extra_env or {})
     proc = subprocess.Popen(
         [sys.executable, "-m", "memhub.cli.main", "serve", "--data-dir", str(data), "--port", "0", "--log-level", "warning"],
         stdout=subprocess.PIPE,

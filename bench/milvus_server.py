@@ -5,8 +5,6 @@ Postgres full-text search (memhub/index/backend.py)."""
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -71,9 +69,16 @@ def milvus_server(data: Path, timeout_s: float = 300.0) -> Iterator[MilvusServer
         pids = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
         yield MilvusServer(uri, pids)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        # Every process under the launcher, not its process group: the launcher starts `milvus run standalone`
+        # in a session of its own, which a killpg missed (it kept etcd's fixed port and failed the next run).
+        with contextlib.suppress(psutil.NoSuchProcess):
+            tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+            for member in tree:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    member.terminate()
+            _, alive = psutil.wait_procs(tree, timeout=60)
+            for member in alive:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    member.kill()
+        proc.wait(timeout=10)
         log.close()

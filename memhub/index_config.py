@@ -17,6 +17,7 @@ from memhub.index.backend import LITE_CANDIDATES, DenseIndex, server_dense_index
 log = logging.getLogger(__name__)
 
 DENSE_INDEX_KINDS = ("HNSW", "AUTOINDEX")
+CONSISTENCY_LEVELS = ("Strong", "Session", "Bounded")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,15 @@ class IndexConfig:
 
     hnsw_ef: int = 128
     """HNSW search beam (MEMHUB_MILVUS_HNSW_EF, 16 to 16384; never below the hits a search asks for)."""
+
+    consistency_level: str = "Strong"
+    """What a search waits for on a Milvus server (MEMHUB_MILVUS_CONSISTENCY): Strong (default) sees every
+    upsert any replica's indexer made before the search began, so a write acknowledged with wait_indexed is
+    found by the next search on any replica; on a server it waits for Milvus's next time tick, ~400 ms a
+    search on the Milvus 2.3.5 server measured here (docs/operating/deployment.md). Session sees this
+    process's own upserts at once and other replicas' within Milvus's bounded staleness: read-your-writes
+    holds with one hub replica. Bounded: stale by up to Milvus's graceful time (5 s by default) for every
+    upsert, the fastest. Milvus Lite answers at once at every level."""
 
     lite_candidates: int = LITE_CANDIDATES
     """Milvus Lite: rows the codes propose per dense search, each scored exactly against the query
@@ -56,8 +66,13 @@ class IndexConfig:
                 "MEMHUB_LITE_APPROXIMATE_ROWS is no longer used: the embedded index is always searched by codes and "
                 "exact scoring (recall@10 above 0.98); remove the setting, or tune MEMHUB_LITE_DENSE_CANDIDATES"
             )
+        wanted = (env.get("MEMHUB_MILVUS_CONSISTENCY") or "Strong").strip()
+        levels = {level.lower(): level for level in CONSISTENCY_LEVELS}
+        if wanted.lower() not in levels:
+            raise StartupError(f"MEMHUB_MILVUS_CONSISTENCY={wanted!r}: use one of {', '.join(CONSISTENCY_LEVELS)}")
         return IndexConfig(
             server_dense_index=kind,
+            consistency_level=levels[wanted.lower()],
             hnsw_m=env_int(env, "MEMHUB_MILVUS_HNSW_M", 16, 4, 64),
             hnsw_ef_construction=env_int(env, "MEMHUB_MILVUS_HNSW_EF_CONSTRUCTION", 200, 8, 512),
             hnsw_ef=env_int(env, "MEMHUB_MILVUS_HNSW_EF", 128, 16, 16384),

@@ -30,6 +30,15 @@ except SystemExit as exc:
     code = exc.code
 with open(os.environ["MEMHUB_TEST_MODULES_OUT"], "w") as out:
     json.dump(sorted(sys.modules), out)
+# The imported modules Python had to compile from source: no bytecode beside them (run with -B, this process
+# wrote none, so what exists was written before: by scripts/setup.sh's memhub.cli.precompile).
+uncompiled = sorted(
+    name for name, module in list(sys.modules.items())
+    if str(getattr(module, "__file__", None) or "").endswith(".py")
+    and getattr(module, "__cached__", None) and not os.path.exists(module.__cached__)
+)
+with open(os.environ["MEMHUB_TEST_MODULES_OUT"] + ".uncompiled", "w") as out:
+    json.dump(uncompiled, out)
 sys.exit(code or 0)
 """
 
@@ -66,7 +75,7 @@ def imported(tmp_path: Path, *argv: str, token: str = "") -> tuple[subprocess.Co
     if token:
         env["MEMHUB_TOKEN"] = token
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv],
+        [sys.executable, "-B", "-c", PROBE, *argv],  # -B: writes no bytecode (see PROBE)
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -75,6 +84,12 @@ def imported(tmp_path: Path, *argv: str, token: str = "") -> tuple[subprocess.Co
         timeout=120,
     )
     return done, set(json.loads(out.read_text()))
+
+
+def uncompiled(tmp_path: Path) -> list[str]:
+    """The modules the last `imported` run compiled from source (no bytecode cached for them)."""
+    last = max(tmp_path.glob("modules-*.json"), key=lambda p: p.stat().st_mtime_ns)
+    return list(json.loads(Path(str(last) + ".uncompiled").read_text()))
 
 
 def loaded(modules: set[str], families: tuple[str, ...]) -> list[str]:
@@ -106,6 +121,16 @@ def test_the_bridge_serves_without_loading_the_hub(tmp_path: Path, fleet: Fleet)
     assert "bridge ready" in done.stderr and {"mcp", "grpc"} <= modules
     assert loaded(modules, HUB_SIDE) == []
     assert loaded(modules, ("opentelemetry.sdk",)) == []  # tracing is off: the API's no-op spans need no SDK
+
+
+@pytest.mark.parametrize("argv", [("search", "deploys on friday"), ("write", "agents/alice/notes", "compiled once"), ("bridge",)])
+def test_a_command_compiles_no_source_at_its_start(tmp_path: Path, fleet: Fleet, argv: tuple[str, ...]) -> None:
+    # Where Python may not write bytecode (PYTHONDONTWRITEBYTECODE, common in containers and set on the CI
+    # machines), a module without it is compiled at every start: gRPC's channel, json_format and the
+    # OpenTelemetry instrumentation cost a client command ~0.05 s each time until precompile listed them.
+    done, _ = imported(tmp_path, *argv, "--hub", fleet.address, token=fleet.token("alice"))
+    assert done.returncode == 0, done.stderr
+    assert uncompiled(tmp_path) == [], "add these to memhub/cli/precompile.py and rerun scripts/setup.sh"
 
 
 def test_the_command_table_matches_what_the_modules_register() -> None:

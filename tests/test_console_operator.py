@@ -58,6 +58,12 @@ def test_the_explain_table_shows_the_stage_and_positions_that_placed_each_hit(co
         assert placed_by == "rerank" and rerank.startswith(f"{rank} (") and re.fullmatch(r"\d \(.+\)", fused)
         assert re.fullmatch(r"\d", priors)
 
+    with console.sign_in(_token(console, "ops", OPERATOR)) as http:
+        plain = http.get("/search", params={"q": "who approves refunds?", "ns": ns}).text  # Explain unticked
+    assert "the stage whose order placed this hit" not in plain and len(re.findall(r"<tr>\s*<td>\d+</td>", plain)) == 3
+    # Its Score column need not be in the hits' order: the page says what decided the order instead.
+    assert re.search(r'<p class="notice" id="order">The hits are in the order of the last ranking stage', plain)
+
 
 # -- an empty page says when the policies are why ------------------------------------------------------------
 

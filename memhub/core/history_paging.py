@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import UUID
 from memhub.core import paging
 from memhub.core.model import MemoryRecord, Status
 from memhub.db.memory_rows import to_record
-from memhub.db.schema import memories
+from memhub.db.schema import MEMORY_COLUMNS, memories
 from memhub.errors import InvalidArgument
 
 MAX_PAGE = 200
@@ -60,7 +60,7 @@ def page(conn: Connection, namespace: str, subject_key: str, want: HistoryPaging
     fp = paging.fingerprint("history", namespace, subject_key)
     after = paging.decode(want.page_token, fp)
     query = (
-        select(memories)
+        select(*MEMORY_COLUMNS)
         .where(
             memories.c.namespace == namespace,
             memories.c.subject_key == subject_key,

@@ -40,7 +40,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
 from memhub.db.memory_rows import subtree_condition, to_record
-from memhub.db.schema import XID8, change_feed_horizon, change_feed_key, memories, memory_changes, namespaces
+from memhub.db.schema import MEMORY_COLUMNS, XID8, change_feed_horizon, change_feed_key, memories, memory_changes, namespaces
 from memhub.feed.model import Change, ChangeBatch, ChangeRecord, FeedFilter, Position
 
 _C = memory_changes.c
@@ -174,7 +174,7 @@ def read(
             s.seq.label("ch_seq"),
             s.event.label("ch_event"),
             s.changed_at.label("ch_changed_at"),
-            *memories.c,
+            *MEMORY_COLUMNS,
         )
         .select_from(scanned.join(memories, memories.c.id == s.memory_id))
         .where(true(), *_memory_conditions(flt))

@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID
 
 from memhub.core.model import Kind, MemoryFilter, MemoryRecord, Status, Trust
 from memhub.db.memory_rows import filter_conditions, filter_params, servable_condition, to_record
-from memhub.db.schema import memories
+from memhub.db.schema import MEMORY_COLUMNS, memories
 
 
 def _consolidated_sources(target: str, marker: str) -> Select:
@@ -56,7 +56,7 @@ def select_episodes(
     conds, params = _selection(flt, readable, session_id)
     conds.append(memories.c.id.not_in(_consolidated_sources(target, marker)))
     rows = conn.execute(
-        select(memories)
+        select(*MEMORY_COLUMNS)
         .where(*conds)
         .order_by(memories.c.occurred_at, memories.c.created_at, memories.c.write_pos, memories.c.id)
         .limit(limit),

@@ -18,7 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from memhub.core.model import Caller, MemoryFilter, MemoryRecord, NewMemory, Replaced, Status, WriteOutcome
 from memhub.db import versions
 from memhub.db.memory_rows import filter_conditions, filter_params, to_record
-from memhub.db.schema import memories, namespaces, outbox
+from memhub.db.schema import MEMORY_COLUMNS, memories, namespaces, outbox
 from memhub.errors import Aborted, PermissionDenied
 from memhub.recall.entities import keys_for as entity_keys_for
 
@@ -95,7 +95,7 @@ def insert_memories(
         inserted = {
             str(r._mapping["id"]): r
             for r in conn.execute(
-                pg_insert(memories).values([values[i] for i in plain]).on_conflict_do_nothing().returning(*memories.c)
+                pg_insert(memories).values([values[i] for i in plain]).on_conflict_do_nothing().returning(*MEMORY_COLUMNS)
             )
         }
         skipped = [i for i in plain if values[i]["id"] not in inserted]
@@ -166,7 +166,7 @@ def _active_by_hash(conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[t
     if not keys:
         return {}
     rows = conn.execute(
-        select(memories).where(
+        select(*MEMORY_COLUMNS).where(
             tuple_(memories.c.namespace, memories.c.content_hash).in_(list(set(keys))),
             memories.c.status == Status.ACTIVE.value,
             memories.c.blind_write.is_(False),
@@ -200,7 +200,7 @@ def _insert_with_subject(
             )
         # No conflict target: either unique index (content hash or subject key) may
         # be hit by a concurrent writer that committed first.
-        row = conn.execute(pg_insert(memories).values(**values).on_conflict_do_nothing().returning(*memories.c)).first()
+        row = conn.execute(pg_insert(memories).values(**values).on_conflict_do_nothing().returning(*MEMORY_COLUMNS)).first()
         if row is None:
             savepoint.rollback()  # un-supersede
     if row is None:
@@ -238,7 +238,7 @@ def confirm(conn: Connection, memory_id: str) -> MemoryRecord | None:
             confidence=memories.c.confidence + (1 - memories.c.confidence) * CONFIRMATION_WEIGHT,
             updated_at=func.now(),
         )
-        .returning(*memories.c)
+        .returning(*MEMORY_COLUMNS)
     ).first()
     return to_record(row) if row is not None else None
 
@@ -248,7 +248,7 @@ def near_duplicate_targets(conn: Connection, ids: Sequence[str]) -> list[MemoryR
     if not ids:
         return []
     rows = conn.execute(
-        select(memories).where(
+        select(*MEMORY_COLUMNS).where(
             memories.c.id.in_(list(ids)),
             memories.c.status == Status.ACTIVE.value,
             memories.c.blind_write.is_(False),
@@ -287,7 +287,7 @@ def _supersede_subject(conn: Connection, item: NewMemory, new_id: str) -> list[R
 
 
 def get(conn: Connection, memory_id: str) -> MemoryRecord | None:
-    row = conn.execute(select(memories).where(memories.c.id == memory_id)).first()
+    row = conn.execute(select(*MEMORY_COLUMNS).where(memories.c.id == memory_id)).first()
     return to_record(row) if row else None
 
 
@@ -295,7 +295,7 @@ def get_many(conn: Connection, memory_ids: Sequence[str]) -> list[MemoryRecord]:
     """The memories among ``memory_ids`` that exist, in no particular order."""
     if not memory_ids:
         return []
-    return [to_record(r) for r in conn.execute(select(memories).where(memories.c.id.in_(list(memory_ids)))).all()]
+    return [to_record(r) for r in conn.execute(select(*MEMORY_COLUMNS).where(memories.c.id.in_(list(memory_ids)))).all()]
 
 
 def subject_history(conn: Connection, namespace: str, subject_key: str, limit: int) -> tuple[list[MemoryRecord], bool]:
@@ -304,7 +304,7 @@ def subject_history(conn: Connection, namespace: str, subject_key: str, limit: i
     Quarantined versions are not part of the history: they never superseded anything (``_supersede_subject``).
     """
     rows = conn.execute(
-        select(memories)
+        select(*MEMORY_COLUMNS)
         .where(
             memories.c.namespace == namespace,
             memories.c.subject_key == subject_key,

@@ -18,7 +18,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import UserDefinedType
 
 from memhub.core.model import Kind, MemoryFilter, MemoryRecord, MemoryType, Status, Trust
-from memhub.db.schema import memories
+from memhub.db.schema import MEMORY_COLUMNS, memories
 
 
 def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the memories table
@@ -108,7 +108,7 @@ def _record_column(c: Column[Any]) -> ColumnElement[Any]:
 
 
 # Every column, the arrays as text[] lists straight from the driver.
-RECORD_COLUMNS = [_record_column(c) for c in memories.c]
+RECORD_COLUMNS = [_record_column(c) for c in MEMORY_COLUMNS]
 
 
 def subtree_condition(column: ColumnElement[str], roots: Sequence[str]) -> ColumnElement[bool]:

@@ -15,6 +15,7 @@ from memhub.db.tables.access import audit_log, revoked_tokens, token_records
 from memhub.db.tables.change_feed import XID8, change_feed_horizon, change_feed_key, memory_changes
 from memhub.db.tables.entity_graph import entity_edges
 from memhub.db.tables.memories import (
+    MEMORY_COLUMNS,
     idempotency,
     index_collections,
     memories,
@@ -27,6 +28,7 @@ from memhub.db.tables.retrieval_log import retrieval_log, retrieval_log_key, ret
 from memhub.db.tables.session_state import session_state, session_state_sessions, session_state_version_seq
 
 __all__ = [
+    "MEMORY_COLUMNS",
     "XID8",
     "audit_log",
     "change_feed_horizon",

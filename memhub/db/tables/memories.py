@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Column, DateTime, Index, Integer, SmallInteger, String, Table, Text, func, text
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REAL, UUID
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Computed,
+    DateTime,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REAL, TSVECTOR, UUID
 
 from memhub.db.tables import metadata
 
@@ -69,6 +83,11 @@ memories = Table(
     # Goes up on every change a reader can see (not recall or use counts); kept by triggers (migration 0013),
     # a subject's memories numbered above every version the subject has had (memhub/db/versions.py).
     Column("version", BigInteger, nullable=False, server_default="1"),
+    # The content's English full-text vector, kept by Postgres (migration 0018) for keyword search where Milvus
+    # has none (memhub/db/fulltext.py). Stored, because ranking with ts_rank_cd otherwise parses the content of
+    # every matching row at every search: ~100 ms of Postgres CPU a search at 10k memories. Never read back:
+    # MEMORY_COLUMNS below leaves it out of what hydrates a memory.
+    Column("content_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, content)", persisted=True)),
     # Newest-first listing within a namespace, keyset-paged on (created_at, id).
     Index("ix_memories_ns_created", "namespace", text("created_at DESC"), text("id DESC")),
     # One active copy of a content per namespace: the database enforces dedup, so two
@@ -90,12 +109,7 @@ memories = Table(
     ),
     Index("ix_memories_tags", "tags", postgresql_using="gin"),
     # Keyword search while the Milvus index is down (memhub/db/fulltext.py).
-    Index(
-        "ix_memories_fulltext",
-        text("to_tsvector('english'::regconfig, content)"),
-        postgresql_using="gin",
-        postgresql_where=text("status = 'active'"),
-    ),
+    Index("ix_memories_content_tsv", "content_tsv", postgresql_using="gin", postgresql_where=text("status = 'active'")),
     # A session's turns in order, for the keyword context of episodic memories (memhub/db/context.py).
     Index(
         "ix_memories_session_order",
@@ -121,6 +135,10 @@ memories = Table(
         postgresql_where=text("cardinality(derived_from) > 0"),
     ),
 )
+
+# What a memory is read back with: every column but the full-text vector (a derived copy of the content, as
+# large as it, that no reader needs). Selects and RETURNING clauses of whole memories use this.
+MEMORY_COLUMNS = [c for c in memories.c if c.name != "content_tsv"]
 
 namespaces = Table(
     "namespaces",
