@@ -42,7 +42,7 @@ from loadgen import (  # noqa: E402
     batched_writes,
     load_average,
     pct,
-    raw_embedder_rate,
+    raw_embedder,
     resident_memory,
     searches,
     timed_clients,
@@ -86,7 +86,7 @@ def main() -> None:
     started_load = load_average()
     items, questions = corpus(args.memories, args.data)
     print("measuring the raw embedder...", file=sys.stderr)
-    raw_rate = raw_embedder_rate([text for _, text in items[:1500]])
+    raw = raw_embedder([text for _, text in items[:1500]])
     data = args.data_dir or Path(tempfile.mkdtemp(prefix="memhub-bench-"))
     data.mkdir(mode=0o700, parents=True, exist_ok=True)  # the hub refuses a data directory others can read
     ingest = single = None
@@ -124,9 +124,9 @@ def main() -> None:
     print(f"at the start: {started_load}; at the end: {load_average()}")
     if args.env:
         print(f"hub settings: {' '.join(args.env)}")
-    print(f"raw embedder (batched, alone):          {raw_rate:7.1f} texts/s")
+    print(f"raw embedder (batched, alone):          {raw.summary()}")
     if ingest is not None and single is not None:
-        print(f"batched writes (100/call, 4 writers):   {ingest.summary(raw_rate)}")
+        print(f"batched writes (100/call, 4 writers):   {ingest.summary(raw)}")
         print(f"single writes (16 clients):             {single.summary('memories/s')}")
     else:
         print("writes: skipped (the data directory already held the corpus)")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from locomo import DEFAULT_PATH, load
@@ -33,24 +34,34 @@ MONTHS = "January February March April May June July August September October No
 _PREFIX = re.compile(r"^\[[^\]]*\] [^:]+: ")
 
 
-def _bodies(path: Path) -> list[str]:
+def bodies(path: Path = DEFAULT_PATH) -> list[str]:
     """Each LoCoMo turn without its "[date] speaker: " prefix."""
     return [_PREFIX.sub("", t.text) for c in load(path) for t in c.turns]
 
 
-def texts(n: int, path: Path = DEFAULT_PATH, namespaces: int = 17) -> Iterator[tuple[str, str]]:
-    """Yield ``n`` distinct (namespace, text) pairs."""
-    bodies = [b.split() for b in _bodies(path)]
-    count = len(bodies)
+@dataclass(frozen=True)
+class Spliced:
+    """One corpus memory: its namespace and text, and the turns (indexes into ``bodies``) its halves come from."""
+
+    namespace: str
+    text: str
+    head: int
+    tail: int
+
+
+def spliced(n: int, path: Path = DEFAULT_PATH, namespaces: int = 17) -> Iterator[Spliced]:
+    """Yield ``n`` distinct memories (bench/bulk_load.py generates each one's vector from its two turns)."""
+    words_of = [b.split() for b in bodies(path)]
+    count = len(words_of)
     seen: set[str] = set()
     produced = 0
     k = 0
     while produced < n:
-        for i, words in enumerate(bodies):
+        for i, words in enumerate(words_of):
             if produced >= n:
                 return
             j = (i * 7919 + k * 104729 + 1) % count
-            other = bodies[j]
+            other = words_of[j]
             head = words[: max(1, len(words) // 2)]
             tail = other[len(other) // 2 :]
             day, month, year = 1 + (i + k) % 28, MONTHS[(i + 3 * k) % 12], 2022 + (k % 4)
@@ -59,9 +70,15 @@ def texts(n: int, path: Path = DEFAULT_PATH, namespaces: int = 17) -> Iterator[t
             if text in seen:
                 continue
             seen.add(text)
-            yield f"bench/scale/ns{(i + k) % namespaces:02d}", text
+            yield Spliced(f"bench/scale/ns{(i + k) % namespaces:02d}", text, i, j)
             produced += 1
         k += 1
+
+
+def texts(n: int, path: Path = DEFAULT_PATH, namespaces: int = 17) -> Iterator[tuple[str, str]]:
+    """Yield ``n`` distinct (namespace, text) pairs."""
+    for item in spliced(n, path, namespaces):
+        yield item.namespace, item.text
 
 
 def queries(path: Path = DEFAULT_PATH) -> list[str]:

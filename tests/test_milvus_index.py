@@ -24,7 +24,7 @@ import pytest
 
 from memhub.index import IndexedMemory, IndexFilter, IndexModelMismatch, IndexUnavailable, MilvusIndex, schema
 from memhub.index.backend import Backend, DenseIndex, detect
-from memhub.index.filters import build_filter, encode_tag, quote, tag_keys
+from memhub.index.filters import build_filter, encode_tag, namespace_key, quote, tag_keys
 from memhub.index.lite_server import LiteServer
 from memhub.index.rows import to_row
 
@@ -345,6 +345,20 @@ def test_injection_attempts_match_nothing(corpus_index: MilvusIndex) -> None:
         assert dense_ids(corpus_index, IndexFilter(namespaces=(evil,))) == set()
         assert dense_ids(corpus_index, IndexFilter(namespaces=ALL_NS, kinds=(evil,))) == set()
         assert dense_ids(corpus_index, IndexFilter(namespaces=ALL_NS, tags_any=(evil,))) == set()
+
+
+def test_namespace_keys_are_stable_and_filter_like_the_names(corpus_index: MilvusIndex) -> None:
+    # Stored rows carry these keys: a change to the function would make every existing Lite index answer nothing.
+    assert namespace_key("t/a") == 2876577667703665397
+    assert namespace_key("bench/scale/ns00") == 5577096760559107103
+    assert 0 <= namespace_key("\u4e2d\u6587/x") < 2**63
+    keyed = build_filter(IndexFilter(namespaces=("t/b", "t/a")), namespace_keys=True)
+    assert keyed == f"namespace_key in [{', '.join(str(k) for k in sorted(map(namespace_key, ('t/a', 't/b'))))}]"
+    with pytest.raises(ValueError):
+        build_filter(IndexFilter(namespaces=("",)), namespace_keys=True)
+    if corpus_index.backend.namespace_keys:  # Lite: what the searches ran above filtered on the keys
+        for chosen in (("t/a",), ("t/b", "t/c"), ALL_NS):
+            assert dense_ids(corpus_index, IndexFilter(namespaces=chosen)) == ids_where(lambda m: m.namespace in chosen)
 
 
 def test_filter_validation() -> None:

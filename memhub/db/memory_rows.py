@@ -7,13 +7,15 @@ entity_search.py, changes.py, consolidation.py, ...), so a filter means the same
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Boolean, Text, and_, any_, bindparam, cast, func, or_
+from sqlalchemy import Boolean, Column, Text, and_, any_, bindparam, cast, func, or_, type_coerce
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.types import UserDefinedType
 
 from memhub.core.model import Kind, MemoryFilter, MemoryRecord, MemoryType, Status, Trust
 from memhub.db.schema import MEMORY_COLUMNS, memories
@@ -21,7 +23,7 @@ from memhub.db.schema import MEMORY_COLUMNS, memories
 
 def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the memories table
     m = row._mapping
-    return MemoryRecord(
+    return _record(
         id=str(m["id"]),
         namespace=m["namespace"],
         kind=Kind(m["kind"]),
@@ -61,15 +63,52 @@ def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the me
         not_useful_count=m["not_useful_count"],
         last_used_at=m["last_used_at"],
         version=m["version"],
+        hidden_sources=0,
     )
 
 
-# Every column, with the uuid[] ones read as text[]: the driver then hands over
-# strings, and SQLAlchemy skips its per-element conversion of UUID arrays.
-RECORD_COLUMNS = [
-    cast(c, ARRAY(Text)).label(c.name) if isinstance(c.type, ARRAY) and isinstance(c.type.item_type, UUID) else c
-    for c in MEMORY_COLUMNS
-]
+_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(MemoryRecord))
+
+
+def _record(**values: Any) -> MemoryRecord:
+    """A MemoryRecord of every one of its fields, without its generated ``__init__``.
+
+    A frozen dataclass's ``__init__`` sets each of the 40 fields through ``object.__setattr__``: 5-15 us a record,
+    and a search hydrates 30-40 rows, a twentieth of a busy hub's Python time (py-spy, bench/bench_throughput.py).
+    The record is the same object ``MemoryRecord(**values)`` makes (tests/test_memory_rows.py compares them); the
+    check below keeps a field added to the class from being left unset here.
+    """
+    if values.keys() != _RECORD_FIELDS:
+        raise TypeError(f"a record needs exactly MemoryRecord's fields; differs by {sorted(values.keys() ^ _RECORD_FIELDS)}")
+    record = object.__new__(MemoryRecord)
+    record.__dict__.update(values)
+    return record
+
+
+class _DriverList(UserDefinedType[list[Any]]):
+    """A text[] result column taken as the driver hands it over (psycopg: a list of str). SQLAlchemy's ARRAY
+    result processing copies every list element by element; for the five array columns of the rows a search
+    hydrates that was a twentieth of a busy hub's Python time."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "TEXT[]"
+
+    def result_processor(self, dialect: Any, coltype: Any) -> None:
+        return None
+
+
+def _record_column(c: Column[Any]) -> ColumnElement[Any]:
+    if not isinstance(c.type, ARRAY):
+        return c
+    # uuid[] is read as text[]: the driver then hands over strings, not UUID objects to convert back.
+    as_text = cast(c, ARRAY(Text)) if isinstance(c.type.item_type, UUID) else c
+    return type_coerce(as_text, _DriverList()).label(c.name)
+
+
+# Every column, the arrays as text[] lists straight from the driver.
+RECORD_COLUMNS = [_record_column(c) for c in MEMORY_COLUMNS]
 
 
 def subtree_condition(column: ColumnElement[str], roots: Sequence[str]) -> ColumnElement[bool]:

@@ -107,6 +107,15 @@ class Backend:
         """
         return not self.lite and self.version >= (2, 5)
 
+    @property
+    def namespace_keys(self) -> bool:
+        """Whether rows carry an INT64 key of their namespace (``filters.namespace_key``) that searches filter on
+        instead of the VARCHAR. Milvus Lite evaluates ``namespace in [17 strings]`` row by row: 9-10 ms of its CPU
+        per search at 100k rows, in each of the dense and the BM25 search, against under 1 ms for the same filter on
+        the integer key (bench/bench_scale.py, issue 27). Servers prune by their partition key and keep the VARCHAR.
+        """
+        return self.lite
+
     def dense_index(self) -> DenseIndex:
         """The dense index of new collections."""
         return LITE_CODES if self.coded_dense else self.server_dense

@@ -17,6 +17,7 @@ import numpy as np
 
 from memhub.index import dense_codes, schema
 from memhub.index.backend import Backend, DenseIndex
+from memhub.index.raw_search import Found
 
 
 @dataclass(frozen=True)
@@ -57,22 +58,21 @@ def request(
 def hits(
     backend: Backend,
     dimension: int,
-    answer: Sequence[Sequence[Any]],
+    answer: Sequence[Found],
     queries: Sequence[np.ndarray],
     limit: int,
     scored: Callable[[list[str], np.ndarray], None] = lambda ids, vectors: None,
 ) -> list[list[tuple[str, float]]]:
-    """Milvus's answer (one hit list per query) as ``[(id, similarity)]`` per query, best first, ``limit`` each.
+    """Milvus's answer (one ``Found`` per query) as ``[(id, similarity)]`` per query, best first, ``limit`` each.
     ``scored`` is told every candidate Lite's codes proposed, with its vector (memhub/index/recent_vectors.py)."""
-    lists = [list(h) for h in answer] + [[] for _ in range(len(queries) - len(answer))]
+    lists = list(answer) + [Found([], [], {}) for _ in range(len(queries) - len(answer))]
     if not backend.coded_dense:
-        return [[(str(h["id"]), float(h["distance"])) for h in found] for found in lists]
+        return [list(zip(found.ids, found.scores, strict=True)) for found in lists]
     out = []
     for found, query in zip(lists, queries, strict=True):
-        ids = [str(h["id"]) for h in found]
-        vectors = dense_codes.unpack([h["entity"][schema.DENSE_F16] for h in found], dimension)
-        scored(ids, vectors)
-        out.append(dense_codes.best(ids, vectors, query, limit))
+        vectors = dense_codes.unpack(found.fields.get(schema.DENSE_F16, []), dimension)
+        scored(found.ids, vectors)
+        out.append(dense_codes.best(found.ids, vectors, query, limit))
     return out
 
 

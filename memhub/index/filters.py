@@ -16,6 +16,7 @@ one representation serves both backends.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 
 from memhub.index import schema
@@ -70,10 +71,21 @@ def tag_key_list(tags: Iterable[str]) -> list[str]:
     return sorted({encode_tag(t) for t in tags})
 
 
-def build_filter(flt: IndexFilter, *, tags_as_array: bool = False) -> str:
+def namespace_key(namespace: str) -> int:
+    """The namespace's key in Lite's rows: 63 bits of its BLAKE2b hash (non-negative, an INT64 for Milvus).
+
+    Searches there filter on the keys (``backend.Backend.namespace_keys`` says why). Two namespaces of one hub
+    share a key with odds of about n^2 / 2^64; if they did, a search could be offered the other one's rows as
+    candidates, which hydration drops (every hit is re-checked against the caller's namespaces in Postgres).
+    """
+    return int.from_bytes(hashlib.blake2b(namespace.encode("utf-8"), digest_size=8).digest(), "big") >> 1
+
+
+def build_filter(flt: IndexFilter, *, tags_as_array: bool = False, namespace_keys: bool = False) -> str:
     """Translate an IndexFilter into one Milvus boolean expression on scalar fields.
 
-    ``tags_as_array``: the tag keys are an ARRAY field (Milvus 2.3, ``backend.Backend.tags_as_array``)."""
+    ``tags_as_array``: the tag keys are an ARRAY field (Milvus 2.3, ``backend.Backend.tags_as_array``);
+    ``namespace_keys``: filter on the namespaces' integer keys (Lite, ``backend.Backend.namespace_keys``)."""
     for name in ("namespaces", "kinds", "types", "tags_any"):
         # A bare string would be read as a set of one-character values.
         if isinstance(getattr(flt, name), str):
@@ -81,7 +93,12 @@ def build_filter(flt: IndexFilter, *, tags_as_array: bool = False) -> str:
     if not flt.namespaces:
         raise ValueError("IndexFilter.namespaces must name at least one namespace")
     # Namespace first: real Milvus prunes partition-key buckets from it.
-    clauses = [_in(schema.NAMESPACE, flt.namespaces)]
+    if namespace_keys:
+        _in(schema.NAMESPACE, flt.namespaces)  # the same refusals as the VARCHAR filter (an empty value, a control character)
+        keys = sorted({namespace_key(ns) for ns in flt.namespaces})
+        clauses = [f"{schema.NAMESPACE_KEY} in [{', '.join(map(str, keys))}]"]
+    else:
+        clauses = [_in(schema.NAMESPACE, flt.namespaces)]
     if flt.kinds:
         clauses.append(_in(schema.KIND, flt.kinds))
     if flt.types:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from memhub.index import dense_search, schema
+from memhub.index import dense_codes, dense_search, raw_search, schema
 from memhub.index.backend import LITE_CANDIDATES, SERVER_HNSW, DenseIndex
 from memhub.index.errors import IndexBackendError, IndexModelMismatch, IndexUnavailable
 from memhub.index.filters import build_filter
@@ -303,8 +303,14 @@ class MilvusIndex(MilvusReads):
         _check_limit(limit)
         for attempt in range(_BM25_RACE_RETRIES + 1):
             try:
-                answer = self._search_many([text], schema.SPARSE, flt, limit, "keyword search")[0]
-                return [(str(h["id"]), float(h["distance"])) for h in answer]
+                # Lite: the hits' float16 copies come along (a few KB), kept for the similarities relevance asks
+                # next (``similarities``); fetching them afterwards was an `id in [...]` query scanning the rows.
+                coded = self.backend.coded_dense
+                output = [schema.DENSE_F16] if coded else []
+                answer = self._search_many([text], schema.SPARSE, flt, limit, "keyword search", None, output)[0]
+                if coded and answer.ids:
+                    self._recent.remember(answer.ids, dense_codes.unpack(answer.fields[schema.DENSE_F16], self._dimension))
+                return list(zip(answer.ids, answer.scores, strict=True))
             except IndexBackendError as exc:
                 # Milvus Lite cannot weigh BM25 terms before any row was ever written (its average
                 # document length is 0, "Invalid sparse row: NaN or Inf value"): nothing to find.
@@ -330,17 +336,18 @@ class MilvusIndex(MilvusReads):
         what: str,
         search_params: dict[str, Any] | None = None,
         output_fields: list[str] | None = None,
-    ) -> list[list[Any]]:
-        """Milvus's hits (dicts with id, distance and the ``output_fields``), one list per query in ``data``."""
-        expr = build_filter(flt, tags_as_array=self.backend.tags_as_array)
+    ) -> list[raw_search.Found]:
+        """Milvus's hits (ids, scores and the ``output_fields``), one ``Found`` per query in ``data``."""
+        expr = build_filter(flt, tags_as_array=self.backend.tags_as_array, namespace_keys=self.backend.namespace_keys)
         with self._gate.search():
-            res = self._healing(
+            return self._healing(
                 what,
-                lambda: self._client.search(
+                lambda: raw_search.search(
+                    self._client,
                     self._collection,
                     data=data,
                     anns_field=field,
-                    filter=expr,
+                    expr=expr,
                     limit=limit,
                     # Keys only (and Lite's float16 copies to score): the rest is read from Postgres.
                     output_fields=output_fields or [],
@@ -349,8 +356,6 @@ class MilvusIndex(MilvusReads):
                     timeout=self._search_timeout,
                 ),
             )
-        lists = [list(hits) for hits in res] if res else []
-        return lists + [[] for _ in range(len(data) - len(lists))]
 
 
 def _check_limit(limit: int) -> None:

@@ -8,7 +8,7 @@ import numpy as np
 
 from memhub.index import dense_codes, schema
 from memhub.index.backend import Backend
-from memhub.index.filters import tag_key_list, tag_keys
+from memhub.index.filters import namespace_key, tag_key_list, tag_keys
 from memhub.index.records import IndexedMemory
 
 
@@ -32,6 +32,7 @@ def to_row(mem: IndexedMemory, dimension: int, backend: Backend) -> dict[str, An
     return {
         schema.ID: mem.id,
         schema.NAMESPACE: mem.namespace,
+        **({schema.NAMESPACE_KEY: namespace_key(mem.namespace)} if backend.namespace_keys else {}),
         schema.KIND: mem.kind,
         schema.TYPE: mem.type,
         schema.CONTENT: _fit_bytes(mem.content, schema.MAX_VARCHAR_BYTES),

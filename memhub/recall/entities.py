@@ -19,6 +19,7 @@ keyword channel already makes them matchable words.
 
 from __future__ import annotations
 
+import functools
 import re
 
 MAX_ENTITIES = 32
@@ -60,6 +61,13 @@ def _labelled(text: str, end: int) -> bool:
 
 def extract(text: str) -> list[str]:
     """Entity keys found in ``text``, in order of first appearance, at most MAX_ENTITIES."""
+    return list(_extract(text))
+
+
+# Cached: judging relevance asks this of every hit's content in every search (the same hits recur), and the rules
+# cost a few regex passes per text.
+@functools.lru_cache(maxsize=8192)
+def _extract(text: str) -> tuple[str, ...]:
     found: dict[str, None] = {}
 
     def add(raw: str) -> None:
@@ -84,7 +92,7 @@ def extract(text: str) -> list[str]:
             add(" ".join(words))
         for w in words:  # each name of a run alone too: "Melanie Smith" also matches "Melanie"
             add(w)
-    return list(found)[:MAX_ENTITIES]
+    return tuple(found)[:MAX_ENTITIES]
 
 
 def keys_for(content: str, given: tuple[str, ...] | list[str] = ()) -> list[str]:

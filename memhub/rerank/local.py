@@ -61,6 +61,14 @@ def _terms(words: Sequence[str]) -> set[str]:
     return {_stem(w) for w in set(words) if w not in _STOP and len(w) > 1}
 
 
+@functools.lru_cache(maxsize=8192)
+def _content_view(content: str) -> tuple[frozenset[str], str]:
+    """A candidate's stemmed terms, and its words joined by single spaces with a space at each end (to find whole
+    names in). Cached: the same memories are candidates of search after search, and this was most of a rerank's time."""
+    words = _WORD.findall(content.lower())
+    return frozenset(_terms(words)), " " + " ".join(words) + " "
+
+
 class LocalReranker:
     name = "local"
 
@@ -78,11 +86,10 @@ class LocalReranker:
         best = max(c.fused_score for c in candidates) or 1.0
         out = []
         for c in candidates:
-            words = _WORD.findall(c.content.lower())
-            found = len(terms & _terms(words)) + sum(1 for p in pairs if p in c.content)
+            content_words, text = _content_view(c.content)
+            found = len(terms & content_words) + sum(1 for p in pairs if p in c.content)
             covered = found / asked if asked else 0.0
             # A name counts when the candidate's words contain it whole (multi-word names too) or the writer gave it.
-            text = " " + " ".join(words) + " "
             given = {entities.key(e) for e in c.entities}
             named = sum(1 for n in names if n in given or f" {n} " in text) / len(names) if names else 0.0
             out.append(c.fused_score / best + self.term_weight * covered + self.entity_weight * named)
