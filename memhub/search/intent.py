@@ -4,10 +4,8 @@
   tips for my kitchen?", "推荐一本书"). The turn that answers it states a preference and rarely shares the
   question's words, so the preference channel looks at preference memories first (memhub/search/preference.py).
 - ``aggregation``: a question that needs every relevant memory, not the best one ("How many plants did I buy?",
-  "in total", "across", "一共"), or a list of them ("Which cities has John been to?", "What books has Tim read?",
-  "What are Joanna's hobbies?", "... both ...", "哪些"). The search then looks deeper and spreads its hits over
-  sessions (memhub/search/diversity.py). A list question's items come from several conversations as a count's
-  do; the plural noun before an auxiliary is what tells it from "What book did Tim read?".
+  "in total", "across", "一共"). The search then looks deeper and spreads its hits over sessions
+  (memhub/search/diversity.py).
 """
 
 from __future__ import annotations
@@ -37,14 +35,6 @@ _AGGREGATE_EN = re.compile(
     r"count|number of|list (?:all|every)|sum of|so far|different \w+s\b)",
     re.IGNORECASE,
 )
-# "What/Which [up to two words] <plural noun> has/do/are ...", "What are [X's] <plural noun>", "both": a list asked for.
-# The plural must be a word of 3+ letters ending in s after the question word's phrase, then an auxiliary, so
-# "What does", "What is", "What was the name" do not match.
-_LIST_EN = re.compile(
-    r"\b(?:what|which) (?:\w+ ){0,2}\w{2,}s (?:has|have|had|do|does|did|are|were)\b|"
-    r"\bwhat (?:are|were) (?:the |some )?(?:\w+'s )?(?:\w+ )?\w{2,}s\b|\bboth\b",
-    re.IGNORECASE,
-)
 _AGGREGATE_ZH = re.compile(r"多少|几次|几个|几种|几本|几家|一共|总共|总计|所有|全部|哪些")
 
 
@@ -59,5 +49,5 @@ def of(text: str) -> Intent:
     return Intent(
         recommendation=bool(_RECOMMEND_EN.search(normal) or _RECOMMEND_ZH.search(normal))
         and not _ASKS_ABOUT_PAST_ADVICE.search(normal),
-        aggregation=bool(_AGGREGATE_EN.search(normal) or _LIST_EN.search(normal) or _AGGREGATE_ZH.search(normal)),
+        aggregation=bool(_AGGREGATE_EN.search(normal) or _AGGREGATE_ZH.search(normal)),
     )
