@@ -46,13 +46,16 @@ def main() -> None:
     rows = [json.loads(line) for line in args.details.read_text().splitlines() if line]
     texts = {q.id: q.text for q in load_lme()} if rows and "type" in rows[0] else {}
     by_mode: dict[str, dict] = defaultdict(dict)
+    seen: dict[tuple, int] = defaultdict(int)  # LoCoMo repeats a few questions word for word: keep every one
     for r in rows:
         if "type" in r:  # LongMemEval
             key, text, groups = r["q"], texts[r["q"]], ("all", r["type"])
         else:  # LoCoMo: headline categories only; halves by conversation
             if r["category"] not in _LOCOMO:
                 continue
-            key, text = (r["conv"], r["q"], tuple(r["gold"])), r["q"]
+            base_key = (r["mode"], r["conv"], r["q"], tuple(r["gold"]))
+            seen[base_key] += 1
+            key, text = (*base_key[1:], seen[base_key]), r["q"]
             groups = ("all", _LOCOMO[r["category"]], "1-5" if r["conv"] < 5 else "6-10")
         by_mode[r["mode"]][key] = (text, groups, r["gold"], r["ranked"])
     for mode in (args.base, args.other):
