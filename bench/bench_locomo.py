@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
+from typing import TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -94,6 +96,7 @@ def evaluate(
     modes: dict[str, dict],
     asked: range,
     categories: tuple[int, ...] = (1, 2, 3, 4, 5),
+    details: TextIO | None = None,
 ) -> dict[str, Result]:
     results = {mode: Result() for mode in modes}
     questions = [(i, c, q) for i, c in enumerate(conversations) if i in asked for q in c.questions if q.category in categories]
@@ -105,6 +108,13 @@ def evaluate(
             results[mode].latencies.append(time.perf_counter() - t0)
             ranked = [mapping[ns].get(h.memory.id, []) for h in hits]
             evidence = set(q.evidence)
+            if details is not None:
+                details.write(
+                    json.dumps(
+                        {"conv": i, "q": q.text, "category": q.category, "mode": mode, "gold": sorted(evidence), "ranked": ranked}
+                    )
+                    + "\n"
+                )
             for k in (5, 10):
                 found = {dia for dias in ranked[:k] for dia in dias}
                 results[mode].recall[(i, q.category, k)].append(len(evidence & found) / len(evidence))
@@ -154,6 +164,7 @@ def run(
     saved: Path | None,
     derive: bool,
     categories: tuple[int, ...] = (1, 2, 3, 4, 5),
+    details: TextIO | None = None,
 ) -> dict:
     with MemhubClient(hub.address, token=hub.token, timeout_s=120) as client:
         if saved is not None and saved.is_file():
@@ -170,7 +181,7 @@ def run(
             if marker is not None:
                 marker.touch()
         wait_until_indexed(client, progress=True)
-        return evaluate(client, conversations, mapping, modes, asked, categories)
+        return evaluate(client, conversations, mapping, modes, asked, categories, details)
 
 
 def main() -> None:
@@ -192,11 +203,14 @@ def main() -> None:
         action="store_true",
         help="add the preference memories the write gate derives to kept data written without them (once)",
     )
+    parser.add_argument("--details", type=Path, help="write each search's ranked evidence ids here (JSON lines)")
     args = parser.parse_args()
+    details = open(args.details, "w") if args.details else None  # noqa: SIM115 - open for the whole run
     conversations = load(args.data)[: args.conversations]
     modes = search_modes.choose(args.modes, parser.error)
     extra = dict(kv.split("=", 1) for kv in args.env)
     results: dict[str, Result] = {}
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
     for window in args.windows.split(","):
         before, _, after = window.partition(":")
         env = extra | {"MEMHUB_KEYWORD_CONTEXT_BEFORE": before, "MEMHUB_KEYWORD_CONTEXT_AFTER": after or "0"}
@@ -215,11 +229,15 @@ def main() -> None:
                 saved,
                 args.derive_preferences,
                 (1, 2, 3, 4) if args.headline_only else (1, 2, 3, 4, 5),
+                details,
             ).items():
                 results[f"window {before}:{after or 0}, {mode}"] = result
+    if details is not None:
+        details.close()
     if extra:
         print(f"hub settings: {' '.join(args.env)}")
     report(results, conversations)
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":
