@@ -76,7 +76,7 @@ def milvus_server(data: Path, timeout_s: float = 300.0) -> Iterator[MilvusServer
             for member in tree:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     member.terminate()
-            _, alive = psutil.wait_procs(tree, timeout=60)
+            _, alive = psutil.wait_procs(tree, timeout=10)  # it may ignore SIGTERM for a minute: a scratch server
             for member in alive:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     member.kill()

@@ -90,7 +90,7 @@ def _stop_tree(proc: subprocess.Popen[bytes]) -> None:
     for p in tree:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.terminate()
-    _, alive = psutil.wait_procs(tree, timeout=60)
+    _, alive = psutil.wait_procs(tree, timeout=10)  # it may ignore SIGTERM for a minute: a scratch server
     for p in alive:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
