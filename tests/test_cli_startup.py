@@ -30,11 +30,13 @@ except SystemExit as exc:
     code = exc.code
 with open(os.environ["MEMHUB_TEST_MODULES_OUT"], "w") as out:
     json.dump(sorted(sys.modules), out)
-# The imported modules Python had to compile from source: no bytecode beside them (run with -B, this process
-# wrote none, so what exists was written before: by scripts/setup.sh's memhub.cli.precompile).
+# The installed modules Python had to compile from source: no bytecode beside them (run with -B, this process
+# wrote none, so what exists was written before: by scripts/setup.sh's memhub.cli.precompile). memhub's own
+# modules are left out: in a checkout being edited they change after set-up compiled them.
 uncompiled = sorted(
     name for name, module in list(sys.modules.items())
     if str(getattr(module, "__file__", None) or "").endswith(".py")
+    and not str(module.__file__).startswith(os.environ["MEMHUB_TEST_CHECKOUT"])
     and getattr(module, "__cached__", None) and not os.path.exists(module.__cached__)
 )
 with open(os.environ["MEMHUB_TEST_MODULES_OUT"] + ".uncompiled", "w") as out:
@@ -72,6 +74,7 @@ def imported(tmp_path: Path, *argv: str, token: str = "") -> tuple[subprocess.Co
     out = tmp_path / f"modules-{len(list(tmp_path.iterdir()))}.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMHUB_", "OTEL_"))}
     env["MEMHUB_TEST_MODULES_OUT"] = str(out)
+    env["MEMHUB_TEST_CHECKOUT"] = str(REPO / "memhub") + os.sep  # memhub itself, not the .venv beside it
     if token:
         env["MEMHUB_TOKEN"] = token
     done = subprocess.run(
