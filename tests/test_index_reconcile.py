@@ -31,7 +31,7 @@ import pytest
 from conftest import client_of, create_scratch_database, drop_database, eventually, hub_config, serving
 
 from memhub.client import MemhubClient, memory_input
-from memhub.config import HubConfig, IndexerConfig, StoreConfig
+from memhub.config import HubConfig, StoreConfig
 from memhub.index import IndexedMemory
 from memhub.v1 import admin_pb2
 from memhub.v1 import memory_pb2 as pb
@@ -183,12 +183,14 @@ def test_rows_lost_at_a_restart_are_found_and_indexed_again(
         client = client_of(hub, address, "tester", ["testers"])
         written = {**before, **during}
         eventually(lambda: not unfound(client, setup.ns, written), "every acknowledged memory is searchable again", 120)
-        # It was the reconciliation at start that found them, and the log says so. Usually all 300 are lost;
-        # Lite may still fit a batch into free pages its file already holds (seen: 256 lost, the indexer's
-        # other batch of 44 kept), so the count is what the file lacked, at least one batch of the 300.
+        # Usually most of the 300 are lost and the reconciliation at start finds them, and the log says so. Lite
+        # may still fit rows into free pages its file already holds (seen: 256 lost; with layout 4's smaller rows,
+        # once, none), and then there is nothing to find: finding itself is covered deterministically by
+        # test_reconciliation_requeues_rows_lost_and_rows_left_behind. Here: nothing acknowledged is missing.
         last = hub.indexer.reconciler.last
-        assert last is not None and len(during) - IndexerConfig().batch_size <= last.missing <= len(during), last
-        assert any(f"lacked {last.missing} servable memories" in r.getMessage() for r in caplog.records)
+        assert last is not None and last.missing <= len(during), last
+        if last.missing:
+            assert any(f"lacked {last.missing} servable memories" in r.getMessage() for r in caplog.records)
         assert index_report(client).index_ok and client.healthy(service=MEMORY)
         client.close()
 
