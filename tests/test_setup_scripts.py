@@ -80,10 +80,15 @@ def test_setup_with_nothing_to_do_says_so_in_one_line(tmp_path: Path) -> None:
     cache = Path(os.environ.get("MEMHUB_MODEL_CACHE") or default_cache_dir())
     dynamic_int8(default_model_path(), MODEL_SHA256, cache)  # derived already, as after a first set-up
     root = checkout(tmp_path, venv=True)
-    done = run(root, "setup.sh", MEMHUB_MODEL_CACHE=str(cache))
+    # A module of the checkout changed by a pull (pyproject.toml unchanged): its bytecode is written, quietly,
+    # so that a shell with PYTHONDONTWRITEBYTECODE does not compile it at every start.
+    (root / "memhub").mkdir()
+    (root / "memhub" / "pulled.py").write_text("CHANGED = True\n")
+    done = run(root, "setup.sh", MEMHUB_MODEL_CACHE=str(cache), PYTHONDONTWRITEBYTECODE="1")
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert re.fullmatch(r"memhub setup: \.venv up to date \(\d+(\.\d)? s\)\n", done.stderr), done.stderr
+    assert list((root / "memhub" / "__pycache__").glob("pulled.*.pyc"))
 
 
 def fake_uv(tmp_path: Path) -> tuple[Path, Path]:
