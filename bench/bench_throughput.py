@@ -48,7 +48,7 @@ from loadgen import (  # noqa: E402
     timed_clients,
 )
 from locomo import DEFAULT_PATH, load  # noqa: E402
-from milvus_server import milvus_server  # noqa: E402
+from milvus_server import MilvusServerError, milvus_server  # noqa: E402
 
 from memhub.client import MemhubClient, memory_input  # noqa: E402
 
@@ -142,4 +142,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except MilvusServerError as exc:
+        raise SystemExit(f"bench_throughput: {exc}") from None

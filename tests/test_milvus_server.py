@@ -8,18 +8,13 @@ field, tag keys an ARRAY, and the keyword channel from Postgres full-text search
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import socket
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
 from conftest import TESTER, create_scratch_database, drop_database, hub_config
 from sqlalchemy import text
@@ -33,96 +28,21 @@ from memhub.index import IndexedMemory, IndexFilter, MilvusIndex, schema
 from memhub.index.errors import IndexBackendError
 from memhub.v1 import memory_pb2 as pb
 
-milvus_server = pytest.importorskip(
-    "milvus", reason="the PyPI milvus server ships for x86_64 Linux only (the dev extra installs it there)"
-)
+pytest.importorskip("milvus", reason="the PyPI milvus server ships for x86_64 Linux only (the dev extra installs it there)")
 
-START_TIMEOUT_S = 300.0
-ETCD_PEER_PORT = 2380
-# The package's console script, run by this interpreter (its launcher picks free ports for etcd and the coordinators).
-LAUNCH = "import sys; from milvus import main; sys.exit(main())"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# The one launcher, shared with the benchmarks.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from milvus_server import MilvusServerError, milvus_server  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def milvus_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Milvus 2.3.5 standalone server of its own (its other ports are picked free by the package)."""
-    _check_etcd_peer_port_free()
-    data = tmp_path_factory.mktemp("milvus-server")
-    port = _free_port()
-    log = (data / "server.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from milvus import main; sys.exit(main())",
-            "--data",
-            str(data),
-            "--proxy-port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: the launcher and the server it starts are stopped together
-    )
-    uri = f"http://127.0.0.1:{port}"
+    """A Milvus 2.3.5 standalone server of its own (its ports are picked free, but etcd's peer port)."""
     try:
-        _wait_until_serving(uri, proc, data / "server.log")
-        yield uri
-    finally:
-        _stop_tree(proc)
-        log.close()
-
-
-def _stop_tree(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the launcher and every process under it. The launcher starts `milvus run standalone` in a session of
-    its own, so a signal to the launcher's process group left the server running (and holding etcd's fixed port,
-    which failed the next run) after the tests."""
-    try:
-        tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        tree = []
-    for p in tree:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            p.terminate()
-    _, alive = psutil.wait_procs(tree, timeout=10)  # it may ignore SIGTERM for a minute: a scratch server
-    for p in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            p.kill()
-    psutil.wait_procs(alive, timeout=10)
-    proc.wait(timeout=10)
-
-
-def _check_etcd_peer_port_free() -> None:
-    with socket.socket() as s:
-        if s.connect_ex(("127.0.0.1", ETCD_PEER_PORT)) == 0:
-            pytest.fail(
-                f"port {ETCD_PEER_PORT} is taken: the PyPI Milvus server's embedded etcd always listens there, so only "
-                "one such server runs per machine; stop the other one (a benchmark's, or a leftover) and run again"
-            )
-
-
-def _wait_until_serving(uri: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    from pymilvus import MilvusClient
-
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"the Milvus server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            client = MilvusClient(uri, timeout=5)
-            client.get_server_version()
-            client.close()
-            return
-        except Exception:  # noqa: BLE001 - not up yet
-            if time.monotonic() > deadline:
-                pytest.fail(f"the Milvus server did not answer within {START_TIMEOUT_S:.0f} s:\n{log.read_text()[-3000:]}")
-            time.sleep(1)
+        with milvus_server(tmp_path_factory.mktemp("milvus-server")) as server:
+            yield server.uri
+    except MilvusServerError as exc:
+        pytest.fail(str(exc))
 
 
 def _row(i: int, vector: np.ndarray, tags: tuple[str, ...] = ()) -> IndexedMemory:
