@@ -7,6 +7,7 @@ Policies: policies/default.cedar + examples/fleet.cedar (root administers; token
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -193,6 +194,30 @@ def test_a_full_table_records_no_new_token_but_keeps_counting_known_ones(fleet: 
     assert written == 1 and full.get(new) is None
     record = full.get(known)
     assert record is not None and record.first_used_at == start and record.last_used_at == later
+
+
+def test_one_agents_stream_of_tokens_fills_its_share_not_the_table(fleet: Fleet, caplog: pytest.LogCaptureFixture) -> None:
+    """An issuer minting a token per call for one agent: past that agent's share its new ids are not recorded (its
+    known ones still count uses, and the log says why once), while another agent's new token still is."""
+    flood, other = f"flood-{uuid.uuid4().hex[:8]}", f"quiet-{uuid.uuid4().hex[:8]}"
+    expires = datetime.now(timezone.utc) + timedelta(hours=1)
+    at = datetime.now(timezone.utc)
+    records = TokenRecords(fleet.hub.engine, max_per_agent=5)
+    first = [Sighting(f"{flood}-{i}", flood, (), expires, at, at) for i in range(8)]
+    caplog.set_level(logging.WARNING, logger="memhub.auth.token_records")
+    assert records.record_uses(first) == 5  # its share, in the order seen
+    assert [records.get(s.token_id) is not None for s in first] == [True] * 5 + [False] * 3
+    later = at + timedelta(minutes=1)
+    more = [Sighting(f"{flood}-{i}", flood, (), expires, later, later) for i in (0, 8, 9)]
+    written = records.record_uses([*more, Sighting(f"{other}-0", other, (), expires, later, later)])
+    assert written == 2  # the flood's known id and the other agent's new one
+    assert records.get(f"{other}-0") is not None and records.get(f"{flood}-8") is None
+    known = records.get(f"{flood}-0")
+    assert known is not None and known.last_used_at == later
+    warned = [r.getMessage() for r in caplog.records if flood in r.getMessage()]
+    assert len(warned) == 1 and "its share" in warned[0]
+    with pytest.raises(ValueError, match="max_per_agent"):
+        TokenRecords(fleet.hub.engine, max_per_agent=0)
 
 
 def test_the_hub_records_uses_in_the_background(fleet: Fleet) -> None:

@@ -6,9 +6,11 @@ store keeps one row per token id: agent, groups, expiry, when the hub first knew
 for tokens issued through the hub who issued them and why. The token text itself is never stored: a row
 cannot be turned back into a credential.
 
-Bounded: rows go ``keep_expired`` after their token's expiry (a token past it is refused anyway), and at
-most ``max_rows`` are kept; past that new ids are not recorded (their uses still reach known rows' last
-use), so an issuer minting a token per call cannot grow the table without end.
+Bounded: rows go ``keep_expired`` after their token's expiry (a token past it is refused anyway), at most
+``max_rows`` are kept, and at most ``max_per_agent`` of one agent: past either bound new ids are not recorded
+(their uses still reach known rows' last use), so an issuer minting a token per call cannot grow the table
+without end, and one agent's stream of tokens cannot fill it and keep every other agent's new tokens out.
+Replicas flushing at the same moment may each add a batch: the bounds hold within one flush's rows.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, Interval, Row, bindparam, delete, func, select, tuple_
+from sqlalchemy import Connection, Engine, Interval, Row, bindparam, delete, func, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from memhub.db.schema import revoked_tokens, token_records
@@ -28,6 +30,9 @@ log = logging.getLogger(__name__)
 
 MAX_ROWS = 100_000
 """Token ids recorded at most; past it only known ids are updated."""
+MAX_PER_AGENT = 1_000
+"""Token ids of one agent recorded at most (its share of MAX_ROWS: a hundred agents fill it only together)."""
+_WARNED_AGENTS_MAX = 1_000  # agents whose full share was logged, remembered so it is logged once each
 KEEP_EXPIRED = timedelta(days=7)
 """How long a row stays after its token expired (the list shows recently expired tokens)."""
 MAX_PAGE = 1000
@@ -89,10 +94,21 @@ _COLUMNS = (
 
 
 class TokenRecords:
-    def __init__(self, engine: Engine, *, max_rows: int = MAX_ROWS, keep_expired: timedelta = KEEP_EXPIRED) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        max_rows: int = MAX_ROWS,
+        max_per_agent: int = MAX_PER_AGENT,
+        keep_expired: timedelta = KEEP_EXPIRED,
+    ) -> None:
+        if max_rows < 1 or max_per_agent < 1:
+            raise ValueError("max_rows and max_per_agent: must be at least 1")
         self._engine = engine
         self._max_rows = max_rows
+        self._max_per_agent = max_per_agent
         self._keep_expired = keep_expired
+        self._warned_agents: set[str] = set()
 
     def add_issued(
         self, token_id: str, agent_id: str, groups: Sequence[str], expires_at: datetime, issued_by: str, note: str
@@ -119,7 +135,8 @@ class TokenRecords:
 
     def record_uses(self, sightings: Sequence[Sighting]) -> int:
         """Upsert the uses of accepted tokens in one statement: first use kept, last use moved forward. New ids are
-        recorded only while fewer than ``max_rows`` rows exist. Returns the rows written."""
+        recorded only while fewer than ``max_rows`` rows exist and their agent holds fewer than ``max_per_agent``.
+        Returns the rows written."""
         if not sightings:
             return 0
         rows = [
@@ -134,12 +151,11 @@ class TokenRecords:
             for s in sightings
         ]
         with self._engine.begin() as conn:
-            held = conn.execute(
-                select(func.count()).select_from(select(_t.token_id).limit(self._max_rows).subquery())
-            ).scalar_one()
-            if held >= self._max_rows:  # full: only ids it already holds
-                known = set(conn.execute(select(_t.token_id).where(_t.token_id.in_([r["token_id"] for r in rows]))).scalars())
-                rows = [r for r in rows if r["token_id"] in known]
+            known = set(conn.execute(select(_t.token_id).where(_t.token_id.in_([r["token_id"] for r in rows]))).scalars())
+            new = [r for r in rows if r["token_id"] not in known]
+            if new:
+                admitted = {id(r) for r in self._admit(conn, new)}
+                rows = [r for r in rows if r["token_id"] in known or id(r) in admitted]
                 if not rows:
                     return 0
             stmt = pg_insert(token_records).values(rows)
@@ -152,6 +168,36 @@ class TokenRecords:
                 },
             )
             return len(conn.execute(stmt.returning(_t.token_id)).all())  # rowcount is -1 for a multi-row VALUES
+
+    def _admit(self, conn: Connection, new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows of ``new`` (ids not recorded yet) that the table's bound and their agents' shares leave room for."""
+        held = conn.execute(select(func.count()).select_from(select(_t.token_id).limit(self._max_rows).subquery())).scalar_one()
+        agents = sorted({r["agent_id"] for r in new})
+        # Counted up to the share only (an index range scan per agent, ix_token_records_agent).
+        capped = select(_t.agent_id).where(_t.agent_id == bindparam("agent")).limit(self._max_per_agent).subquery()
+        count_one = select(func.count()).select_from(capped)
+        per_agent = {agent: conn.execute(count_one, {"agent": agent}).scalar_one() for agent in agents}
+        admitted, refused = [], set()
+        for row in new:
+            agent = row["agent_id"]
+            if held >= self._max_rows:
+                break
+            if per_agent[agent] >= self._max_per_agent:
+                refused.add(agent)
+                continue
+            admitted.append(row)
+            held += 1
+            per_agent[agent] += 1
+        for agent in sorted(refused - self._warned_agents):
+            if len(self._warned_agents) < _WARNED_AGENTS_MAX:
+                self._warned_agents.add(agent)
+            log.warning(
+                "token records: agent %s holds %d token ids, its share: its new tokens are accepted but not listed "
+                "until some expire (an issuer minting a token per call?)",
+                agent,
+                self._max_per_agent,
+            )
+        return admitted
 
     def page(self, query: TokenQuery, limit: int, after: tuple[datetime, str] | None) -> list[TokenRecord]:
         """Up to ``limit`` records, most recently recorded first (keyset on recorded_at, token_id)."""

@@ -24,8 +24,8 @@ revoked_tokens = Table(
 
 # Tokens the hub knows by id (memhub/auth/token_records.py): issued through AdminService.IssueToken, or first
 # seen when the hub accepted them (signed by `memhub token issue` or an external issuer). The token text is
-# never stored. Rows go some days after the token's expiry; their number is bounded (new ids stop being
-# recorded past the bound, uses of known ones are still counted).
+# never stored. Rows go some days after the token's expiry; their number is bounded, in all and per agent (new
+# ids stop being recorded past a bound, uses of known ones are still counted).
 token_records = Table(
     "token_records",
     metadata,
@@ -43,6 +43,8 @@ token_records = Table(
     Column("last_used_at", DateTime(timezone=True)),
     Index("ix_token_records_recorded", "recorded_at", "token_id"),
     Index("ix_token_records_expires", "expires_at"),
+    # One agent's share is counted (memhub/auth/token_records.py) and its tokens listed, newest first.
+    Index("ix_token_records_agent", "agent_id", "recorded_at", "token_id"),
 )
 
 # Every access decision, allowed and denied.
