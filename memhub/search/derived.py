@@ -72,8 +72,8 @@ def leave_out_restatements(
         if dropped <= 0 or not rest:
             break
         batch, rest = rest[: max(dropped, 8)], rest[max(dropped, 8) :]
-        more = hydration.hydrate(conn, batch, asked.query, readable, len(batch))
-        fresh = {mid: r for mid, r in more.records.items() if not is_restatement(r)}
+        more = hydration.rows(conn, found, [f.id for f in batch], asked.query, readable)
+        fresh = {mid: r for mid, r in more.items() if not is_restatement(r)}
         kept |= fresh
         dropped -= len(fresh)
     return hydration.Hydrated([f for f in fused if f.id in kept], kept)
