@@ -14,6 +14,12 @@ a client shows that in its MCP log and as a server that failed to start.
    for up to `wait_s` (a hub started at the same moment gets time to come
    up): unreachable, or refused (wrong audience or issuer, bad signature,
    revoked), is reported in the hub's own words.
+
+Both run before the bridge answers its MCP client, so they load as little
+as they can: the claims are read with the standard library
+(token_claims.py), and the call goes over a raw channel with the generated
+stub alone (HubProbe), not through memhub's client and its OpenTelemetry
+instrumentation; the hub client adopts that channel afterwards.
 """
 
 from __future__ import annotations
@@ -21,12 +27,15 @@ from __future__ import annotations
 import logging
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
-import jwt
 
-from memhub.bridge.hub_client import BridgeHubClient, attempt_timeout
+from memhub.bridge.hub_options import attempt_timeout
+from memhub.bridge.token_claims import NotAJwt, unverified_claims
+
+if TYPE_CHECKING:
+    from memhub.client_stubs import MemoryStub
 
 log = logging.getLogger("memhub.bridge")
 
@@ -44,6 +53,30 @@ class StartupError(Exception):
     """The bridge cannot work as configured; the message says why and what to do."""
 
 
+class Probe(Protocol):
+    """What the check calls: HubProbe, or the bridge's own hub client (BridgeHubClient)."""
+
+    def get(self, memory_id: str) -> object: ...
+
+
+class HubProbe:
+    """GetMemory as the agent, on a raw channel (hub_options.open_channel) through the generated stub only."""
+
+    def __init__(self, channel: grpc.Channel, token: str, timeout_s: float = 30.0) -> None:
+        from memhub.v1 import memory_pb2, memory_pb2_grpc
+
+        self._request = memory_pb2.GetMemoryRequest
+        self._stub: MemoryStub = memory_pb2_grpc.MemoryServiceStub(channel)
+        self._metadata = (("authorization", f"Bearer {token}"),)
+        self._timeout = timeout_s
+
+    def get(self, memory_id: str) -> object:
+        timeout = attempt_timeout.get()
+        return self._stub.GetMemory(
+            self._request(id=memory_id), timeout=self._timeout if timeout is None else timeout, metadata=self._metadata
+        )
+
+
 def renew_hint(agent: str | None) -> str:
     name = agent or "NAME"
     return (
@@ -56,8 +89,8 @@ def check_token(token: str, source: str, now: datetime | None = None) -> dict[st
     """The token's claims, unverified; raises StartupError when the token cannot be valid at the hub."""
     now = now or datetime.now(timezone.utc)
     try:
-        claims = jwt.decode(token, options={"verify_signature": False})
-    except jwt.PyJWTError:
+        claims = unverified_claims(token)
+    except NotAJwt:
         raise StartupError(
             f"the agent's token ({source}) is not a JWT (three base64url parts separated by dots): the file must hold "
             "only what `memhub token issue` printed. " + renew_hint(None)
@@ -84,7 +117,7 @@ def check_token(token: str, source: str, now: datetime | None = None) -> dict[st
     return claims
 
 
-def check_hub(hub: BridgeHubClient, address: str, address_source: str, claims: dict[str, Any], wait_s: float) -> None:
+def check_hub(hub: Probe, address: str, address_source: str, claims: dict[str, Any], wait_s: float) -> None:
     """One authenticated call, retried while the hub is unreachable for up to `wait_s`; raises StartupError."""
     start = time.monotonic()
     deadline = start + wait_s
