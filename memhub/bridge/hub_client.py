@@ -21,8 +21,7 @@ import grpc
 from memhub.bridge.hub_options import HubTls as HubTls  # re-exported: defined there, for the settings
 from memhub.bridge.hub_options import attempt_timeout as attempt_timeout  # re-exported, as HubTls
 from memhub.bridge.hub_options import open_channel
-from memhub.client import MemhubClient, kind_value, traced_channel, type_value
-from memhub.client_stubs import admin_stub, change_feed_stub, health_stub, memory_stub, session_state_stub
+from memhub.client import MemhubClient, kind_value, type_value
 from memhub.v1 import memory_pb2 as pb
 
 _Request = TypeVar("_Request")
@@ -46,18 +45,11 @@ class BridgeHubClient(MemhubClient):
         super().__init__(address, token=token, timeout_s=timeout_s)
         self.tls = tls is not None
         if tls is not None or channel is not None:
-            # MemhubClient builds a plaintext channel (it connects lazily, so nothing was sent on it).
-            # Replace it, and every stub bound to it, by the given or a TLS channel wrapped the same way
-            # (traced_channel: client spans and W3C trace context in the metadata), so the hub's spans still
-            # join the trace, with the same options (message size, the keepalive the hub accepts).
+            # MemhubClient opened a plaintext channel (it connects lazily, so nothing was sent on it). Bind every
+            # stub to the given or a TLS channel instead, wrapped the same way (client spans and W3C trace context
+            # in the metadata, so the hub's spans still join the trace), with the same options.
             self._channel.close()
-            raw = channel if channel is not None else open_channel(address, tls)
-            self._channel = traced_channel(raw)
-            self._stub = memory_stub(self._channel)
-            self.admin = admin_stub(self._channel)
-            self._feed = change_feed_stub(raw)  # untraced, as in MemhubClient
-            self.sessions = session_state_stub(self._channel)
-            self._health = health_stub(self._channel)
+            self._bind(channel if channel is not None else open_channel(address, tls))
 
     def _call(self, method: grpc.UnaryUnaryMultiCallable[_Request, _Response], request: _Request) -> _Response:
         timeout = attempt_timeout.get()

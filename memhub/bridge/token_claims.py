@@ -19,8 +19,8 @@ import json
 import re
 from typing import Any
 
-# base64url without padding (RFC 7515 2), as JWS compact serialisation writes each part.
-_PART = re.compile(r"[A-Za-z0-9_-]*")
+# base64url (RFC 7515 2); JWS compact serialisation writes it without padding.
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 
 
 class NotAJwt(ValueError):
@@ -33,10 +33,8 @@ def unverified_claims(token: str) -> dict[str, Any]:
     if len(parts) != 3:
         raise NotAJwt(f"a JWT has 3 parts separated by dots, this text has {len(parts)}")
     header, payload, _signature = parts
-    # Stricter than PyJWT, which drops characters outside the alphabet before decoding: such a token
-    # cannot carry a signature the hub accepts, and saying so at start is the start-up check's purpose.
-    if not all(_PART.fullmatch(part) for part in parts):
-        raise NotAJwt("a part of the token is not base64url")
+    for part in parts:
+        _check_base64url(part)
     if not isinstance(_json_part(header, "header"), dict):
         raise NotAJwt("the token's header is not a JSON object")
     claims = _json_part(payload, "claims")
@@ -54,9 +52,19 @@ def agent_of(token: str) -> str | None:
     return sub if isinstance(sub, str) and sub else None
 
 
+def _check_base64url(part: str) -> None:
+    """The rules PyJWT (2.15) applies to each part: base64url characters only, and trailing "=" padding
+    accepted (some issuers write it, e.g. AWS ALB) when it makes the length a multiple of 4."""
+    stripped = part.rstrip("=")
+    padding = len(part) - len(stripped)
+    if padding > 2 or (padding and len(part) % 4) or len(stripped) % 4 == 1 or not _BASE64URL.fullmatch(stripped):
+        raise NotAJwt("a part of the token is not base64url")
+
+
 def _json_part(part: str, what: str) -> Any:  # noqa: ANN401 - any JSON value; the callers check its type
     try:
-        raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+        stripped = part.rstrip("=")
+        raw = base64.urlsafe_b64decode(stripped + "=" * (-len(stripped) % 4))
         return json.loads(raw)
     except (binascii.Error, ValueError) as exc:  # bad base64, bad UTF-8 and bad JSON are all ValueErrors
         raise NotAJwt(f"the token's {what} is not base64url-encoded JSON") from exc
