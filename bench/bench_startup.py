@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_startup.py                          # this checkout's .venv
     .venv/bin/python bench/bench_startup.py --venv /other/.venv      # another installation, same measurements
+    .venv/bin/python bench/bench_startup.py --only bridge            # only the bridge's figures (a hub is started)
 
 Each figure is the median of --runs (5) runs, wall time seen from outside, with the runs' CPU time (user +
 system of the process, which a quiet machine's wall time comes close to for a command that only computes):
@@ -9,7 +10,8 @@ system of the process, which a quiet machine's wall time comes close to for a co
 - `memhub --help`, `memhub --version`;
 - the client commands search, write, list and context, each with its call, against a hub this script starts;
 - `memhub bridge` over stdio, from its start to `initialize` answered, through the real MCP SDK client (and
-  `tools/list` after it: what the MCP Inspector CLI asks first);
+  `tools/list` after it: what the MCP Inspector CLI asks first; the bridge builds its tools while it answers
+  `initialize`, so this includes whatever of that build is left);
 - `memhub serve`, from its start to "listening" on a data directory used before, and on a new one; SIGTERM
   to exit;
 - a second `memhub serve` on a data directory in use: start to refusal.
@@ -146,13 +148,16 @@ class Bench:
 
     # -- with a running hub ------------------------------------------------------------
 
-    def with_hub_figures(self) -> None:
+    def with_hub_figures(self, only_bridge: bool = False) -> None:
         data_dir, port = self.root / "served", free_port()
         proc, _ = self.start_hub(data_dir, port)
         try:
             address = f"127.0.0.1:{port}"
             token = issue_token(load_secret(data_dir / "jwt-secret"), agent_id="bench", groups=[], ttl=timedelta(hours=2)).token
             env = self.env | {"MEMHUB_TOKEN": token, "MEMHUB_ADDRESS": address}
+            if only_bridge:
+                self.bridge_figures(address, token)
+                return
             self.command(
                 "write (with its call)", lambda i: ["write", "agents/bench/notes", f"Deploys freeze on Fridays, note {i}"], env
             )
@@ -200,6 +205,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", type=Path, default=REPO / ".venv", help="the installation to measure (default: .venv)")
     parser.add_argument("--runs", type=int, default=5, help="runs per figure; the median is printed (5)")
+    parser.add_argument("--only", choices=("all", "bridge"), default="all", help="all figures (default), or the bridge's")
     args = parser.parse_args()
     if not (args.venv / "bin" / "memhub").exists():
         parser.error(f"{args.venv}/bin/memhub does not exist")
@@ -209,11 +215,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="memhub-bench-startup-") as tmp:
         root = Path(tmp)
         bench = Bench(args.venv, args.runs, root)
-        bench.command("memhub --help", lambda i: ["--help"])
-        bench.command("memhub --version", lambda i: ["--version"])
-        bench.command("memhub bridge --help", lambda i: ["bridge", "--help"])
-        bench.with_hub_figures()
-        bench.serve_figures()
+        if args.only == "bridge":
+            bench.with_hub_figures(only_bridge=True)
+        else:
+            bench.command("memhub --help", lambda i: ["--help"])
+            bench.command("memhub --version", lambda i: ["--version"])
+            bench.command("memhub bridge --help", lambda i: ["bridge", "--help"])
+            bench.with_hub_figures()
+            bench.serve_figures()
     print(f"load average at end: {load()}")
     return 0
 
