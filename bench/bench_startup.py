@@ -70,6 +70,26 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def children_now() -> dict[int, float] | None:
+    """This process's running children and the CPU seconds (user + system) each has used so far, from /proc (None
+    without it). The bridge's CPU up to the moment it answered `initialize` is read this way: on a loaded machine its
+    wall time says more about the other processes than about the bridge, its CPU much less so."""
+    proc, me, found = Path("/proc"), os.getpid(), {}
+    if not proc.is_dir():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == me:  # fields from the state on: ppid is the 2nd, utime and stime the 12th and 13th
+            found[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -174,31 +194,39 @@ class Bench:
 
     def bridge_figures(self, address: str, token: str) -> None:
         initialize, listing = Figure("bridge (stdio): start to initialize answered"), Figure("bridge: then tools/list")
+        cpu_at_init = Figure("bridge: its CPU until initialize answered")
         for _ in range(self.runs):
             cpu = children_cpu()
             try:
-                to_init, to_list = asyncio.run(self._bridge_once(address, token))
+                to_init, to_list, used = asyncio.run(self._bridge_once(address, token))
             except Exception as exc:  # noqa: BLE001 - reported as the figure's failure
                 initialize.failed = f"{type(exc).__name__}: {exc}"
                 break
             initialize.cpus.append(children_cpu() - cpu)  # the bridge's whole run: start, both calls, exit
             initialize.walls.append(to_init)
             listing.walls.append(to_list)
+            if used is not None:
+                cpu_at_init.walls.append(used)
         self.add(initialize)
         if listing.walls:
             self.add(listing)
+        if cpu_at_init.walls:
+            self.add(cpu_at_init)
 
-    async def _bridge_once(self, address: str, token: str) -> tuple[float, float]:
+    async def _bridge_once(self, address: str, token: str) -> tuple[float, float, float | None]:
         params = StdioServerParameters(
             command=self.memhub, args=["bridge", "--hub", address], env=self.env | {"MEMHUB_TOKEN": token}
         )
+        before = children_now() or {}  # the hub
         with open(os.devnull, "w") as errlog:
             started = time.perf_counter()
             async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
                 initialized = time.perf_counter()
+                now = children_now()
+                used = None if now is None else sum(cpu for pid, cpu in now.items() if pid not in before)
                 await session.list_tools()
-                return initialized - started, time.perf_counter() - initialized
+                return initialized - started, time.perf_counter() - initialized, used
 
 
 def main() -> int:

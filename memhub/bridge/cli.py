@@ -229,19 +229,24 @@ def _serve(args: argparse.Namespace, collecting: bool) -> int:
         return 2
 
     # Before serving: a client that started this bridge should see a broken set-up as a server that
-    # failed to start, with the reason in its log, not as tool errors later in a conversation.
+    # failed to start, with the reason in its log, not as tool errors later in a conversation. The hub's
+    # answer is awaited only after the server is prepared: the call goes out first and travels while the
+    # MCP SDK loads (HubProbe.start), and a bridge that fails the check still exits before it serves.
     try:
         claims = check_token(settings.token, token_source(args))
-        check_hub(HubProbe(channel, settings.token), settings.hub_address, hub_address(args)[1], claims, args.startup_wait)
+        probe = HubProbe(channel, settings.token)
+        probe.start(args.startup_wait)
+        from memhub.bridge.server import prepare_bridge
+
+        prepared = prepare_bridge(settings)
+        check_hub(probe, settings.hub_address, hub_address(args)[1], claims, args.startup_wait, probe.started)
     except StartupError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         channel.close()
         _shutdown_tracing()
         return 1
 
-    from memhub.bridge.server import prepare_bridge
-
-    running = _Running(prepare_bridge(settings), channel, collecting)
+    running = _Running(prepared, channel, collecting)
 
     def stop(signum: int, frame: object) -> None:
         # Flush the spans still queued, then leave at once. Unwinding normally is not an option: under
