@@ -222,7 +222,7 @@ def _serve(args: argparse.Namespace, collecting: bool) -> int:
     prog = "memhub bridge" if getattr(args, "command", None) == "bridge" else "memhub-bridge"
     try:
         settings = settings_from_args(args)
-        _setup_tracing(TelemetryConfig.from_env(None, "memhub-bridge"))
+        tracing = _setup_tracing(TelemetryConfig.from_env(None, "memhub-bridge"))
         channel = open_channel(settings.hub_address, settings.hub_tls)  # ValueError: an unreadable CA file
     except (SettingsError, ConfigError, HubError, ValueError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
@@ -234,7 +234,7 @@ def _serve(args: argparse.Namespace, collecting: bool) -> int:
     # MCP SDK loads (HubProbe.start), and a bridge that fails the check still exits before it serves.
     try:
         claims = check_token(settings.token, token_source(args))
-        probe = HubProbe(channel, settings.token)
+        probe = HubProbe(_traced(channel) if tracing else channel, settings.token)
         probe.start(args.startup_wait)
         from memhub.bridge.server import prepare_bridge
 
@@ -315,13 +315,23 @@ class _Running:
             self.channel.close()
 
 
-def _setup_tracing(config: TelemetryConfig) -> None:
-    """Tracing as configured; with none configured, the OpenTelemetry SDK is not even imported (the API's
-    no-op spans need nothing): the bridge's start-up is what an MCP client waits for."""
-    if config.exporter != "none":
-        from memhub.telemetry import setup_tracing
+def _setup_tracing(config: TelemetryConfig) -> bool:
+    """Tracing as configured, and whether it is on; with none configured, the OpenTelemetry SDK is not even
+    imported (the API's no-op spans need nothing): the bridge's start-up is what an MCP client waits for."""
+    if config.exporter == "none":
+        return False
+    from memhub.telemetry import setup_tracing
 
-        setup_tracing(config)
+    setup_tracing(config)
+    return True
+
+
+def _traced(channel: grpc.Channel) -> grpc.Channel:
+    """`channel` with client spans, for the start-up check when tracing is on (its call is a trace of its own, as
+    it was when the check went through the hub client); with tracing off the instrumentation stays unloaded."""
+    from memhub.client_channel import traced_channel
+
+    return traced_channel(channel)
 
 
 def _shutdown_tracing() -> None:
