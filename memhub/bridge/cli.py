@@ -226,6 +226,7 @@ def _serve(args: argparse.Namespace, collecting: bool) -> int:
         channel = open_channel(settings.hub_address, settings.hub_tls)  # ValueError: an unreadable CA file
     except (SettingsError, ConfigError, HubError, ValueError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
+        _shutdown_tracing()  # set up when only the channel failed
         return 2
 
     # Before serving: a client that started this bridge should see a broken set-up as a server that
