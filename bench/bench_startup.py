@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_startup.py                          # this checkout's .venv
     .venv/bin/python bench/bench_startup.py --venv /other/.venv      # another installation, same measurements
+    .venv/bin/python bench/bench_startup.py --only bridge            # only the bridge's figures (a hub is started)
 
 Each figure is the median of --runs (5) runs, wall time seen from outside, with the runs' CPU time (user +
 system of the process, which a quiet machine's wall time comes close to for a command that only computes):
@@ -9,7 +10,8 @@ system of the process, which a quiet machine's wall time comes close to for a co
 - `memhub --help`, `memhub --version`;
 - the client commands search, write, list and context, each with its call, against a hub this script starts;
 - `memhub bridge` over stdio, from its start to `initialize` answered, through the real MCP SDK client (and
-  `tools/list` after it: what the MCP Inspector CLI asks first);
+  `tools/list` after it: what the MCP Inspector CLI asks first; the bridge builds its tools while it answers
+  `initialize`, so this includes whatever of that build is left);
 - `memhub serve`, from its start to "listening" on a data directory used before, and on a new one; SIGTERM
   to exit;
 - a second `memhub serve` on a data directory in use: start to refusal.
@@ -66,6 +68,26 @@ def load() -> str:
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def children_now() -> dict[int, float] | None:
+    """This process's running children and the CPU seconds (user + system) each has used so far, from /proc (None
+    without it). The bridge's CPU up to the moment it answered `initialize` is read this way: on a loaded machine its
+    wall time says more about the other processes than about the bridge, its CPU much less so."""
+    proc, me, found = Path("/proc"), os.getpid(), {}
+    if not proc.is_dir():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == me:  # fields from the state on: ppid is the 2nd, utime and stime the 12th and 13th
+            found[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return found
 
 
 def free_port() -> int:
@@ -146,13 +168,16 @@ class Bench:
 
     # -- with a running hub ------------------------------------------------------------
 
-    def with_hub_figures(self) -> None:
+    def with_hub_figures(self, only_bridge: bool = False) -> None:
         data_dir, port = self.root / "served", free_port()
         proc, _ = self.start_hub(data_dir, port)
         try:
             address = f"127.0.0.1:{port}"
             token = issue_token(load_secret(data_dir / "jwt-secret"), agent_id="bench", groups=[], ttl=timedelta(hours=2)).token
             env = self.env | {"MEMHUB_TOKEN": token, "MEMHUB_ADDRESS": address}
+            if only_bridge:
+                self.bridge_figures(address, token)
+                return
             self.command(
                 "write (with its call)", lambda i: ["write", "agents/bench/notes", f"Deploys freeze on Fridays, note {i}"], env
             )
@@ -169,37 +194,46 @@ class Bench:
 
     def bridge_figures(self, address: str, token: str) -> None:
         initialize, listing = Figure("bridge (stdio): start to initialize answered"), Figure("bridge: then tools/list")
+        cpu_at_init = Figure("bridge: its CPU until initialize answered")
         for _ in range(self.runs):
             cpu = children_cpu()
             try:
-                to_init, to_list = asyncio.run(self._bridge_once(address, token))
+                to_init, to_list, used = asyncio.run(self._bridge_once(address, token))
             except Exception as exc:  # noqa: BLE001 - reported as the figure's failure
                 initialize.failed = f"{type(exc).__name__}: {exc}"
                 break
             initialize.cpus.append(children_cpu() - cpu)  # the bridge's whole run: start, both calls, exit
             initialize.walls.append(to_init)
             listing.walls.append(to_list)
+            if used is not None:
+                cpu_at_init.walls.append(used)
         self.add(initialize)
         if listing.walls:
             self.add(listing)
+        if cpu_at_init.walls:
+            self.add(cpu_at_init)
 
-    async def _bridge_once(self, address: str, token: str) -> tuple[float, float]:
+    async def _bridge_once(self, address: str, token: str) -> tuple[float, float, float | None]:
         params = StdioServerParameters(
             command=self.memhub, args=["bridge", "--hub", address], env=self.env | {"MEMHUB_TOKEN": token}
         )
+        before = children_now() or {}  # the hub
         with open(os.devnull, "w") as errlog:
             started = time.perf_counter()
             async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
                 initialized = time.perf_counter()
+                now = children_now()
+                used = None if now is None else sum(cpu for pid, cpu in now.items() if pid not in before)
                 await session.list_tools()
-                return initialized - started, time.perf_counter() - initialized
+                return initialized - started, time.perf_counter() - initialized, used
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", type=Path, default=REPO / ".venv", help="the installation to measure (default: .venv)")
     parser.add_argument("--runs", type=int, default=5, help="runs per figure; the median is printed (5)")
+    parser.add_argument("--only", choices=("all", "bridge"), default="all", help="all figures (default), or the bridge's")
     args = parser.parse_args()
     if not (args.venv / "bin" / "memhub").exists():
         parser.error(f"{args.venv}/bin/memhub does not exist")
@@ -209,11 +243,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="memhub-bench-startup-") as tmp:
         root = Path(tmp)
         bench = Bench(args.venv, args.runs, root)
-        bench.command("memhub --help", lambda i: ["--help"])
-        bench.command("memhub --version", lambda i: ["--version"])
-        bench.command("memhub bridge --help", lambda i: ["bridge", "--help"])
-        bench.with_hub_figures()
-        bench.serve_figures()
+        if args.only == "bridge":
+            bench.with_hub_figures(only_bridge=True)
+        else:
+            bench.command("memhub --help", lambda i: ["--help"])
+            bench.command("memhub --version", lambda i: ["--version"])
+            bench.command("memhub bridge --help", lambda i: ["bridge", "--help"])
+            bench.with_hub_figures()
+            bench.serve_figures()
     print(f"load average at end: {load()}")
     return 0
 

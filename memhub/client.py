@@ -79,7 +79,13 @@ class MemhubClient:
 
     def __init__(self, address: str = DEFAULT_ADDRESS, *, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.address = address
-        raw = grpc.insecure_channel(address, options=channel_options())
+        self._bind(grpc.insecure_channel(address, options=channel_options()))
+        self.metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
+        self._timeout = timeout_s
+        self._owns_channel = True
+
+    def _bind(self, raw: grpc.Channel) -> None:
+        """Make every stub use `raw`, traced; a subclass binds another channel this way (the MCP bridge's TLS one)."""
         self._channel = traced_channel(raw)
         self._stub = memory_stub(self._channel)
         self.admin = admin_stub(self._channel)
@@ -89,9 +95,6 @@ class MemhubClient:
         self.sessions = session_state_stub(self._channel)
         self._health = health_stub(self._channel)
         self._stubs: dict[str, Any] = {rpcs.MEMORY_SERVICE: self._stub, rpcs.SESSION_STATE_SERVICE: self.sessions}
-        self.metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
-        self._timeout = timeout_s
-        self._owns_channel = True
 
     def with_token(self, token: str) -> MemhubClient:
         """This client acting with another token, on the same channel (a web console's per-session view).

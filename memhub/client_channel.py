@@ -21,7 +21,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.instrumentation.grpc import client_interceptor
 from opentelemetry.instrumentation.grpc.grpcext import StreamClientInterceptor, UnaryClientInterceptor, intercept_channel
 
-from memhub import grpc_keepalive
+from memhub.client_channel_options import channel_options as channel_options  # re-exported, as before
 
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/",)
 
@@ -91,14 +91,3 @@ def traced_channel(channel: grpc.Channel) -> grpc.Channel:
     """
     traced: grpc.Channel = intercept_channel(channel, client_interceptor(filter_=_traced), _ExplicitTraceparent())
     return traced
-
-
-def channel_options() -> list[tuple[str, int]]:
-    """Options for every channel to a hub, plaintext or TLS."""
-    return [
-        # The hub keeps list and search replies under 4 MiB (gRPC's default receive limit), but a write's
-        # reply echoes its memories and a batch of 100 long ones can pass that: accept what the hub may send.
-        ("grpc.max_receive_message_length", 16 * 2**20),
-        # Pings the hub accepts (it is started with the same contract), so it never answers too_many_pings.
-        *grpc_keepalive.DEFAULT.client_options(),
-    ]

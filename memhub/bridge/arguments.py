@@ -32,7 +32,6 @@ from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
 from memhub.bridge.published_schemas import input_schema, output_schema
-from memhub.bridge.tool_support import PATTERN_RULES
 
 # More than this many problems in one call are summarised: a model fixes the first ones and calls again.
 MAX_LISTED = 8
@@ -153,6 +152,9 @@ def _what(err: Mapping[str, Any], node: Mapping[str, Any]) -> str:
         count = len(value) if isinstance(value, list | tuple | dict) else "too many"
         return f"has {count} items; use {_range(node, 'minItems', 'maxItems', ' items')}"
     if kind == "string_pattern_mismatch":
+        # Imported here: the server is built (and answers `initialize`) before the tools and their bounds load.
+        from memhub.bridge.tool_support import PATTERN_RULES
+
         rule = PATTERN_RULES.get(node.get("pattern", "")) or f"the pattern {node.get('pattern', '')}"
         return f"is {_show(value)}, which breaks the rule: {rule}"
     if kind in ("literal_error", "enum"):

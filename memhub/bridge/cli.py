@@ -7,6 +7,8 @@ This module imports only the standard library at the top so that `memhub
 from __future__ import annotations
 
 import argparse
+import gc
+import logging
 import os
 import signal
 import sys
@@ -17,10 +19,15 @@ from typing import TYPE_CHECKING
 from memhub.cli.arguments import Refused, refuse_token_option
 
 if TYPE_CHECKING:  # only for annotations: importing them costs the SDK and gRPC (see the module docstring)
+    import grpc
+
     from memhub.bridge.config import BridgeSettings
+    from memhub.bridge.server import Bridge, PreparedBridge
     from memhub.telemetry_config import TelemetryConfig
 
 DEFAULT_HUB = "127.0.0.1:50051"
+
+log = logging.getLogger("memhub.bridge")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -136,8 +143,7 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
         origins_from_env,
         read_secret,
     )
-    from memhub.bridge.hub_calls import RetryPolicy
-    from memhub.bridge.hub_client import HubTls
+    from memhub.bridge.hub_options import HubTls, RetryPolicy
     from memhub.bridge.narrowing import load_narrowing, select_tools
 
     if not args.startup_wait >= 0:  # NaN fails too
@@ -171,13 +177,43 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.env
 
 def run(args: argparse.Namespace) -> int:
     """Start the bridge and serve until the client goes away (stdio) or SIGTERM/SIGINT arrives."""
+    # The start makes a few hundred thousand objects that live as long as the process (the SDK's ~590 pydantic
+    # models, the tools', gRPC's), and the cyclic collector, run every few hundred allocations, traversed them
+    # again and again while they were made: ~10% of the start's CPU. It is off until the bridge is built; then
+    # they are moved out of its way for good (gc.freeze) and it collects what tool calls leave, as usual.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _serve(args, collecting)
+    finally:
+        if collecting:
+            _collect_from_now_on()
+
+
+def _collect_from_now_on() -> None:
+    """The bridge is built: what exists now lives as long as the process; collect cycles from here on."""
+    gc.freeze()
+    gc.enable()
+
+
+def _serve(args: argparse.Namespace, collecting: bool) -> int:
+    """`run`, with the cyclic garbage collector off; `collecting`: turn it on once the bridge is built.
+
+    What an MCP client waits for at start is the answer to `initialize`, so before it the bridge does only
+    what that answer or the start-up check needs: the settings, the token's claims, one call to the hub on a
+    raw channel, and the server with its name, instructions and capabilities. The hub client, the tools and
+    the resources are built after that (`PreparedBridge.finish`): under stdio in a thread while the
+    handshake is answered (requests that need them wait for them: start_gate.py), under HTTP before it
+    listens. Tracing, when configured, is set up first, so a trace file that cannot be written still stops
+    the start and the handshake is traced; when it is off nothing of the OpenTelemetry SDK loads.
+    """
     import anyio
 
     from memhub import logs
     from memhub.bridge.config import SettingsError
+    from memhub.bridge.hub_options import open_channel
     from memhub.bridge.narrowing import ConfigError
-    from memhub.bridge.server import build_bridge
-    from memhub.bridge.startup import StartupError, check_hub, check_token
+    from memhub.bridge.startup import HubProbe, StartupError, check_hub, check_token
     from memhub.errors import HubError
     from memhub.telemetry_config import TelemetryConfig
 
@@ -186,27 +222,32 @@ def run(args: argparse.Namespace) -> int:
     prog = "memhub bridge" if getattr(args, "command", None) == "bridge" else "memhub-bridge"
     try:
         settings = settings_from_args(args)
-        _setup_tracing(TelemetryConfig.from_env(None, "memhub-bridge"))
+        tracing = _setup_tracing(TelemetryConfig.from_env(None, "memhub-bridge"))
+        channel = open_channel(settings.hub_address, settings.hub_tls)  # ValueError: an unreadable CA file
     except (SettingsError, ConfigError, HubError, ValueError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
+        _shutdown_tracing()  # set up when only the channel failed
         return 2
 
     # Before serving: a client that started this bridge should see a broken set-up as a server that
-    # failed to start, with the reason in its log, not as tool errors later in a conversation.
+    # failed to start, with the reason in its log, not as tool errors later in a conversation. The hub's
+    # answer is awaited only after the server is prepared: the call goes out first and travels while the
+    # MCP SDK loads (HubProbe.start), and a bridge that fails the check still exits before it serves.
     try:
         claims = check_token(settings.token, token_source(args))
+        probe = HubProbe(_traced(channel) if tracing else channel, settings.token)
+        probe.start(args.startup_wait)
+        from memhub.bridge.server import prepare_bridge
+
+        prepared = prepare_bridge(settings)
+        check_hub(probe, settings.hub_address, hub_address(args)[1], claims, args.startup_wait, probe.started)
     except StartupError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
+        channel.close()
         _shutdown_tracing()
         return 1
-    bridge = build_bridge(settings)
-    try:
-        check_hub(bridge.hub, settings.hub_address, hub_address(args)[1], claims, args.startup_wait)
-    except StartupError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        bridge.close()
-        _shutdown_tracing()
-        return 1
+
+    running = _Running(prepared, channel, collecting)
 
     def stop(signum: int, frame: object) -> None:
         # Flush the spans still queued, then leave at once. Unwinding normally is not an option: under
@@ -214,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
         # so an exception here would hang the exit. Under HTTP uvicorn catches the signal first, shuts
         # down gracefully, and then re-raises it, which lands here.
         try:
-            bridge.close()
+            running.close()
             _shutdown_tracing()
         finally:
             os._exit(0)
@@ -223,12 +264,15 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, stop)
     try:
         if settings.transport == "stdio":
-            anyio.run(_run_stdio, bridge.server, stop)
+            anyio.run(_run_stdio, running, stop)
         else:
             from memhub.bridge.http_app import bind, build_http_app, serve_http, url_of
 
+            running.finish()
+            if collecting:
+                _collect_from_now_on()
             app = build_http_app(
-                bridge.server,
+                running.prepared.server,
                 bearer_token=settings.http_token or "",
                 allowed_origins=settings.allowed_origins,
                 host=settings.host,
@@ -245,18 +289,50 @@ def run(args: argparse.Namespace) -> int:
             )
             anyio.run(serve_http, app, sock)
     finally:
-        bridge.close()
+        running.close()
         _shutdown_tracing()
     return 0
 
 
-def _setup_tracing(config: TelemetryConfig) -> None:
-    """Tracing as configured; with none configured, the OpenTelemetry SDK is not even imported (the API's
-    no-op spans need nothing): the bridge's start-up is what an MCP client waits for."""
-    if config.exporter != "none":
-        from memhub.telemetry import setup_tracing
+class _Running:
+    """The bridge being served: prepared, then finished (`finish`, from whichever thread builds it)."""
 
-        setup_tracing(config)
+    def __init__(self, prepared: PreparedBridge, channel: grpc.Channel, collecting: bool) -> None:
+        self.prepared = prepared
+        self.channel = channel
+        self.collecting = collecting
+        """Whether the garbage collector is to run once the bridge is built (it was on when `run` began)."""
+        self.bridge: Bridge | None = None
+
+    def finish(self) -> None:
+        """Build the rest of the bridge on the checked channel, then let requests through the start gate."""
+        self.bridge = self.prepared.finish(self.channel)
+        self.prepared.gate.open()
+
+    def close(self) -> None:
+        if self.bridge is not None:
+            self.bridge.close()
+        else:  # stopped before it was built: only the start-up check's channel is open
+            self.channel.close()
+
+
+def _setup_tracing(config: TelemetryConfig) -> bool:
+    """Tracing as configured, and whether it is on; with none configured, the OpenTelemetry SDK is not even
+    imported (the API's no-op spans need nothing): the bridge's start-up is what an MCP client waits for."""
+    if config.exporter == "none":
+        return False
+    from memhub.telemetry import setup_tracing
+
+    setup_tracing(config)
+    return True
+
+
+def _traced(channel: grpc.Channel) -> grpc.Channel:
+    """`channel` with client spans, for the start-up check when tracing is on (its call is a trace of its own, as
+    it was when the check went through the hub client); with tracing off the instrumentation stays unloaded."""
+    from memhub.client_channel import traced_channel
+
+    return traced_channel(channel)
 
 
 def _shutdown_tracing() -> None:
@@ -266,21 +342,46 @@ def _shutdown_tracing() -> None:
         shutdown_tracing()
 
 
-async def _run_stdio(server: object, stop: Callable[[int, object], None]) -> None:
-    """The stdio server, with SIGTERM and SIGINT taken through the event loop.
+async def _run_stdio(running: _Running, stop: Callable[[int, object], None]) -> None:
+    """The stdio server, finishing the bridge in a thread meanwhile, with SIGTERM and SIGINT taken through the
+    event loop.
+
+    The thread builds what the handshake does not need (see `run`); requests that need it wait at the start
+    gate. The server's loop keeps answering while the thread runs: both share the interpreter, so the build
+    slows the handshake's few milliseconds of work, and the handshake does not wait for the build.
 
     A signal may be delivered to any thread (the SDK's stdin reader, gRPC's); Python runs a handler set with
     signal.signal only when the main thread next executes bytecode, and an event loop idle in epoll never
     would. anyio's receiver installs the loop's own handler, whose wake-up pipe the signal writes to from
     whichever thread took it, so the loop wakes at once and calls ``stop``."""
     import anyio
+    import anyio.to_thread
+
+    built = anyio.Event()
+    gate = running.prepared.gate
+    collecting = running.collecting
 
     async def on_signal() -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 stop(signum, None)
 
+    async def finish() -> None:
+        try:
+            running.bridge = await anyio.to_thread.run_sync(running.prepared.finish, running.channel)
+        except Exception as exc:  # noqa: BLE001 - reported on stderr and to every request that needed the bridge
+            log.exception("the bridge failed to finish building")
+            gate.fail(f"{type(exc).__name__}: {exc}")
+        else:
+            gate.open()
+        if collecting:
+            _collect_from_now_on()
+        built.set()
+
     async with anyio.create_task_group() as group:
         group.start_soon(on_signal)
-        await server.run_stdio_async()  # type: ignore[attr-defined]
+        group.start_soon(finish)
+        await running.prepared.server.run_stdio_async()
+        # A client that left at once still leaves a bridge that was built (and said so: "bridge ready").
+        await built.wait()
         group.cancel_scope.cancel()

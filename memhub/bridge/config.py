@@ -16,11 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import jwt
-
-from memhub.bridge.hub_calls import RetryPolicy
-from memhub.bridge.hub_client import HubTls
+from memhub.bridge.hub_options import HubTls, RetryPolicy
 from memhub.bridge.narrowing import Narrowing
+from memhub.bridge.token_claims import agent_of
 from memhub.core.namespaces import validate_namespace
 from memhub.errors import InvalidArgument
 
@@ -98,11 +96,7 @@ class BridgeSettings:
 
         The hub verifies the token on every call; nothing here grants anything on the strength of this value.
         """
-        try:
-            sub = jwt.decode(self.token, options={"verify_signature": False}).get("sub")
-        except jwt.PyJWTError:
-            return None
-        return sub if isinstance(sub, str) and sub else None
+        return agent_of(self.token)
 
     @property
     def default_namespace(self) -> str | None:

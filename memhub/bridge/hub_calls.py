@@ -24,14 +24,14 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 import grpc
 from mcp.server.mcpserver.exceptions import ToolError
 from opentelemetry import trace
 
-from memhub.bridge.hub_client import attempt_timeout
+from memhub.bridge.hub_options import RetryPolicy as RetryPolicy  # re-exported: defined there, for the settings
+from memhub.bridge.hub_options import attempt_timeout
 from memhub.client import VersionConflict, version_conflict
 
 log = logging.getLogger("memhub.bridge.hub")
@@ -60,20 +60,6 @@ _HINTS: dict[grpc.StatusCode, str] = {
     "The agent's token is missing, expired or revoked; a human operator must issue a new one "
     "(memhub token issue) and restart the bridge. Retrying will not help.",
 }
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long the bridge keeps trying to reach the hub for one tool call."""
-
-    deadline_s: float = 10.0
-    """Overall time budget per tool call, all attempts and waits included."""
-
-    initial_backoff_s: float = 0.1
-    """Wait after the first failed attempt; doubles after each further one."""
-
-    max_backoff_s: float = 2.0
-    """Upper bound of one wait."""
 
 
 class HubCaller:

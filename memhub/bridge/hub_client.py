@@ -13,61 +13,43 @@
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 import grpc
 
-from memhub.client import MemhubClient, channel_options, kind_value, traced_channel, type_value
-from memhub.client_stubs import admin_stub, change_feed_stub, health_stub, memory_stub, session_state_stub
+from memhub.bridge.hub_options import HubTls as HubTls  # re-exported: defined there, for the settings
+from memhub.bridge.hub_options import attempt_timeout as attempt_timeout  # re-exported, as HubTls
+from memhub.bridge.hub_options import open_channel
+from memhub.client import MemhubClient, kind_value, type_value
 from memhub.v1 import memory_pb2 as pb
 
 _Request = TypeVar("_Request")
 _Response = TypeVar("_Response")
 
-# Seconds the current attempt may take; unset outside hub_calls.HubCaller (then the client's own timeout applies).
-attempt_timeout: contextvars.ContextVar[float | None] = contextvars.ContextVar("memhub_bridge_attempt_timeout", default=None)
-
-
-@dataclass(frozen=True)
-class HubTls:
-    """TLS to the hub."""
-
-    ca_file: Path | None = None
-    """PEM bundle of the CA(s) that signed the hub's certificate; None trusts the system's roots."""
-
-    def credentials(self) -> grpc.ChannelCredentials:
-        root = None
-        if self.ca_file is not None:
-            try:
-                root = Path(self.ca_file).read_bytes()
-            except OSError as exc:
-                raise ValueError(f"cannot read the hub CA file {self.ca_file}: {exc.strerror}") from None
-        return grpc.ssl_channel_credentials(root_certificates=root)
-
 
 class BridgeHubClient(MemhubClient):
     """MemhubClient acting as one agent, over plaintext or TLS, with per-attempt deadlines."""
 
-    def __init__(self, address: str, *, token: str, tls: HubTls | None = None, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        address: str,
+        *,
+        token: str,
+        tls: HubTls | None = None,
+        timeout_s: float = 30.0,
+        channel: grpc.Channel | None = None,
+    ) -> None:
+        """`channel`: a raw channel to `address` to adopt (hub_options.open_channel, which the start-up check
+        already connected), instead of opening one; it must match `tls`."""
         super().__init__(address, token=token, timeout_s=timeout_s)
         self.tls = tls is not None
-        if tls is not None:
-            # MemhubClient builds a plaintext channel (it connects lazily, so nothing was sent on it).
-            # Replace it, and every stub bound to it, by a TLS channel wrapped the same way (traced_channel:
-            # client spans and W3C trace context in the metadata), so the hub's spans still join the trace,
-            # with the same options (message size, the keepalive the hub accepts).
+        if tls is not None or channel is not None:
+            # MemhubClient opened a plaintext channel (it connects lazily, so nothing was sent on it). Bind every
+            # stub to the given or a TLS channel instead, wrapped the same way (client spans and W3C trace context
+            # in the metadata, so the hub's spans still join the trace), with the same options.
             self._channel.close()
-            raw = grpc.secure_channel(address, tls.credentials(), options=channel_options())
-            self._channel = traced_channel(raw)
-            self._stub = memory_stub(self._channel)
-            self.admin = admin_stub(self._channel)
-            self._feed = change_feed_stub(raw)  # untraced, as in MemhubClient
-            self.sessions = session_state_stub(self._channel)
-            self._health = health_stub(self._channel)
+            self._bind(channel if channel is not None else open_channel(address, tls))
 
     def _call(self, method: grpc.UnaryUnaryMultiCallable[_Request, _Response], request: _Request) -> _Response:
         timeout = attempt_timeout.get()

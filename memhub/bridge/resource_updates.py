@@ -13,6 +13,10 @@ more than a resources/read would.
 The stream runs in a thread (the hub client is blocking); its events are handed to the MCP server's
 event loop. A subscription is acknowledged only once that stream is open, so a write made right after
 the acknowledgement is always heard.
+
+The bus exists before the hub client does: the MCP server is built with it and, under stdio, answers
+`initialize` while the rest of the bridge is still being built (cli.py), so the hub client is attached
+afterwards (`attach`); no request reaches the bus before that (start_gate.py).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from mcp.server.context import ServerRequestContext
@@ -39,10 +43,12 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 
-from memhub.bridge.hub_client import BridgeHubClient
 from memhub.bridge.narrowing import Narrowing
-from memhub.bridge.resources import MEMORY_PREFIX, NAMESPACE_PREFIX, memory_uri, namespace_uri
-from memhub.client_feed import FeedFollower
+from memhub.bridge.resource_uris import MEMORY_PREFIX, NAMESPACE_PREFIX, memory_uri, namespace_uri
+
+if TYPE_CHECKING:  # both load memhub's gRPC client, which the bus needs only once a client subscribes
+    from memhub.bridge.hub_client import BridgeHubClient
+    from memhub.client_feed import FeedFollower
 
 log = logging.getLogger("memhub.bridge.resources")
 
@@ -63,7 +69,8 @@ def affected_uris(namespace: str, memory_id: str, narrowing: Narrowing) -> list[
 class ResourceUpdates(InMemorySubscriptionBus):
     """The bridge MCPServer's subscription bus, fed by the hub's change feed; also serves resources/subscribe."""
 
-    def __init__(self, hub: BridgeHubClient, narrowing: Narrowing) -> None:
+    def __init__(self, hub: BridgeHubClient | None, narrowing: Narrowing) -> None:
+        """`hub`: None while the bridge is being built; `attach` gives it before any request arrives."""
         super().__init__()
         self._hub = hub
         self._narrowing = narrowing
@@ -78,6 +85,10 @@ class ResourceUpdates(InMemorySubscriptionBus):
         """Why the hub refused the stream for good ("" while it runs or has not started)."""
         self.cursor = ""
         """The feed cursor of the last change announced."""
+
+    def attach(self, hub: BridgeHubClient) -> None:
+        """The hub client the change-feed stream runs on, once the bridge has built it."""
+        self._hub = hub
 
     # -- who listens ----------------------------------------------------------------------------
 
@@ -132,6 +143,10 @@ class ResourceUpdates(InMemorySubscriptionBus):
         with self._lock:
             if self._thread is not None:
                 return
+            if self._hub is None:
+                raise RuntimeError("ResourceUpdates has no hub client yet: attach() it before serving requests")
+            from memhub.client_feed import FeedFollower
+
             self._loop = asyncio.get_running_loop()
             self._open = asyncio.Event()
             self._follower = FeedFollower(self._hub, self._narrowing.namespaces, on_retry=self._retrying)

@@ -20,6 +20,11 @@ from memhub.bridge.hub_calls import HubCaller, hub_error
 from memhub.bridge.hub_client import BridgeHubClient
 from memhub.bridge.narrowing import Narrowing, OutsideNarrowing
 from memhub.bridge.operations import missing_memory_details
+from memhub.bridge.resource_uris import MEMORY_PREFIX as MEMORY_PREFIX  # re-exported: the URIs are defined there
+from memhub.bridge.resource_uris import NAMESPACE_PREFIX as NAMESPACE_PREFIX
+from memhub.bridge.resource_uris import SCHEME as SCHEME
+from memhub.bridge.resource_uris import memory_uri as memory_uri
+from memhub.bridge.resource_uris import namespace_uri as namespace_uri
 from memhub.bridge.results import count_of, memory_block, memory_record
 from memhub.core.validation import memory_id
 from memhub.errors import InvalidArgument
@@ -28,9 +33,6 @@ from memhub.v1 import memory_pb2 as pb
 
 _Reply = TypeVar("_Reply")
 
-SCHEME = "memhub"
-NAMESPACE_PREFIX = f"{SCHEME}://ns/"
-MEMORY_PREFIX = f"{SCHEME}://memory/"
 RECENT = 20
 """Memories a namespace resource shows, newest first (a resource is read whole; search is for the rest)."""
 
@@ -40,14 +42,6 @@ NAMESPACE_DESCRIPTION = (
     "by this agent or a teammate."
 )
 MEMORY_DESCRIPTION = "One memory by id, as it is now (a forgotten one is its tombstone). Subscribe to hear when it changes."
-
-
-def namespace_uri(namespace: str) -> str:
-    return NAMESPACE_PREFIX + namespace
-
-
-def memory_uri(memory_id_: str) -> str:
-    return MEMORY_PREFIX + memory_id_
 
 
 class ResourceReader:

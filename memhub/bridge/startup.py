@@ -14,6 +14,12 @@ a client shows that in its MCP log and as a server that failed to start.
    for up to `wait_s` (a hub started at the same moment gets time to come
    up): unreachable, or refused (wrong audience or issuer, bad signature,
    revoked), is reported in the hub's own words.
+
+Both run before the bridge answers its MCP client, so they load as little
+as they can: the claims are read with the standard library
+(token_claims.py), and the call goes over a raw channel with the generated
+stub alone (HubProbe), not through memhub's client and its OpenTelemetry
+instrumentation; the hub client adopts that channel afterwards.
 """
 
 from __future__ import annotations
@@ -21,12 +27,15 @@ from __future__ import annotations
 import logging
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
-import jwt
 
-from memhub.bridge.hub_client import BridgeHubClient, attempt_timeout
+from memhub.bridge.hub_options import attempt_timeout
+from memhub.bridge.token_claims import NotAJwt, unverified_claims
+
+if TYPE_CHECKING:
+    from memhub.client_stubs import MemoryStub
 
 log = logging.getLogger("memhub.bridge")
 
@@ -44,6 +53,52 @@ class StartupError(Exception):
     """The bridge cannot work as configured; the message says why and what to do."""
 
 
+class Probe(Protocol):
+    """What the check calls: HubProbe, or the bridge's own hub client (BridgeHubClient)."""
+
+    def get(self, memory_id: str) -> object: ...
+
+
+class HubProbe:
+    """GetMemory as the agent, on a raw channel (hub_options.open_channel) through the generated stub only.
+
+    `start` sends the first attempt at once and returns: gRPC's own threads connect and wait for the answer
+    (on the other core, with the hub on its own) while this thread goes on loading the MCP SDK; the first
+    `get` then takes that answer. Later attempts (check_hub's retries) are plain blocking calls."""
+
+    def __init__(self, channel: grpc.Channel, token: str, timeout_s: float = 30.0) -> None:
+        from memhub.v1 import memory_pb2, memory_pb2_grpc
+
+        self._request = memory_pb2.GetMemoryRequest
+        self._stub: MemoryStub = memory_pb2_grpc.MemoryServiceStub(channel)
+        self._metadata = (("authorization", f"Bearer {token}"),)
+        self._timeout = timeout_s
+        self._pending: grpc.Future[memory_pb2.Memory] | None = None
+        self.started: float | None = None
+        """time.monotonic() when `start` sent the first attempt."""
+
+    def start(self, wait_s: float) -> None:
+        """Send the first attempt (of the probe's id), with the timeout check_hub gives a first attempt."""
+        self.started = time.monotonic()
+        self._pending = self._stub.GetMemory.future(
+            self._request(id=PROBE_ID), timeout=first_attempt_s(wait_s), metadata=self._metadata
+        )
+
+    def get(self, memory_id: str) -> object:
+        if self._pending is not None and memory_id == PROBE_ID:
+            pending, self._pending = self._pending, None
+            return pending.result()  # raises the call's grpc.RpcError, as a blocking call would
+        timeout = attempt_timeout.get()
+        return self._stub.GetMemory(
+            self._request(id=memory_id), timeout=self._timeout if timeout is None else timeout, metadata=self._metadata
+        )
+
+
+def first_attempt_s(wait_s: float) -> float:
+    """The time one attempt of the check may take with `wait_s` left: at least 0.5 s, at most 5 s."""
+    return min(max(wait_s, 0.5), 5.0)
+
+
 def renew_hint(agent: str | None) -> str:
     name = agent or "NAME"
     return (
@@ -56,8 +111,8 @@ def check_token(token: str, source: str, now: datetime | None = None) -> dict[st
     """The token's claims, unverified; raises StartupError when the token cannot be valid at the hub."""
     now = now or datetime.now(timezone.utc)
     try:
-        claims = jwt.decode(token, options={"verify_signature": False})
-    except jwt.PyJWTError:
+        claims = unverified_claims(token)
+    except NotAJwt:
         raise StartupError(
             f"the agent's token ({source}) is not a JWT (three base64url parts separated by dots): the file must hold "
             "only what `memhub token issue` printed. " + renew_hint(None)
@@ -84,14 +139,18 @@ def check_token(token: str, source: str, now: datetime | None = None) -> dict[st
     return claims
 
 
-def check_hub(hub: BridgeHubClient, address: str, address_source: str, claims: dict[str, Any], wait_s: float) -> None:
-    """One authenticated call, retried while the hub is unreachable for up to `wait_s`; raises StartupError."""
-    start = time.monotonic()
+def check_hub(
+    hub: Probe, address: str, address_source: str, claims: dict[str, Any], wait_s: float, started: float | None = None
+) -> None:
+    """One authenticated call, retried while the hub is unreachable for up to `wait_s`; raises StartupError.
+
+    `started`: time.monotonic() when the first attempt was sent ahead (HubProbe.start); the wait counts from then."""
+    start = time.monotonic() if started is None else started
     deadline = start + wait_s
     pause, attempts, warned = 0.2, 0, False
     while True:
         attempts += 1
-        token = attempt_timeout.set(min(max(deadline - time.monotonic(), 0.5), 5.0))
+        token = attempt_timeout.set(first_attempt_s(deadline - time.monotonic()))
         try:
             hub.get(PROBE_ID)
             return

@@ -25,6 +25,9 @@ MODULES = (
     "memhub.api.server",
     "memhub.telemetry",
     "memhub.bridge.server",
+    # The bridge imports these only once it has answered `initialize` (PreparedBridge.finish), not with server.py.
+    "memhub.bridge.tools",
+    "memhub.bridge.resources",
     "memhub.bridge.http_app",
     "memhub.console.server",
     "onnxruntime",
