@@ -225,6 +225,12 @@ def main() -> None:
     )
     parser.add_argument("--no-bm25", action="store_true", help="skip the rank-bm25 row")
     parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="search without waiting for the whole index (only when the questions asked are known to be indexed, e.g. "
+        "no outbox rows of their namespaces: the kept data of a larger set still being indexed)",
+    )
+    parser.add_argument(
         "--derive-preferences",
         action="store_true",
         help="add the preference memories the write gate derives to kept data written without them (once)",
@@ -266,7 +272,8 @@ def main() -> None:
             print(f"derived preference memories written: {derived_preferences.add(client, turns, 'lme')}", file=sys.stderr)
             if marker is not None:
                 marker.touch()
-        wait_until_indexed(client, progress=True)
+        if not args.no_wait:
+            wait_until_indexed(client, progress=True)
         print(f"ingest until searchable: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         with (
             open(args.details, "w") if args.details else open(os.devnull, "w") as details,

@@ -168,8 +168,7 @@ def _share_with_neighbours(cands: list[dict], objs: Sequence[Candidate], scores:
 def _sessions(row: dict, lme: dict[str, list[int]]) -> Callable[[Any], str]:
     """A unit's session: LoCoMo's dia id says it ("D3:5": session 3); LongMemEval's turn index, from the data."""
     if "type" in row:
-        turns = lme[row["id"]]
-        return lambda i: str(turns[i])
+        return lambda i: str(lme[row["id"]][i])
     return lambda dia: dia.split(":")[0]
 
 

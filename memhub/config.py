@@ -322,6 +322,7 @@ class HubConfig:
             entity_weight=env_float(env, "MEMHUB_RERANK_ENTITY_WEIGHT", RerankConfig.entity_weight, 0.0, 10.0),
             best_channel_weight=env_float(env, "MEMHUB_RERANK_BEST_CHANNEL_WEIGHT", RerankConfig.best_channel_weight, 0.0, 10.0),
             rare_terms=env_flag(env, "MEMHUB_RERANK_RARE_TERMS", RerankConfig.rare_terms),
+            length_free=env_int(env, "MEMHUB_RERANK_LENGTH_FREE", RerankConfig.length_free, 0, 10_000),
         )
         try:
             rerank.validate()

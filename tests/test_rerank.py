@@ -178,8 +178,9 @@ def test_local_reranker_weighs_a_short_statement_fairly_against_a_long_turn_with
     long_turn = "assistant: " + " ".join(["Tomato plants from a garden centre need care."] + ["Water them well and often."] * 60)
     long_turn += " Buy a good stake for each plant."
     candidates = [Candidate("short", "user: I bought three tomato plants yesterday.", 0.032), Candidate("long", long_turn, 0.030)]
-    assert LocalReranker().scores(question, candidates)[1] > LocalReranker().scores(question, candidates)[0]
-    fair = LocalReranker(length_free=60).scores(question, candidates)
+    plain = LocalReranker(length_free=0, rare_terms=False).scores(question, candidates)
+    assert plain[1] > plain[0]
+    fair = LocalReranker(rare_terms=False).scores(question, candidates)  # the default discount
     assert fair[0] > fair[1]
 
 
@@ -188,9 +189,9 @@ def test_local_reranker_with_best_channel_lifts_a_hit_one_list_ranks_first() -> 
     first = Candidate("first", "Caroline went to the pottery class on Friday.", 1 / 61, best_channel=1 / 61)
     middling = Candidate("middling", "Caroline talked about classes.", 2 / 85, best_channel=1 / 85)
     question = "When did Caroline go to the pottery class?"
-    plain = LocalReranker(term_weight=0.0, entity_weight=0.0).scores(question, [first, middling])
+    plain = LocalReranker(term_weight=0.0, entity_weight=0.0, best_channel_weight=0.0).scores(question, [first, middling])
     assert plain[1] > plain[0]  # fused order alone: both lists' middle places win
-    lifted = LocalReranker(term_weight=0.0, entity_weight=0.0, best_channel_weight=2.0).scores(question, [first, middling])
+    lifted = LocalReranker(term_weight=0.0, entity_weight=0.0).scores(question, [first, middling])  # the default weight
     assert lifted[0] > lifted[1]
 
 
@@ -223,3 +224,18 @@ class _Content:
 
     def __init__(self, content: str) -> None:
         self.content, self.entities = content, ()
+
+
+def test_local_reranker_weighs_query_words_by_their_rarity_among_the_candidates() -> None:
+    # "Caroline" and "painting" are in two of the three candidates, "lake" in one: the turn with the rare word wins
+    # over the one with the two common ones (counted alike, two words of three beat one).
+    candidates = [
+        Candidate("x", "Caroline loves painting.", 0.03),
+        Candidate("z", "Caroline showed her painting class.", 0.03),
+        Candidate("y", "We went to the lake.", 0.03),
+    ]
+    question = "What did Caroline paint at the lake?"
+    alike = LocalReranker(entity_weight=0.0, rare_terms=False).scores(question, candidates)
+    assert alike[0] > alike[2]
+    rare = LocalReranker(entity_weight=0.0).scores(question, candidates)  # rarity is the default
+    assert rare[2] > rare[0]

@@ -5,11 +5,22 @@ weighs is how many of the query's *distinct* content words a candidate
 contains (BM25 rewards repeats of one rare word as much as two different
 ones) and whether it names the query's entities exactly. The score is
 
-    fused_score / best_fused + term_weight * covered_terms + entity_weight * covered_entities
+    base / best_base + term_weight * covered_terms * length_factor + entity_weight * covered_entities
 
-with the coverages in [0, 1]. Weights are chosen on LoCoMo conversations
-1-5 only (bench/bench_locomo.py); the held-out conversations 6-10 show
-whether they carry over.
+with the coverages in [0, 1] and, each issue 25 found on a benchmark's failing questions:
+
+- ``base`` = fused score + best_channel_weight * the best single dense or keyword share ``1 / (k + rank)``:
+  with reciprocal rank fusion a hit one list ranks first and the other low or not at all scored half of a
+  middling hit of both, and the rerank kept that order;
+- ``covered_terms`` weighs each query word by its rarity among the candidates (``rare_terms``): a word every
+  candidate holds (the name of the person a conversation is about) tells none of them apart;
+- ``length_factor`` = ``sqrt(length_free / words)`` above ``length_free`` words (1 below): a long turn holds
+  many of the question's words by chance (an assistant's long answer on the topic), and took the places of the
+  short turn that states the fact in passing.
+
+Weights are chosen on LoCoMo conversations 1-5 only (bench/bench_locomo.py, screened with
+bench/rerank_screen.py), checked on conversations 6-10 and on LongMemEval (bench/bench_longmemeval.py), whose
+turns are much longer (median 79 words against LoCoMo's 29): docs/benchmarks.md has the table.
 
 Chinese has no spaces: the word pattern would take a whole run of characters
 ("小雨对花生过敏") as one word that no query repeats, so for the Chinese part of
@@ -101,9 +112,9 @@ class LocalReranker:
         self,
         term_weight: float = 0.5,
         entity_weight: float = 0.25,
-        length_free: int = 0,
-        best_channel_weight: float = 0.0,
-        rare_terms: bool = False,
+        length_free: int = 60,
+        best_channel_weight: float = 2.0,
+        rare_terms: bool = True,
     ) -> None:
         self.term_weight = term_weight
         self.entity_weight = entity_weight
