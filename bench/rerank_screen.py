@@ -36,6 +36,12 @@ _LME_TYPES = ("knowledge-update", "multi-session", "single-session-assistant", "
 _LME_TYPES += ("single-session-user", "temporal-reasoning")
 
 
+def _local(**settings: Any) -> LocalReranker:  # noqa: ANN401 - LocalReranker's keyword arguments
+    """A local reranker as it was before issue 25's fourth round (no best channel, rarity or length discount), with
+    ``settings`` changed: each variant names everything it turns on."""
+    return LocalReranker(**({"length_free": 0, "best_channel_weight": 0.0, "rare_terms": False} | settings))
+
+
 def _words(content: str) -> int:
     return max(1, _content_view(content)[2])
 
@@ -50,8 +56,8 @@ class LengthFair(LocalReranker):
         self.free, self.power = free, power
 
     def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
-        plain = LocalReranker(self.term_weight, 0.0).scores(query, candidates)
-        named = LocalReranker(0.0, self.entity_weight).scores(query, candidates)
+        plain = _local(term_weight=self.term_weight, entity_weight=0.0).scores(query, candidates)
+        named = _local(term_weight=0.0, entity_weight=self.entity_weight).scores(query, candidates)
         best = max(c.fused_score for c in candidates) or 1.0
         out = []
         for c, p, n in zip(candidates, plain, named, strict=True):
@@ -71,7 +77,7 @@ class Idf(LocalReranker):
 
     def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
         terms = content_terms(query)
-        named = LocalReranker(0.0, self.entity_weight, best_channel_weight=self.best).scores(query, candidates)
+        named = _local(term_weight=0.0, entity_weight=self.entity_weight, best_channel_weight=self.best).scores(query, candidates)
         bases = [c.fused_score + self.best * c.best_channel for c in candidates]
         best = max(bases) or 1.0
         views = [_content_view(c.content)[0] for c in candidates]
@@ -88,7 +94,11 @@ class Idf(LocalReranker):
 
 
 def variants() -> dict[str, Scorer | None]:
-    out: dict[str, Scorer | None] = {"no rerank": None, "local (hub)": LocalReranker().scores}
+    out: dict[str, Scorer | None] = {
+        "no rerank": None,
+        "local (hub)": LocalReranker().scores,
+        "local before round 4": _local().scores,
+    }
     for free in (20, 40, 60, 100):
         for power in (0.5, 1.0):
             out[f"length-fair {free} ^{power}"] = LengthFair(free, power).scores
@@ -98,15 +108,15 @@ def variants() -> dict[str, Scorer | None]:
     for weight in (1.0, 2.0):
         out[f"idf + best channel {weight}"] = Idf(best_channel=weight).scores
     for weight in (0.0, 1.0, 1.5, 2.0, 3.0):
-        out[f"rare terms + best {weight}"] = LocalReranker(best_channel_weight=weight, rare_terms=True).scores
+        out[f"rare terms + best {weight}"] = _local(best_channel_weight=weight, rare_terms=True).scores
         for free in (60, 100):
-            out[f"rare terms + best {weight} + free {free}"] = LocalReranker(
+            out[f"rare terms + best {weight} + free {free}"] = _local(
                 length_free=free, best_channel_weight=weight, rare_terms=True
             ).scores
     for weight in (0.5, 1.0, 2.0, 4.0):
-        out[f"best channel {weight}"] = LocalReranker(best_channel_weight=weight).scores
+        out[f"best channel {weight}"] = _local(best_channel_weight=weight).scores
         for free in (40, 60, 100):
-            out[f"best channel {weight} + free {free}"] = LocalReranker(length_free=free, best_channel_weight=weight).scores
+            out[f"best channel {weight} + free {free}"] = _local(length_free=free, best_channel_weight=weight).scores
     return out
 
 

@@ -180,7 +180,7 @@ def test_local_reranker_weighs_a_short_statement_fairly_against_a_long_turn_with
     candidates = [Candidate("short", "user: I bought three tomato plants yesterday.", 0.032), Candidate("long", long_turn, 0.030)]
     plain = LocalReranker(length_free=0, rare_terms=False).scores(question, candidates)
     assert plain[1] > plain[0]
-    fair = LocalReranker(rare_terms=False).scores(question, candidates)  # the default discount
+    fair = LocalReranker(length_free=60, rare_terms=False).scores(question, candidates)
     assert fair[0] > fair[1]
 
 
@@ -191,7 +191,7 @@ def test_local_reranker_with_best_channel_lifts_a_hit_one_list_ranks_first() -> 
     question = "When did Caroline go to the pottery class?"
     plain = LocalReranker(term_weight=0.0, entity_weight=0.0, best_channel_weight=0.0).scores(question, [first, middling])
     assert plain[1] > plain[0]  # fused order alone: both lists' middle places win
-    lifted = LocalReranker(term_weight=0.0, entity_weight=0.0).scores(question, [first, middling])  # the default weight
+    lifted = LocalReranker(term_weight=0.0, entity_weight=0.0, best_channel_weight=2.0).scores(question, [first, middling])
     assert lifted[0] > lifted[1]
 
 
@@ -237,5 +237,5 @@ def test_local_reranker_weighs_query_words_by_their_rarity_among_the_candidates(
     question = "What did Caroline paint at the lake?"
     alike = LocalReranker(entity_weight=0.0, rare_terms=False).scores(question, candidates)
     assert alike[0] > alike[2]
-    rare = LocalReranker(entity_weight=0.0).scores(question, candidates)  # rarity is the default
+    rare = LocalReranker(entity_weight=0.0, rare_terms=True).scores(question, candidates)
     assert rare[2] > rare[0]
