@@ -5,9 +5,11 @@
 Each variant reorders every question's unreranked top 30 (what the hub's rerank would see, written by
 ``bench_locomo.py --candidates`` and ``bench_longmemeval.py --candidates``) and the table gives recall@5/@10
 as the benches count it: LoCoMo categories 1-4 on conversations 1-5 (where a setting is chosen), 6-10
-(reported) and multi-hop; LongMemEval overall and per type. The two first rows, "no rerank" and "local (hub)",
-are the hub's orders: compare them with the benches' own rows to see how closely the screen follows the hub.
-It screens; the figures that decide a default come from the benches run against the hub with the change.
+(reported) and multi-hop; LongMemEval overall and per type. The first rows are the hub's orders: "no rerank",
+"local (hub)" (its defaults) and "local before round 4" (the rerank before issue 25's fourth round); compare them
+with the benches' own rows to see how closely the screen follows the hub. "length-fair" and "idf" are the
+prototypes of the hub's ``length_free`` (at power 0.5) and ``rare_terms``. It screens; the figures that decide a
+default come from the benches run against the hub with the change.
 """
 
 from __future__ import annotations
@@ -221,7 +223,7 @@ def main() -> None:
     columns = ["LoCoMo 1-5", "LoCoMo 6-10", "LoCoMo multi-hop", "LME all"] + [f"LME {t}" for t in _LME_TYPES]
     short = [c.replace("single-session-", "ss-").replace("LME ", "").replace("LoCoMo ", "") for c in columns]
     print("recall@5/@10; LoCoMo categories 1-4; LME = LongMemEval questions given")
-    print("variant".ljust(30) + "".join(s[:13].rjust(14) for s in short))
+    print("variant".ljust(40) + "".join(s[:13].rjust(14) for s in short))
     for name in wanted:
         sums: dict[tuple[str, int], list[float]] = defaultdict(list)
         for r in rows:
@@ -233,7 +235,7 @@ def main() -> None:
         for c in columns:
             a, b = sums.get((c, 5)), sums.get((c, 10))
             cells.append(f"{100 * sum(a) / len(a):5.1f}/{100 * sum(b) / len(b):5.1f}" if a and b else "-")
-        print(name[:29].ljust(30) + "".join(x.rjust(14) for x in cells))
+        print(name[:39].ljust(40) + "".join(x.rjust(14) for x in cells))
 
 
 if __name__ == "__main__":
