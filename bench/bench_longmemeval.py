@@ -244,6 +244,8 @@ def main() -> None:
     questions = load(args.data)
     if args.questions:
         questions = questions[: args.questions]
+    if args.per_type < 0:
+        parser.error(f"--per-type must be 0 (all) or more; got {args.per_type}")
     if args.per_type:
         questions = _per_type(questions, args.per_type)
     modes = search_modes.choose(args.modes, parser.error)
