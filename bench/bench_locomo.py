@@ -33,6 +33,7 @@ from typing import TextIO
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import derived_preferences  # noqa: E402
+import rerank_candidates  # noqa: E402
 import search_modes  # noqa: E402
 from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
 from locomo import CATEGORIES, DEFAULT_PATH, Conversation, load  # noqa: E402
@@ -97,6 +98,7 @@ def evaluate(
     asked: range,
     categories: tuple[int, ...] = (1, 2, 3, 4, 5),
     details: TextIO | None = None,
+    candidates: TextIO | None = None,
 ) -> dict[str, Result]:
     results = {mode: Result() for mode in modes}
     questions = [(i, c, q) for i, c in enumerate(conversations) if i in asked for q in c.questions if q.category in categories]
@@ -118,6 +120,9 @@ def evaluate(
             for k in (5, 10):
                 found = {dia for dias in ranked[:k] for dia in dias}
                 results[mode].recall[(i, q.category, k)].append(len(evidence & found) / len(evidence))
+        if candidates is not None:
+            key = {"conv": i, "category": q.category, "gold": list(q.evidence)}
+            rerank_candidates.write(candidates, client, q.text, ns, mapping[ns], key)
     return results
 
 
@@ -165,6 +170,7 @@ def run(
     derive: bool,
     categories: tuple[int, ...] = (1, 2, 3, 4, 5),
     details: TextIO | None = None,
+    candidates: TextIO | None = None,
 ) -> dict:
     with MemhubClient(hub.address, token=hub.token, timeout_s=120) as client:
         if saved is not None and saved.is_file():
@@ -181,7 +187,7 @@ def run(
             if marker is not None:
                 marker.touch()
         wait_until_indexed(client, progress=True)
-        return evaluate(client, conversations, mapping, modes, asked, categories, details)
+        return evaluate(client, conversations, mapping, modes, asked, categories, details, candidates)
 
 
 def main() -> None:
@@ -204,8 +210,12 @@ def main() -> None:
         help="add the preference memories the write gate derives to kept data written without them (once)",
     )
     parser.add_argument("--details", type=Path, help="write each search's ranked evidence ids here (JSON lines)")
+    parser.add_argument(
+        "--candidates", type=Path, help="write each question's unreranked top 30 here, for bench/rerank_screen.py (JSON lines)"
+    )
     args = parser.parse_args()
     details = open(args.details, "w") if args.details else None  # noqa: SIM115 - open for the whole run
+    candidates = open(args.candidates, "w") if args.candidates else None  # noqa: SIM115 - open for the whole run
     conversations = load(args.data)[: args.conversations]
     modes = search_modes.choose(args.modes, parser.error)
     extra = dict(kv.split("=", 1) for kv in args.env)
@@ -230,10 +240,12 @@ def main() -> None:
                 args.derive_preferences,
                 (1, 2, 3, 4) if args.headline_only else (1, 2, 3, 4, 5),
                 details,
+                candidates,
             ).items():
                 results[f"window {before}:{after or 0}, {mode}"] = result
-    if details is not None:
-        details.close()
+    for f in (details, candidates):
+        if f is not None:
+            f.close()
     if extra:
         print(f"hub settings: {' '.join(args.env)}")
     report(results, conversations)

@@ -1,7 +1,7 @@
 """LongMemEval_S dev split (170 questions): turn recall@5/@10 through the hub's gRPC API, per type, with an ablation.
 
     .venv/bin/python bench/bench_longmemeval.py [--modes a,b] [--env K=V] [--data-dir DIR] [--sessions]
-                                                [--questions N] [--details FILE]
+                                                [--questions N] [--per-type N] [--details FILE]
 
 Protocol (../shared/data/longmemeval_s_dev/README.md): one namespace per question, every haystack turn one
 episodic memory ``"<role>: <content>"`` written in batches of 100 in session order, the question searched alone
@@ -31,6 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import derived_preferences  # noqa: E402
+import rerank_candidates  # noqa: E402
 import search_modes  # noqa: E402
 from hubproc import running_hub, wait_until_indexed  # noqa: E402
 from longmemeval import DEFAULT_PATH, SHORT_TYPES, TYPES, Question, load  # noqa: E402
@@ -62,6 +63,19 @@ class Result:
         self.recall[q.id] = (q.type, len(gold & at[5]) / len(gold), len(gold & at[10]) / len(gold))
         self.derived[q.id] = derived
         self.latencies.append(seconds)
+
+
+def _per_type(questions: list[Question], n: int) -> list[Question]:
+    """The first ``n`` questions of each type (file order), taken a type at a time: the first of each type, then the
+    second of each, so an ingest stopped early leaves every type with as many questions as the others, give or
+    take one (the dev split's 170 took ~1.5 h to ingest on the shared machine)."""
+    rank: dict[str, int] = defaultdict(int)
+    ranked = []
+    for q in questions:
+        if rank[q.type] < n:
+            ranked.append((rank[q.type], TYPES.index(q.type), q))
+        rank[q.type] += 1
+    return [q for _, _, q in sorted(ranked, key=lambda r: r[:2])]
 
 
 def _namespace(q: Question) -> str:
@@ -138,6 +152,7 @@ def evaluate(
     modes: dict[str, dict[str, Any]],
     sessions: bool,
     details: Any,  # noqa: ANN401
+    candidates: Any = None,  # noqa: ANN401
 ) -> dict[str, Result]:
     results = {mode: Result() for mode in modes}
     for q in tqdm(questions, desc="searching", unit="q", file=sys.stderr):
@@ -154,6 +169,9 @@ def evaluate(
                 details.write(
                     json.dumps({"q": q.id, "type": q.type, "mode": mode, "gold": sorted(q.gold), "ranked": ranked}) + "\n"
                 )
+        if candidates is not None:
+            key = {"id": q.id, "type": q.type, "gold": sorted(q.gold)}
+            rerank_candidates.write(candidates, client, q.text, ns, known, key, **({"as_of": q.asked_at} if sessions else {}))
     return results
 
 
@@ -196,12 +214,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH)
     parser.add_argument("--questions", type=int, default=0, help="only the first N questions (file order); 0: all")
+    parser.add_argument("--per-type", type=int, default=0, help="only the first N questions of each type (file order); 0: all")
     parser.add_argument("--modes", default="hub defaults", help=f"comma-separated among: {', '.join(search_modes.MODES)}")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE hub setting (repeatable)")
     parser.add_argument("--data-dir", type=Path, help="keep the hub's data here, and reuse it when present")
     parser.add_argument("--sessions", action="store_true", help="give the hub session ids and dates (reported apart)")
     parser.add_argument("--details", type=Path, help="write each search's ranked turns here (JSON lines)")
+    parser.add_argument(
+        "--candidates", type=Path, help="write each question's unreranked top 30 here, for bench/rerank_screen.py (JSON lines)"
+    )
     parser.add_argument("--no-bm25", action="store_true", help="skip the rank-bm25 row")
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="search without waiting for the whole index (only when the questions asked are known to be indexed, e.g. "
+        "no outbox rows of their namespaces: the kept data of a larger set still being indexed)",
+    )
     parser.add_argument(
         "--derive-preferences",
         action="store_true",
@@ -216,6 +244,10 @@ def main() -> None:
     questions = load(args.data)
     if args.questions:
         questions = questions[: args.questions]
+    if args.per_type < 0:
+        parser.error(f"--per-type must be 0 (all) or more; got {args.per_type}")
+    if args.per_type:
+        questions = _per_type(questions, args.per_type)
     modes = search_modes.choose(args.modes, parser.error)
     extra = dict(kv.split("=", 1) for kv in args.env)
     saved = None
@@ -242,10 +274,22 @@ def main() -> None:
             print(f"derived preference memories written: {derived_preferences.add(client, turns, 'lme')}", file=sys.stderr)
             if marker is not None:
                 marker.touch()
-        wait_until_indexed(client, progress=True)
+        if not args.no_wait:
+            wait_until_indexed(client, progress=True)
         print(f"ingest until searchable: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-        with open(args.details, "w") if args.details else open(os.devnull, "w") as details:
-            results = evaluate(client, questions, mapping, modes, args.sessions, details if args.details else None)
+        with (
+            open(args.details, "w") if args.details else open(os.devnull, "w") as details,
+            open(args.candidates, "w") if args.candidates else open(os.devnull, "w") as candidates,
+        ):
+            results = evaluate(
+                client,
+                questions,
+                mapping,
+                modes,
+                args.sessions,
+                details if args.details else None,
+                candidates if args.candidates else None,
+            )
     if not args.no_bm25:
         results["rank-bm25 (no hub)"] = bm25_row(questions)
     if extra:

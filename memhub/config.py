@@ -23,7 +23,7 @@ from memhub.curation.write_gate import GateConfig
 from memhub.data_dir import default_data_dir
 from memhub.data_dir_lock import LITE_FILE_NAME
 from memhub.embedding import EmbeddingConfig
-from memhub.env_settings import env_float, env_int
+from memhub.env_settings import env_flag, env_float, env_int
 from memhub.errors import InvalidArgument, StartupError
 from memhub.feed.config import ChangeFeedConfig
 from memhub.index_config import IndexConfig
@@ -320,6 +320,9 @@ class HubConfig:
             model=env.get("MEMHUB_RERANK_MODEL", ""),
             term_weight=env_float(env, "MEMHUB_RERANK_TERM_WEIGHT", RerankConfig.term_weight, 0.0, 10.0),
             entity_weight=env_float(env, "MEMHUB_RERANK_ENTITY_WEIGHT", RerankConfig.entity_weight, 0.0, 10.0),
+            best_channel_weight=env_float(env, "MEMHUB_RERANK_BEST_CHANNEL_WEIGHT", RerankConfig.best_channel_weight, 0.0, 10.0),
+            rare_terms=env_flag(env, "MEMHUB_RERANK_RARE_TERMS", RerankConfig.rare_terms),
+            length_free=env_int(env, "MEMHUB_RERANK_LENGTH_FREE", RerankConfig.length_free, 0, 10_000),
         )
         try:
             rerank.validate()

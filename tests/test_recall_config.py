@@ -8,6 +8,8 @@ import pytest
 
 from memhub.config import HubConfig
 from memhub.errors import StartupError
+from memhub.rerank.config import open_reranker
+from memhub.rerank.local import LocalReranker
 
 
 def _config(tmp_path: Path, **env: str) -> HubConfig:
@@ -45,6 +47,12 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
     )
 
 
+def test_the_local_reranks_settings_reach_the_reranker(tmp_path: Path) -> None:
+    config = _config(tmp_path, MEMHUB_RERANK_BEST_CHANNEL_WEIGHT="1.5", MEMHUB_RERANK_RARE_TERMS="0")
+    reranker = open_reranker(config.rerank)
+    assert (reranker.best_channel_weight, reranker.rare_terms) == (1.5, False)  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
@@ -56,8 +64,19 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
         ({"MEMHUB_NEIGHBOUR_SMOOTHING": "nan"}, "MEMHUB_NEIGHBOUR_SMOOTHING=nan is out of range"),
         ({"MEMHUB_RERANK": "cross-encoder"}, "rerank mode must be one of off, local, http"),
         ({"MEMHUB_RERANK": "http"}, "needs a url"),
+        ({"MEMHUB_RERANK_BEST_CHANNEL_WEIGHT": "11"}, "MEMHUB_RERANK_BEST_CHANNEL_WEIGHT=11 is out of range"),
+        ({"MEMHUB_RERANK_RARE_TERMS": "maybe"}, "MEMHUB_RERANK_RARE_TERMS='maybe' is not a flag"),
     ],
 )
 def test_bad_values_name_the_variable(tmp_path: Path, env: dict[str, str], message: str) -> None:
     with pytest.raises(StartupError, match=message.replace("(", r"\(").replace(")", r"\)")):
         _config(tmp_path, **env)
+
+
+def test_the_local_rerank_a_request_asks_for_has_the_configured_defaults(tmp_path: Path) -> None:
+    # A request asking for a rerank on a hub configured without one gets LocalReranker() (memhub/service/search.py):
+    # it must rank as the default configuration's does.
+    configured = open_reranker(_config(tmp_path).rerank)
+    asked = LocalReranker()
+    keys = ("term_weight", "entity_weight", "best_channel_weight", "rare_terms", "length_free")
+    assert [getattr(configured, k) for k in keys] == [getattr(asked, k) for k in keys]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -14,9 +14,12 @@ from conftest import Stack, create_scratch_database, drop_database, hub_config, 
 
 from memhub.cli.search_output import print_hits
 from memhub.client import memory_input
+from memhub.core.model import Channel, ChannelHit
 from memhub.rerank import Candidate, RerankConfig, RerankError
 from memhub.rerank.http import HttpReranker
 from memhub.rerank.local import LocalReranker
+from memhub.search import reranking
+from memhub.search.fusion import Fused
 from memhub.v1 import memory_pb2 as pb
 
 
@@ -165,3 +168,74 @@ def test_search_through_a_reranking_hub_follows_the_server_and_degrades_when_it_
                 assert [(h.placement.ordered_by, h.placement.rerank_rank) for h in unranked] == [(pb.RANKING_STAGE_PRIORS, 0)] * 3
     finally:
         drop_database(external_pg_admin_url, db)
+
+
+def test_local_reranker_weighs_a_short_statement_fairly_against_a_long_turn_with_the_words() -> None:
+    # The long turn holds every word of the question by chance (an assistant's long answer about the topic); the short
+    # one states the fact with half of them. Coverage alone puts the long one first; with the length discount the
+    # short one, which fusion already put first, stays first.
+    question = "How many tomato plants did I buy at the garden centre?"
+    long_turn = "assistant: " + " ".join(["Tomato plants from a garden centre need care."] + ["Water them well and often."] * 60)
+    long_turn += " Buy a good stake for each plant."
+    candidates = [Candidate("short", "user: I bought three tomato plants yesterday.", 0.032), Candidate("long", long_turn, 0.030)]
+    plain = LocalReranker(length_free=0, rare_terms=False).scores(question, candidates)
+    assert plain[1] > plain[0]
+    fair = LocalReranker(length_free=60, rare_terms=False).scores(question, candidates)
+    assert fair[0] > fair[1]
+
+
+def test_local_reranker_with_best_channel_lifts_a_hit_one_list_ranks_first() -> None:
+    # "first": first in the keyword list, absent from the dense one (1/61); "middling": 25th in both (2/85).
+    first = Candidate("first", "Caroline went to the pottery class on Friday.", 1 / 61, best_channel=1 / 61)
+    middling = Candidate("middling", "Caroline talked about classes.", 2 / 85, best_channel=1 / 85)
+    question = "When did Caroline go to the pottery class?"
+    plain = LocalReranker(term_weight=0.0, entity_weight=0.0, best_channel_weight=0.0).scores(question, [first, middling])
+    assert plain[1] > plain[0]  # fused order alone: both lists' middle places win
+    lifted = LocalReranker(term_weight=0.0, entity_weight=0.0, best_channel_weight=2.0).scores(question, [first, middling])
+    assert lifted[0] > lifted[1]
+
+
+def test_the_rerank_stage_gives_the_reranker_each_candidates_best_dense_or_keyword_share() -> None:
+    seen: list[Candidate] = []
+
+    class Recording:
+        name = "recording"
+
+        def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+            seen.extend(candidates)
+            return [0.0] * len(candidates)
+
+        def close(self) -> None:
+            pass
+
+    hits = {
+        "a": (ChannelHit(Channel.DENSE, 3, 0.8, 1 / 63), ChannelHit(Channel.KEYWORD, 40, 2.0, 1 / 100)),
+        "b": (ChannelHit(Channel.TIME, 1, 0.0, 0.5 / 61),),  # no dense or keyword place: nothing to lift it
+        "c": (ChannelHit(Channel.KEYWORD, 1, 9.0, 1 / 61), ChannelHit(Channel.PREFERENCE, 1, 0.0, 1 / 61)),
+    }
+    fused = [Fused(mid, sum(c.contribution for c in chs), chs) for mid, chs in hits.items()]
+    records = {mid: _Content(f"memory {mid}") for mid in hits}
+    reranking.rerank(Recording(), 30, "q", fused, records)  # type: ignore[arg-type]  # the two fields rerank reads
+    assert {c.id: c.best_channel for c in seen} == {"a": 1 / 63, "b": 0.0, "c": 1 / 61}
+
+
+class _Content:
+    """The two fields the rerank stage reads of a MemoryRecord."""
+
+    def __init__(self, content: str) -> None:
+        self.content, self.entities = content, ()
+
+
+def test_local_reranker_weighs_query_words_by_their_rarity_among_the_candidates() -> None:
+    # "Caroline" and "painting" are in two of the three candidates, "lake" in one: the turn with the rare word wins
+    # over the one with the two common ones (counted alike, two words of three beat one).
+    candidates = [
+        Candidate("x", "Caroline loves painting.", 0.03),
+        Candidate("z", "Caroline showed her painting class.", 0.03),
+        Candidate("y", "We went to the lake.", 0.03),
+    ]
+    question = "What did Caroline paint at the lake?"
+    alike = LocalReranker(entity_weight=0.0, rare_terms=False).scores(question, candidates)
+    assert alike[0] > alike[2]
+    rare = LocalReranker(entity_weight=0.0, rare_terms=True).scores(question, candidates)
+    assert rare[2] > rare[0]

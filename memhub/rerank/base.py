@@ -19,6 +19,9 @@ class Candidate:
     content: str
     fused_score: float
     entities: tuple[str, ...] = ()
+    best_channel: float = 0.0
+    """The most one of the dense and keyword lists added to ``fused_score`` (weight / (k + rank)): high for a hit
+    one of them ranks first even when the other ranks it low or not at all."""
 
 
 class Reranker(Protocol):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from memhub import telemetry
-from memhub.core.model import MemoryRecord, SearchQuery
+from memhub.core.model import Channel, MemoryRecord, SearchQuery
 from memhub.rerank import Candidate, Reranker, RerankError
 from memhub.search.fusion import Fused
 from memhub.search.query import Understood
@@ -31,6 +31,13 @@ def choose(
     return chosen
 
 
+_INDEX_CHANNELS = frozenset({Channel.DENSE, Channel.KEYWORD})
+
+
+def _best_channel(f: Fused) -> float:
+    return max((c.contribution for c in f.channels if c.channel in _INDEX_CHANNELS), default=0.0)
+
+
 def rows_needed(reranker: Reranker | None, depth: int, top_k: int) -> int:
     """How many candidates hydration fetches first: the hits and a few spare, or all the reranker sees."""
     return max(top_k + 3, depth if reranker else 0)
@@ -44,7 +51,7 @@ def rerank(
     if reranker is None:
         return fused, "", {}
     top, rest = fused[:depth], fused[depth:]
-    candidates = [Candidate(f.id, records[f.id].content, f.score, records[f.id].entities) for f in top]
+    candidates = [Candidate(f.id, records[f.id].content, f.score, records[f.id].entities, _best_channel(f)) for f in top]
     with _tracer.start_as_current_span("rerank", attributes={"memhub.rerank.candidates": len(top)}):
         try:
             scores = reranker.scores(text, candidates)
