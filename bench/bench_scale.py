@@ -137,8 +137,9 @@ def main() -> None:
             loaded = bulk_load.load(data, items, bodies(args.data))
         with running_hub(data_dir=data, extra_env=dict(kv.split("=", 1) for kv in args.env)) as hub:
             cpu = StackCPU(hub)
-            # Just loaded: counting 1M memories through List would take minutes.
-            present = args.memories if loaded is not None else stored(hub.address, hub.token)
+            # Generated: loaded whole or not at all (there is no ingest to resume); counting 1M memories through
+            # List would take minutes.
+            present = args.memories if args.generate_vectors else stored(hub.address, hub.token)
             if present < args.memories:
                 ingest = batched_writes(hub, corpus, cpu=cpu)  # already stored ones are deduplicated
             memory = resident_memory(hub)

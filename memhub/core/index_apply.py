@@ -35,24 +35,26 @@ def apply_rows(
     (``skip_unchanged``: rows the index holds as they are are not written again)."""
     written = 0
     if upsert:
-        written = index.upsert(
-            [
-                IndexedMemory(
-                    id=str(m["id"]),
-                    namespace=m["namespace"],
-                    kind=m["kind"],
-                    type=m["type"],
-                    content=context.keyword_text(m["content"], contexts.get(str(m["id"]), ())),
-                    tags=tuple(m["tags"]),
-                    occurred_at_ms=epoch_ms(m["occurred_at"]),
-                    created_at_ms=epoch_ms(m["created_at"]),
-                    expires_at_ms=epoch_ms(m["expires_at"]),
-                    vector=vectors[str(m["id"])],
-                )
-                for m in upsert
-            ],
-            skip_unchanged=skip_unchanged,
-        )
+        written = index.upsert(indexed_memories(upsert, vectors, contexts), skip_unchanged=skip_unchanged)
     if gone:
         index.delete(list(gone))
     return written
+
+
+def indexed_memories(rows: Sequence, vectors: dict[str, np.ndarray], contexts: dict[str, list[str]]) -> list[IndexedMemory]:
+    """Memory rows (``memories`` mappings) as the index holds them, with their vectors and keyword contexts."""
+    return [
+        IndexedMemory(
+            id=str(m["id"]),
+            namespace=m["namespace"],
+            kind=m["kind"],
+            type=m["type"],
+            content=context.keyword_text(m["content"], contexts.get(str(m["id"]), ())),
+            tags=tuple(m["tags"]),
+            occurred_at_ms=epoch_ms(m["occurred_at"]),
+            created_at_ms=epoch_ms(m["created_at"]),
+            expires_at_ms=epoch_ms(m["expires_at"]),
+            vector=vectors[str(m["id"])],
+        )
+        for m in rows
+    ]

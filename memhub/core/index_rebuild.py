@@ -29,24 +29,27 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Connection, Engine, func, select
 
-from memhub.core.index_apply import apply_rows, is_servable
+from memhub.core.index_apply import indexed_memories, is_servable
 from memhub.core.index_pointer import current, switch
 from memhub.core.index_reconcile import Reconciled, reconcile
 from memhub.db import context
-from memhub.db.memory_reads import servable_ids_after
+from memhub.db.memory_rows import servable_condition
 from memhub.db.schema import memories
 from memhub.embedding import Embedder, embed_bulk
-from memhub.index import MilvusIndex
+from memhub.index import IndexedMemory, MilvusIndex
 
 log = logging.getLogger(__name__)
 
 BATCH = 256
+FILL_BATCH = 2048
+"""Memories per page of the fill: one Postgres read, one batch of inserts (``MilvusIndex.insert_new`` splits it)."""
 # A change whose transaction was open this long before a pass began is still seen by the pass.
 OPEN_TRANSACTION_MARGIN = timedelta(seconds=120)
 DEFAULT_GRACE_S = 15.0
@@ -86,16 +89,48 @@ def _write(
     a collection whose vectors are taken where it holds them, if it was built with this model (a memory's content,
     and so its vector, never changes while it is servable); the rest are embedded."""
     with engine.connect() as conn:
-        rows = [r._mapping for r in conn.execute(select(memories).where(memories.c.id.in_(ids)))]
-        now_ms = int(time.time() * 1000)
-        live = [m for m in rows if is_servable(m, now_ms)]
-        contexts = context.surrounding_turns(conn, [str(m["id"]) for m in live], window)
+        rows = [r._mapping for r in conn.execute(select(*_ROW_COLUMNS).where(memories.c.id.in_(ids)))]
+        live, indexed = _indexed(conn, index, embedder, window, rows, reuse_from)
+    gone = sorted(set(ids) - {str(m["id"]) for m in live})
+    written = index.upsert(indexed, skip_unchanged=skip_unchanged) if indexed else 0
+    if gone:
+        index.delete(gone)
+    return written
+
+
+# What a memory's index row is made of (memhub/core/index_apply.py), and whether it is servable.
+_ROW_COLUMNS = [
+    memories.c[name]
+    for name in ("id", "namespace", "kind", "type", "content", "tags", "occurred_at", "created_at", "expires_at", "status")
+]
+
+
+def _indexed(
+    conn: Connection,
+    index: MilvusIndex,
+    embedder: Embedder,
+    window: context.Window,
+    rows: Sequence,
+    reuse_from: str | None,
+) -> tuple[list, list[IndexedMemory]]:
+    """The servable ones among memory ``rows`` and their index rows (keyword context, vector reused or embedded)."""
+    now_ms = int(time.time() * 1000)
+    live = [m for m in rows if is_servable(m, now_ms)]
+    contexts = context.surrounding_turns(conn, [str(m["id"]) for m in live], window)
     vectors = index.vectors_in(reuse_from, [str(m["id"]) for m in live]) if reuse_from else {}
     fresh = [m for m in live if str(m["id"]) not in vectors]
     if fresh:
         vectors.update(zip((str(m["id"]) for m in fresh), embed_bulk(embedder, [m["content"] for m in fresh]), strict=True))
-    gone = sorted(set(ids) - {str(m["id"]) for m in live})
-    return apply_rows(index, live, vectors, contexts, gone, skip_unchanged=skip_unchanged)
+    return live, indexed_memories(live, vectors, contexts)
+
+
+@dataclass(frozen=True)
+class _Page:
+    """One page of the fill: the memories read (their last id, how many) and the index rows made of them."""
+
+    last_id: str
+    read: int
+    rows: list[IndexedMemory]
 
 
 def fill(
@@ -105,18 +140,46 @@ def fill(
     window: context.Window,
     progress: Callable[[int], None],
     reuse_from: str | None = None,
+    *,
+    new_collection: bool = False,
 ) -> int:
-    """Every servable memory into ``index``, in id order, BATCH at a time; vectors ``reuse_from`` holds are reused."""
-    after: str | None = None
+    """Every servable memory into ``index``, in id order, FILL_BATCH at a time; vectors ``reuse_from`` holds are
+    reused. Returns how many rows were written.
+
+    ``new_collection``: ``index`` was created for this fill and has never held a row, so rows are inserted without
+    first asking which ids it holds (``MilvusIndex.insert_new``; that lookup made the fill slow down as the
+    collection grew). Each page of rows is read from Postgres, given its keyword context and vectors, in a thread
+    while the page before is written: the index's work (a separate process on Lite) and this process's overlap.
+    """
+    write = index.insert_new if new_collection else index.upsert
     total = 0
-    while True:
-        with engine.connect() as conn:
-            ids = servable_ids_after(conn, after, BATCH)
-        if not ids:
-            return total
-        total += _write(engine, index, embedder, window, ids, skip_unchanged=False, reuse_from=reuse_from)
-        progress(len(ids))
-        after = ids[-1]
+    with ThreadPoolExecutor(1, thread_name_prefix="memhub-fill-read") as pool:
+        ahead = pool.submit(_read_page, engine, index, embedder, window, None, reuse_from)
+        while (page := ahead.result()) is not None:
+            ahead = pool.submit(_read_page, engine, index, embedder, window, page.last_id, reuse_from)
+            total += write(page.rows) if page.rows else 0
+            progress(page.read)
+    return total
+
+
+def _read_page(
+    engine: Engine,
+    index: MilvusIndex,
+    embedder: Embedder,
+    window: context.Window,
+    after: str | None,
+    reuse_from: str | None,
+) -> _Page | None:
+    """The next FILL_BATCH servable memories above ``after`` as index rows; None past the last one."""
+    q = select(*_ROW_COLUMNS).where(servable_condition()).order_by(memories.c.id).limit(FILL_BATCH)
+    if after is not None:
+        q = q.where(memories.c.id > after)
+    with engine.connect() as conn:
+        rows = [r._mapping for r in conn.execute(q)]
+        if not rows:
+            return None
+        _, indexed = _indexed(conn, index, embedder, window, rows, reuse_from)
+    return _Page(str(rows[-1]["id"]), len(rows), indexed)
 
 
 def refresh(engine: Engine, index: MilvusIndex, embedder: Embedder, window: context.Window, since: datetime) -> int:
@@ -158,10 +221,18 @@ def rebuild(
     name = new_collection_name(base)
     target = open_index(name)
     try:
-        target.ensure_collection()
+        created = target.ensure_collection()
         began = _db_now(engine) - OPEN_TRANSACTION_MARGIN
         # The replaced collection's vectors, if its model is this one (e.g. a layout change): nothing is embedded again.
-        filled = fill(engine, target, embedder, window, progress, reuse_from=replaced if replaced != name else None)
+        filled = fill(
+            engine,
+            target,
+            embedder,
+            window,
+            progress,
+            reuse_from=replaced if replaced != name else None,
+            new_collection=created,
+        )
         switching = _db_now(engine) - OPEN_TRANSACTION_MARGIN
         refreshed = refresh(engine, target, embedder, window, began)
         target.flush()

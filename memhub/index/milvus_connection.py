@@ -47,10 +47,11 @@ T = TypeVar("T")
 _tracer = telemetry.tracer(__name__)
 
 
-LOAD_TIMEOUT_S = 300.0
+LOAD_TIMEOUT_S = 1800.0
 """Longest a collection load may take (at start, after a restart of the engine, a reindex's switch): Milvus Lite
 reads every row back, and 85k-100k memories took over 10 s, the per-call timeout, on a busy 2-core machine, so
-the hub refused to start."""
+the hub refused to start; 1M memories took over 300 s there (load average ~9), so a hub holding them could not
+start at all."""
 
 
 class MilvusConnection:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,29 @@ def to_row(mem: IndexedMemory, dimension: int, backend: Backend) -> dict[str, An
     """Validate one memory and return its row as ``backend`` lays it out. Raises ValueError naming the memory and
     field."""
     where = f"memory {mem.id!r}"
+    return {**_scalars(mem, backend, where), **dense_fields(check_vector(mem.vector, dimension, where), backend)}
+
+
+def to_columns(mems: Sequence[IndexedMemory], dimension: int, backend: Backend) -> dict[str, list[Any]]:
+    """The rows ``to_row`` would make of ``mems``, as one list per field (what a columnar insert sends), checked
+    the same way. The dense fields are computed for all the vectors at once: per row they were a tenth of a
+    reindex's fill."""
+    if not mems:
+        return {}
+    rows = [_scalars(m, backend, f"memory {m.id!r}") for m in mems]
+    columns: dict[str, list[Any]] = {field: [r[field] for r in rows] for field in rows[0]}
+    vectors = np.stack([check_vector(m.vector, dimension, f"memory {m.id!r}") for m in mems])
+    if backend.coded_dense:
+        codes = dense_codes.thermometer(vectors)
+        columns[schema.DENSE_CODES] = [c.tobytes() for c in codes]
+        columns[schema.DENSE_F16] = dense_codes.pack_many(vectors)
+    else:
+        columns[schema.DENSE] = list(vectors)
+    return columns
+
+
+def _scalars(mem: IndexedMemory, backend: Backend, where: str) -> dict[str, Any]:
+    """The row's fields but the dense ones, after checking them."""
     _text(mem.id, "id", schema.MAX_ID_CHARS, where)
     _text(mem.namespace, "namespace", schema.MAX_NAMESPACE_CHARS, where)
     _text(mem.kind, "kind", schema.MAX_KIND_CHARS, where)
@@ -40,7 +64,6 @@ def to_row(mem: IndexedMemory, dimension: int, backend: Backend) -> dict[str, An
         schema.OCCURRED_AT: _ms(mem.occurred_at_ms, "occurred_at_ms", where),
         schema.CREATED_AT: _ms(mem.created_at_ms, "created_at_ms", where),
         schema.EXPIRES_AT: _ms(mem.expires_at_ms, "expires_at_ms", where, non_negative=True),
-        **dense_fields(check_vector(mem.vector, dimension, where), backend),
     }
 
 
