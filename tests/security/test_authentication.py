@@ -130,7 +130,8 @@ def test_a_flood_of_forged_tokens_is_one_row_and_one_log_line(
         rows = _auth_rows(stack, fresh_window)
     assert tally(rows) == {"bad-signature": 200}
     assert len(rows) <= 2  # one per 10 s window (the flood may straddle a window boundary)
-    lines = [r for r in caplog.records if r.name == "memhub.audit.aggregate"]
+    # This flood's lines: the shared hub may flush another test's pending refusals (another reason) meanwhile.
+    lines = [r for r in caplog.records if r.name == "memhub.audit.aggregate" and r.getMessage().endswith(": bad-signature")]
     assert len(lines) == len(rows) and all(line.levelno == logging.WARNING for line in lines)
     assert _forged() not in caplog.text  # no token, no attacker-chosen text
 
