@@ -56,6 +56,7 @@ try {
   // --8<-- [end:identity]
 
   // --8<-- [start:feed]
+  const releaseTrain = "The release train leaves every Tuesday at 10:00";
   const follower = alice.followChanges([aliceNs], { changes: ["written"] }); // resumes by itself after a disconnect
   let subscribed: () => void = () => {};
   const open = new Promise<void>((resolve) => (subscribed = resolve));
@@ -64,13 +65,19 @@ try {
       if (message.message.case === "heartbeat") {
         subscribed(); // the stream is open: nothing written from here on is missed
       } else if (message.message.case === "change") {
-        console.log(`[alice] change feed: ${message.message.value.memory?.content}`);
+        // A stream opened without a cursor starts where the hub's changes have settled, which a write made just
+        // before (the first note above) may not have reached yet: it can arrive here too. Wait for this one.
+        const content = message.message.value.memory?.content;
+        if (content !== releaseTrain) {
+          continue;
+        }
+        console.log(`[alice] change feed: ${content}`);
         follower.close();
       }
     }
   })();
   await open;
-  await alice.write([{ namespace: aliceNs, content: "The release train leaves every Tuesday at 10:00", type: "rule" }]);
+  await alice.write([{ namespace: aliceNs, content: releaseTrain, type: "rule" }]);
   await heard;
   // --8<-- [end:feed]
 } finally {
