@@ -189,8 +189,9 @@ class TokenRecords:
             held += 1
             per_agent[agent] += 1
         for agent in sorted(refused - self._warned_agents):
-            if len(self._warned_agents) < _WARNED_AGENTS_MAX:
-                self._warned_agents.add(agent)
+            if len(self._warned_agents) >= _WARNED_AGENTS_MAX:
+                break  # past this many agents, later ones are not logged: else each flush would log them again
+            self._warned_agents.add(agent)
             log.warning(
                 "token records: agent %s holds %d token ids, its share: its new tokens are accepted but not listed "
                 "until some expire (an issuer minting a token per call?)",
