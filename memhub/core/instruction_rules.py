@@ -145,6 +145,8 @@ def _normalised(text: str) -> str:
     # NFKC folds full-width letters and look-alike compatibility forms ("ＳＹＳＴＥＭ") onto the plain ones;
     # line and paragraph separators become "\n"; format characters (zero-width, bidi controls) inserted to split
     # a keyword ("ig\u200bnore") or to hide a line start are removed.
+    if text.isascii():  # most text: NFKC changes no ASCII character and none of them is a format character
+        return text.translate(_LINE_BREAKS)
     folded = unicodedata.normalize("NFKC", text).translate(_LINE_BREAKS)
     return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
 

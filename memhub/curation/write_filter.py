@@ -213,6 +213,8 @@ _REMEMBER_ZH = re.compile(
 _SENTENCE_END = re.compile(r"[.!?。！？\n]")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
+_NOT_WORD_ASCII = re.compile(r"[^a-z0-9' ]")
+
 MIN_CHARS = 3
 """Fewer letters and digits than this carry no fact ("a", "42" alone); codes like "ERR-4312" pass."""
 
@@ -234,6 +236,9 @@ RULES = ("small_talk", "chatter", "no_words", "too_short")
 
 def normalise(text: str) -> str:
     """NFKC, lower case, one space between words, and no punctuation or symbols at all."""
+    if text.isascii():
+        # Every write passes here: plain ASCII (most text) needs neither NFKC nor a per-character test.
+        return " ".join(_NOT_WORD_ASCII.sub(" ", text.lower()).split())
     folded = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
     kept = "".join(ch if (ch.isalnum() or ch in "' ") else " " for ch in folded)
     return " ".join(kept.split())
@@ -275,9 +280,15 @@ def _covered(units: list[str], phrases: frozenset[str], joiner: str, longest: in
     if not units:
         return False
     reachable = [True] + [False] * len(units)  # reachable[i]: units[:i] is a sequence of phrases
+    last = 0  # the last reachable position
     for end in range(1, len(units) + 1):
+        if end - last > longest:
+            # No phrase can bridge the gap: the rest is not small talk. Every write passes here, and without this
+            # stop a long turn (or a long text taken character by character for Chinese) was scanned to its end.
+            return False
         for size in range(1, min(longest, end) + 1):
             if reachable[end - size] and joiner.join(units[end - size : end]) in phrases:
                 reachable[end] = True
+                last = end
                 break
     return reachable[-1]
