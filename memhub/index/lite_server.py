@@ -2,12 +2,13 @@
 
 milvus-lite 2.5 is a C++ Milvus run as a separate process over a unix
 socket or TCP. The hub starts that process itself (rather than letting
-pymilvus start it on first use) for three reasons:
+pymilvus start it on first use) for four reasons:
 - it can be restarted when it dies, without restarting the hub: pymilvus's
   own server manager keeps a dead process registered forever;
 - its glog output goes to a file beside the data file instead of being
   interleaved with the hub's JSON log lines on stderr;
-- readiness is awaited by connecting to the socket, not by a fixed sleep.
+- readiness is awaited by connecting to the socket, not by a fixed sleep;
+- each engine gets a home directory of its own (``engine_home``), see there.
 
 The process contract is milvus-lite's own (``milvus_lite/server.py``, pinned
 at 2.5.1): ``milvus <db file> <address> <log level> <lock file>``. The parent
@@ -97,6 +98,13 @@ class LiteServer:
         self._start_timeout = start_timeout_s
         self._lock_path = self.db_file.parent / f".{self.db_file.name}.lock"
         self._log_path = self.db_file.parent / f"{self.db_file.name}.log"
+        self.engine_home = self.db_file.parent / f".{self.db_file.name}.home"
+        """The engine's $HOME. On the first collection it opens, the engine removes and recreates
+        ``$HOME/.cache/milvus`` (its mmap directory, unused by memhub) and fails if the directory is back before it
+        creates it; engines sharing a home race there, and the loser fails that call with "Mmap manager has not been
+        init" (pymilvus#2981; seen in a CI run with 3 pytest-xdist workers, and in 6 of 60 engines started 4 at a
+        time on a busy 2-core machine). A home per data file, kept to one engine by the data file's lock, leaves
+        nothing to race for."""
         # A short socket path: unix socket paths are limited to ~107 bytes.
         self._sock_path = Path("/tmp") / f"memhub-milvus-{os.getpid()}-{abs(hash(str(self.db_file))) % 10**8}.sock"
         self._mutex = threading.Lock()
@@ -175,6 +183,8 @@ class LiteServer:
         if not self.address:
             self._sock_path.unlink(missing_ok=True)
         address = self.address or f"unix:{self._sock_path}"
+        self.engine_home.mkdir(mode=0o700, exist_ok=True)
+        env = {**env, "HOME": str(self.engine_home)}
         log_fd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         with os.fdopen(log_fd, "ab") as log_file:
             self._proc = subprocess.Popen(
