@@ -37,14 +37,14 @@ class RerankConfig:
     entity_weight: float = 0.25
     """local only: weight of the share of the query's names a candidate holds (MEMHUB_RERANK_ENTITY_WEIGHT)."""
 
-    best_channel_weight: float = 0.0
+    best_channel_weight: float = 2.0
     """local only: weight of a candidate's best single dense or keyword place, added to its fused score before the
     rerank normalises it (MEMHUB_RERANK_BEST_CHANNEL_WEIGHT; memhub/rerank/local.py)."""
 
-    rare_terms: bool = False
+    rare_terms: bool = True
     """local only: weigh each query word by its rarity among the candidates (MEMHUB_RERANK_RARE_TERMS)."""
 
-    length_free: int = 0
+    length_free: int = 60
     """local only: a candidate longer than this many words keeps sqrt(length_free / words) of its word coverage
     (MEMHUB_RERANK_LENGTH_FREE; 0: no discount)."""
 
