@@ -22,7 +22,6 @@ from memhub.db.schema import MEMORY_COLUMNS, memories, namespaces, outbox
 from memhub.errors import Aborted, PermissionDenied
 from memhub.recall.entities import keys_for as entity_keys_for
 
-
 # One statement for every new row, compiled once and then taken from SQLAlchemy's cache; rows are sent as
 # parameter sets (psycopg's insertmanyvalues: still one multi-row INSERT per 1,000 rows, in the order given). A
 # statement built per write with values([...]) was compiled afresh every time, 100 rows x 30 bind parameters: a
@@ -105,10 +104,7 @@ def insert_memories(
         values = {i: _row_values(items[i], i, caller, session_id, embedding_model, blind) for i in plain}
         plain.sort(key=lambda i: (values[i]["namespace"], values[i]["content_hash"]))
         # Conflicts (an active copy of the same content) are skipped here and resolved below.
-        inserted = {
-            str(r._mapping["id"]): r
-            for r in conn.execute(_INSERT_ROWS, [values[i] for i in plain])
-        }
+        inserted = {str(r._mapping["id"]): r for r in conn.execute(_INSERT_ROWS, [values[i] for i in plain])}
         skipped = [i for i in plain if values[i]["id"] not in inserted]
         existing = _active_by_hash(conn, [(items[i].namespace, values[i]["content_hash"]) for i in skipped])
         for i in sorted(plain):
