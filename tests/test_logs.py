@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from test_bridge_transports import http_bridge
 
 from memhub import logs
 from memhub.client import MemhubClient, memory_input
+from memhub.db import embedded_pg_postmaster as postmaster
 from memhub.db.embedded_pg import EmbeddedPostgres
 from memhub.errors import StartupError
 
@@ -113,3 +115,21 @@ def test_http_bridge_log_has_no_color_message_or_ansi(fleet: Fleet, level: str) 
         assert any(m.startswith("Started server process") for m in uvicorn), entries  # the check saw uvicorn's lines
     else:
         assert uvicorn == [], uvicorn  # they repeat what the bridge prints itself
+
+
+def test_releasing_a_server_whose_data_dir_was_removed_says_so_and_does_not_raise(
+    store_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A benchmark or a test that removes its temporary data directory before the process exits: the release at
+    # exit (atexit) printed a FileNotFoundError traceback for the users' lock file.
+    data = store_root / "data"
+    server = EmbeddedPostgres(data)
+    server.start()
+    running = server._running_postmaster()
+    assert running is not None
+    postmaster.stop(running.pid, 60)
+    shutil.rmtree(data)
+    caplog.set_level(logging.INFO, logger="memhub.db.embedded_pg")
+    server.release()
+    assert any("is gone; nothing to stop" in r.getMessage() for r in caplog.records)
+    server.release()  # still safe to call twice

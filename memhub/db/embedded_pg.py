@@ -120,6 +120,12 @@ class EmbeddedPostgres:
         if self._url is None:
             return
         self._url = None
+        if not self.data_dir.is_dir():
+            # Removed under us (a temporary data directory cleaned up before the process exits): there is no list
+            # to leave and no postmaster.pid to stop it by; a postmaster whose lock file is gone shuts itself down
+            # at its next check (within a minute). Before, this exit printed a FileNotFoundError traceback.
+            log.info("the data directory %s is gone; nothing to stop for the embedded Postgres", self.data_dir)
+            return
         with self._users.locked():
             users = [u for u in self._users.live() if u.pid != os.getpid()]
             self._users.write(users, leaving=True)
