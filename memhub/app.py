@@ -261,6 +261,7 @@ class Hub:
                 expansion=config.search.expansion,
                 session_spread=config.search.session_spread,
                 aggregation_depth=config.search.aggregation_depth,
+                channel_depth=config.search.channel_depth,
                 graph=GraphSettings(max_degree=config.search.graph_max_degree),
                 rrf_k=config.search.rrf_k,
                 rerank_max_query_terms=config.search.rerank_max_query_terms,

@@ -7,9 +7,12 @@ from pathlib import Path
 import pytest
 
 from memhub.config import HubConfig
+from memhub.core.model import Channel, MemoryFilter, SearchQuery
 from memhub.errors import StartupError
 from memhub.rerank.config import open_reranker
 from memhub.rerank.local import LocalReranker
+from memhub.search.query import understand
+from memhub.search.settings import RetrievalSettings
 
 
 def _config(tmp_path: Path, **env: str) -> HubConfig:
@@ -57,6 +60,8 @@ def test_the_local_reranks_settings_reach_the_reranker(tmp_path: Path) -> None:
     ("env", "message"),
     [
         ({"MEMHUB_KEYWORD_CONTEXT_BEFORE": "9"}, "MEMHUB_KEYWORD_CONTEXT_BEFORE=9 is out of range"),
+        ({"MEMHUB_CHANNEL_DEPTH": "5"}, "MEMHUB_CHANNEL_DEPTH=5 is out of range"),
+        ({"MEMHUB_CHANNEL_DEPTH": "deep"}, "MEMHUB_CHANNEL_DEPTH"),
         ({"MEMHUB_CHANNEL_WEIGHTS": "semantic=1"}, "NAME one of dense, keyword, entity, time, expansion"),
         ({"MEMHUB_CHANNEL_WEIGHTS": "entity"}, "is not NAME=WEIGHT"),
         ({"MEMHUB_CHANNEL_WEIGHTS": "entity=lots"}, "weight of entity ('lots') is not a number"),
@@ -80,3 +85,23 @@ def test_the_local_rerank_a_request_asks_for_has_the_configured_defaults(tmp_pat
     asked = LocalReranker()
     keys = ("term_weight", "entity_weight", "best_channel_weight", "rare_terms", "length_free")
     assert [getattr(configured, k) for k in keys] == [getattr(asked, k) for k in keys]
+
+
+@pytest.mark.parametrize(
+    ("channel_depth", "top_k", "question", "depth"),
+    [
+        (30, 10, "What did Melanie paint?", 30),
+        (30, 20, "What did Melanie paint?", 60),  # three times top_k when that is more
+        (90, 10, "What did Melanie paint?", 90),
+        (90, 10, "How many paintings did Melanie make in total?", 180),  # an aggregation looks twice as deep
+        (200, 10, "How many paintings did Melanie make in total?", 300),  # never past 300
+    ],
+)
+def test_the_channel_depth_setting_reaches_each_channels_list(
+    tmp_path: Path, channel_depth: int, top_k: int, question: str, depth: int
+) -> None:
+    config = _config(tmp_path, MEMHUB_CHANNEL_DEPTH=str(channel_depth))
+    assert config.search.channel_depth == channel_depth
+    settings = RetrievalSettings(aggregation_depth=config.search.aggregation_depth, channel_depth=config.search.channel_depth)
+    query = SearchQuery(question, MemoryFilter(("agents/a",)), top_k, tuple(Channel), explain=False, max_tokens=0)
+    assert understand(query, "all-MiniLM-L6-v2-onnx-int8-dynamic", settings).depth == depth

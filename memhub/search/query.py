@@ -69,7 +69,7 @@ def understand(query: SearchQuery, model_id: str, settings: RetrievalSettings) -
         weights=weights,
         # Deeper channel lists than top_k: fusion needs overlap, and hydration may drop stale hits. A question
         # that needs every relevant memory ("how many ...") looks twice as deep.
-        depth=min(max(query.top_k * 3, 30) * (settings.aggregation_depth if kind.aggregation else 1), 300),
+        depth=min(max(query.top_k * 3, settings.channel_depth) * (settings.aggregation_depth if kind.aggregation else 1), 300),
         expansion=settings.expansion if query.expansion is None else query.expansion,
         smoothing=smoothing_weight(settings.neighbour_smoothing, query.neighbour_smoothing),
         intent=kind,

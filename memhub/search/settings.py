@@ -54,6 +54,8 @@ class RetrievalSettings:
     """The model-free reranker skips queries with more content terms than this (0: never)."""
     aggregation_depth: int = 2
     """Channel lists of questions that need every relevant memory ("how many...") are this many times deeper."""
+    channel_depth: int = 30
+    """Each channel's list is at least this deep (three times top_k when that is more)."""
     session_spread: float = 0.0
     """For such questions: places a hit loses for each better hit of its own session (0: off; memhub/search/diversity.py)."""
 
