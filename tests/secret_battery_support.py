@@ -10,6 +10,7 @@ key's armor); case; full-width and other-script forms that NFKC or the digit fol
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import random
 import string
@@ -52,6 +53,7 @@ class Case:
         return BEFORE + self.secret + AFTER
 
 
+@functools.lru_cache(maxsize=65536)  # a battery checks every stored value against every case: squash each once
 def squash(text: str) -> str:
     """Letters and digits only, NFKC-folded, case-folded, invisible characters dropped: the secret's core is not in
     the squashed stored text however it was spaced, split or re-cased."""
