@@ -72,7 +72,11 @@ def leave_out_restatements(
         if dropped <= 0 or not rest:
             break
         batch, rest = rest[: max(dropped, 8)], rest[max(dropped, 8) :]
-        more = hydration.rows(conn, found, [f.id for f in batch], asked.query, readable)
+        ids = [f.id for f in batch]
+        if any(mid not in found.read for mid in ids):
+            # One query for this step and the next two's worth: the rows below hold restatements as often as these.
+            found = hydration.read_ahead(conn, found, ids + [f.id for f in rest[: 2 * len(batch)]], asked.query, readable)
+        more = hydration.rows(conn, found, ids, asked.query, readable)
         fresh = {mid: r for mid, r in more.items() if not is_restatement(r)}
         kept |= fresh
         dropped -= len(fresh)
