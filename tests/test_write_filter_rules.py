@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from memhub.curation import secret_scan
+from memhub.curation import secret_scan, write_filter
 from memhub.curation.write_filter import decide
 
 
@@ -131,3 +133,39 @@ def test_secrets_found_and_redacted(text: str, kinds: list[str], redacted: str) 
 )
 def test_not_secrets(text: str) -> None:
     assert secret_scan.find(text) == []
+
+
+def _covered_to_the_end(units: list[str], phrases: frozenset[str], joiner: str, longest: int = 5) -> bool:
+    """The small-talk cover without its early stop: every position, to the end."""
+    reachable = [True] + [False] * len(units)
+    for end in range(1, len(units) + 1):
+        reachable[end] = any(
+            reachable[end - size] and joiner.join(units[end - size : end]) in phrases for size in range(1, min(longest, end) + 1)
+        )
+    return bool(units) and reachable[-1]
+
+
+@pytest.mark.parametrize(
+    ("phrases", "joiner", "noise"),
+    [
+        (write_filter._SMALL_TALK_PHRASES_EN, " ", ["deploy", "friday", "42"]),
+        (write_filter._SMALL_TALK_ZH, "", list("部署周五花生")),
+    ],
+    ids=["english", "chinese"],
+)
+def test_the_small_talk_cover_stops_early_with_the_answer_it_would_reach_at_the_end(
+    phrases: frozenset[str], joiner: str, noise: list[str]
+) -> None:
+    # Texts made of the phrases' own units, with a unit of noise now and then and long runs of phrases: the early
+    # stop (no phrase can bridge the gap) must never change whether the whole text splits into phrases.
+    rng = random.Random(25)
+    pieces = [list(p) if joiner == "" else p.split(" ") for p in sorted(phrases)]
+    covered = 0
+    for _ in range(3000):
+        units: list[str] = []
+        for _ in range(rng.randrange(1, 12)):
+            units += rng.choice(noise).split() if rng.random() < 0.1 else rng.choice(pieces)
+        expected = _covered_to_the_end(units, phrases, joiner)
+        assert write_filter._covered(units, phrases, joiner) == expected, units
+        covered += expected
+    assert 300 < covered < 2700  # both answers were exercised

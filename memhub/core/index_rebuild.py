@@ -34,9 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import numpy as np
 from sqlalchemy import Connection, Engine, func, select
 
-from memhub.core.index_apply import indexed_memories, is_servable
+from memhub.core.index_apply import apply_rows, indexed_memories, is_servable
 from memhub.core.index_pointer import current, switch
 from memhub.core.index_reconcile import Reconciled, reconcile
 from memhub.db import context
@@ -90,12 +91,9 @@ def _write(
     and so its vector, never changes while it is servable); the rest are embedded."""
     with engine.connect() as conn:
         rows = [r._mapping for r in conn.execute(select(*_ROW_COLUMNS).where(memories.c.id.in_(ids)))]
-        live, indexed = _indexed(conn, index, embedder, window, rows, reuse_from)
+        live, vectors, contexts = _prepared(conn, index, embedder, window, rows, reuse_from)
     gone = sorted(set(ids) - {str(m["id"]) for m in live})
-    written = index.upsert(indexed, skip_unchanged=skip_unchanged) if indexed else 0
-    if gone:
-        index.delete(gone)
-    return written
+    return apply_rows(index, live, vectors, contexts, gone, skip_unchanged=skip_unchanged)
 
 
 # What a memory's index row is made of (memhub/core/index_apply.py), and whether it is servable.
@@ -105,15 +103,15 @@ _ROW_COLUMNS = [
 ]
 
 
-def _indexed(
+def _prepared(
     conn: Connection,
     index: MilvusIndex,
     embedder: Embedder,
     window: context.Window,
     rows: Sequence,
     reuse_from: str | None,
-) -> tuple[list, list[IndexedMemory]]:
-    """The servable ones among memory ``rows`` and their index rows (keyword context, vector reused or embedded)."""
+) -> tuple[list, dict[str, np.ndarray], dict[str, list[str]]]:
+    """The servable ones among memory ``rows``, their vectors (reused or embedded) and their keyword contexts."""
     now_ms = int(time.time() * 1000)
     live = [m for m in rows if is_servable(m, now_ms)]
     contexts = context.surrounding_turns(conn, [str(m["id"]) for m in live], window)
@@ -121,7 +119,7 @@ def _indexed(
     fresh = [m for m in live if str(m["id"]) not in vectors]
     if fresh:
         vectors.update(zip((str(m["id"]) for m in fresh), embed_bulk(embedder, [m["content"] for m in fresh]), strict=True))
-    return live, indexed_memories(live, vectors, contexts)
+    return live, vectors, contexts
 
 
 @dataclass(frozen=True)
@@ -178,8 +176,8 @@ def _read_page(
         rows = [r._mapping for r in conn.execute(q)]
         if not rows:
             return None
-        _, indexed = _indexed(conn, index, embedder, window, rows, reuse_from)
-    return _Page(str(rows[-1]["id"]), len(rows), indexed)
+        live, vectors, contexts = _prepared(conn, index, embedder, window, rows, reuse_from)
+    return _Page(str(rows[-1]["id"]), len(rows), indexed_memories(live, vectors, contexts))
 
 
 def refresh(engine: Engine, index: MilvusIndex, embedder: Embedder, window: context.Window, since: datetime) -> int:
