@@ -198,3 +198,40 @@ def dense_codes_cache(capacity: int):  # noqa: ANN201 - a RecentVectors
     from memhub.index.recent_vectors import RecentVectors
 
     return RecentVectors(capacity)
+
+
+def test_a_search_for_close_rows_proposes_few_candidates_at_any_size() -> None:
+    """Only hits at a cosine of 0.8 or more wanted (the near-duplicate check): a few dozen candidates, not the
+    hundreds a top 10 needs at 100k rows; a lower threshold is an ordinary search."""
+    from memhub.index import dense_search
+
+    lite = Backend(lite=True, lite_candidates=400)
+    assert dense_search.candidates_for(lite, 5, 100_000, 16_384) == 400
+    assert dense_search.candidates_for(lite, 5, 100_000, 16_384, at_least=0.85) == dense_search.CLOSE_CANDIDATES
+    assert dense_search.candidates_for(lite, 5, 100_000, 16_384, at_least=0.5) == 400
+    assert dense_search.candidates_for(lite, 30, 100_000, 16_384, at_least=0.9) == 120  # still 4 per hit asked for
+    assert dense_search.candidates_for(lite, 5, 2_000, 16_384, at_least=0.9) == 20  # never more than a search asks
+    query = clustered(1, 3)
+    close = dense_search.request(lite, DenseIndex("FLAT"), [query[0]], 5, 16_384, 100_000, at_least=0.85)
+    assert close.limit == dense_search.CLOSE_CANDIDATES
+
+
+def test_a_search_for_close_rows_returns_exactly_the_close_rows(filled: tuple[MilvusIndex, np.ndarray]) -> None:
+    """Queries a little off stored vectors: what comes back is the exact top 5 among rows at 0.85 or more, and
+    nothing below it."""
+    index, vectors = filled
+    rng = np.random.default_rng(17)
+    picks = rng.choice(len(vectors), 40, replace=False)
+    queries = vectors[picks] + 0.02 * rng.standard_normal((40, DIM)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    flt = IndexFilter(namespaces=("t/0", "t/1", "t/2"))
+    answers = index.search_dense_many(list(queries), flt, 5, at_least=0.85)
+    some_below = 0
+    for q, hits in zip(queries, answers, strict=True):
+        truth = [s for s in exact(vectors, q, np.ones(len(vectors), bool), 5) if s >= 0.85]
+        some_below += len(exact(vectors, q, np.ones(len(vectors), bool), 5)) > len(truth)
+        assert hits, "the stored vector the query was drawn from is at 0.85 or more"
+        assert [round(s, 5) for _, s in hits] == [round(s, 5) for s in truth]
+    assert some_below, "some queries have rows below the threshold in their top 5, which must be left out"
+    with pytest.raises(ValueError, match="at_least"):
+        index.search_dense_many(list(queries[:1]), flt, 5, at_least=1.5)

@@ -63,9 +63,13 @@ class NearDuplicateFinder:
         close: dict[int, dict[str, float]] = {}
         for (namespace, kind), members in groups.items():
             flt = IndexFilter(namespaces=(namespace,), kinds=(kind,))
-            results = self._index.search_dense_many([vectors[i] for i in members], flt, self.config.candidates)
+            # Only rows at the threshold count: on Lite such a search proposes a few dozen candidates, not the
+            # hundreds a top 10 over 100k rows needs (memhub/index/dense_search.py CLOSE_CANDIDATES).
+            results = self._index.search_dense_many(
+                [vectors[i] for i in members], flt, self.config.candidates, at_least=self.config.cosine
+            )
             for i, hits in zip(members, results, strict=True):
-                close[i] = {mid: score for mid, score in hits if score >= self.config.cosine}
+                close[i] = dict(hits)
         wanted = {mid for hits in close.values() for mid in hits}
         if not wanted:
             return {}

@@ -38,17 +38,39 @@ number: 400 at 100k rows (recall@10 1.000 on bench_scale's 100k, 200 candidates 
 where parsing the candidates' float16 copies, not the engine, was most of the hub's CPU for a search."""
 
 
-def candidates_for(backend: Backend, limit: int, rows: int, max_limit: int) -> int:
-    """How many rows Lite's codes propose for a search of ``limit`` hits in a collection of about ``rows`` rows."""
-    return min(max_limit, max(limit, 4 * limit, min(backend.lite_candidates, -(-rows // ROWS_PER_CANDIDATE))))
+CLOSE_FROM = 0.8
+"""A search that wants only hits at this cosine similarity or above is a search for close rows (below)."""
+CLOSE_CANDIDATES = 40
+"""Lite: candidates for a search for close rows, whatever the collection's size (at least 4 per hit asked for).
+Rows that close to the query are also close by code: on real turns (LoCoMo and LongMemEval) embedded by the hub's
+model, all in one namespace, the 40 rows nearest by code held every one of each query's 5 closest rows at cosine
+0.85 or more, at 30,000 turns (3,232 pairs) and at 82,893 (3,305 pairs); 20 held 99.9% and 99.97%. The
+near-duplicate check on each write asked for 400 at 100k rows, and decoding, keeping and scoring a candidate's
+float16 copy costs the hub ~4 us (bench/bench_close_candidates.py)."""
+
+
+def candidates_for(backend: Backend, limit: int, rows: int, max_limit: int, at_least: float | None = None) -> int:
+    """How many rows Lite's codes propose for a search of ``limit`` hits in a collection of about ``rows`` rows;
+    fewer when only hits at ``at_least`` or above are wanted and those are close rows (``CLOSE_FROM``)."""
+    candidates = min(max_limit, max(limit, 4 * limit, min(backend.lite_candidates, -(-rows // ROWS_PER_CANDIDATE))))
+    if at_least is not None and at_least >= CLOSE_FROM:
+        return min(candidates, max(CLOSE_CANDIDATES, 4 * limit))
+    return candidates
 
 
 def request(
-    backend: Backend, dense: DenseIndex, queries: Sequence[np.ndarray], limit: int, max_limit: int, rows: int = 1 << 62
+    backend: Backend,
+    dense: DenseIndex,
+    queries: Sequence[np.ndarray],
+    limit: int,
+    max_limit: int,
+    rows: int = 1 << 62,
+    at_least: float | None = None,
 ) -> DenseRequest:
-    """The search call for unit ``queries`` wanting ``limit`` hits each, in a collection of about ``rows`` rows."""
+    """The search call for unit ``queries`` wanting ``limit`` hits each (only those at ``at_least`` or above, when
+    given), in a collection of about ``rows`` rows."""
     if backend.coded_dense:
-        candidates = candidates_for(backend, limit, rows, max_limit)
+        candidates = candidates_for(backend, limit, rows, max_limit, at_least)
         codes = dense_codes.thermometer(np.vstack(queries))
         return DenseRequest([row.tobytes() for row in codes], schema.DENSE_CODES, candidates, None, [schema.DENSE_F16])
     params = dense.search_params_for(limit)
@@ -62,18 +84,24 @@ def hits(
     queries: Sequence[np.ndarray],
     limit: int,
     scored: Callable[[list[str], np.ndarray], None] = lambda ids, vectors: None,
+    at_least: float | None = None,
 ) -> list[list[tuple[str, float]]]:
-    """Milvus's answer (one ``Found`` per query) as ``[(id, similarity)]`` per query, best first, ``limit`` each.
-    ``scored`` is told every candidate Lite's codes proposed, with its vector (memhub/index/recent_vectors.py)."""
+    """Milvus's answer (one ``Found`` per query) as ``[(id, similarity)]`` per query, best first, ``limit`` each,
+    and only those at ``at_least`` or above when it is given (a search for close rows proposed fewer candidates:
+    what lies below is not the collection's best). ``scored`` is told every candidate Lite's codes proposed, with
+    its vector (memhub/index/recent_vectors.py)."""
     lists = list(answer) + [Found([], [], {}) for _ in range(len(queries) - len(answer))]
     if not backend.coded_dense:
-        return [list(zip(found.ids, found.scores, strict=True)) for found in lists]
-    out = []
-    for found, query in zip(lists, queries, strict=True):
-        vectors = dense_codes.unpack(found.fields.get(schema.DENSE_F16, []), dimension)
-        scored(found.ids, vectors)
-        out.append(dense_codes.best(found.ids, vectors, query, limit))
-    return out
+        out = [list(zip(found.ids, found.scores, strict=True)) for found in lists]
+    else:
+        out = []
+        for found, query in zip(lists, queries, strict=True):
+            vectors = dense_codes.unpack(found.fields.get(schema.DENSE_F16, []), dimension)
+            scored(found.ids, vectors)
+            out.append(dense_codes.best(found.ids, vectors, query, limit))
+    if at_least is None:
+        return out
+    return [[(mid, score) for mid, score in hits if score >= at_least] for hits in out]
 
 
 def stored_vectors(coded: bool, dimension: int, rows: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:

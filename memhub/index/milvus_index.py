@@ -285,22 +285,31 @@ class MilvusIndex(MilvusReads):
         return hits
 
     def search_dense_many(
-        self, vectors: Sequence[Sequence[float]], flt: IndexFilter, limit: int
+        self, vectors: Sequence[Sequence[float]], flt: IndexFilter, limit: int, *, at_least: float | None = None
     ) -> list[list[tuple[str, float]]]:
-        """`search_dense` for several vectors under one filter, in one call: one result list per vector."""
+        """`search_dense` for several vectors under one filter, in one call: one result list per vector.
+
+        ``at_least``: only hits at this cosine similarity or above are wanted (the near-duplicate check's); the
+        others are left out, and when they are close rows (``dense_search.CLOSE_FROM``) Lite proposes fewer
+        candidates for them.
+        """
+        if at_least is not None and not (isinstance(at_least, float | int) and -1.0 <= at_least <= 1.0):
+            raise ValueError(f"at_least must be a similarity from -1 to 1 or None; got {at_least!r}")
         queries = [check_vector(v, self._dimension, "query") for v in vectors]
         if not queries:
             return []
         with self._span("search_dense", {**_search_attributes(flt, limit), "memhub.milvus.queries": len(queries)}):
-            return self._dense_hits(queries, flt, limit)
+            return self._dense_hits(queries, flt, limit, at_least)
 
-    def _dense_hits(self, queries: list[np.ndarray], flt: IndexFilter, limit: int) -> list[list[tuple[str, float]]]:
+    def _dense_hits(
+        self, queries: list[np.ndarray], flt: IndexFilter, limit: int, at_least: float | None = None
+    ) -> list[list[tuple[str, float]]]:
         _check_limit(limit)
-        call = dense_search.request(self.backend, self._dense, queries, limit, MAX_LIMIT, self._rows)
+        call = dense_search.request(self.backend, self._dense, queries, limit, MAX_LIMIT, self._rows, at_least)
         answer = self._search_many(
             call.data, call.anns_field, flt, call.limit, "dense search", call.search_params, call.output_fields
         )
-        return dense_search.hits(self.backend, self._dimension, answer, queries, limit, self._recent.remember)
+        return dense_search.hits(self.backend, self._dimension, answer, queries, limit, self._recent.remember, at_least)
 
     def similarities(self, query: Sequence[float] | np.ndarray, ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``query`` with each of ``ids`` the index holds (or a dense search just scored), for
