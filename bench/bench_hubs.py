@@ -8,7 +8,7 @@ on bench_throughput's hub), so one hub uses about one core for its own work
 whatever the machine has. Several hub processes on the same stores are the
 deployment the compose stack and the Helm chart scale out to; this bench runs
 that on one machine: one Postgres (a scratch database on the external server,
-``--admin-url``), one Milvus Lite data file served by ``memhub index-server``,
+``--admin-url``), one Milvus Lite data file served over TCP as ``memhub index-server`` serves it,
 N ``memhub serve`` processes sharing a JWT secret and a policy folder.
 
 The corpus (LoCoMo turns, as bench_throughput's) is written through the first
@@ -27,29 +27,25 @@ import contextlib
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import psutil
 import psycopg
-from pymilvus import MilvusClient
 from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_throughput import corpus  # noqa: E402
-from hubproc import REPO, RunningHub, bench_policy_dir, running_hub  # noqa: E402
-from loadgen import Timed, batched_writes, cpu_per, load_average  # noqa: E402
+from hubproc import RunningHub, bench_policy_dir, running_hub  # noqa: E402
+from loadgen import Timed, batched_writes, load_average, searches  # noqa: E402
 from locomo import DEFAULT_PATH  # noqa: E402
 
-from memhub import grpc_keepalive  # noqa: E402
-from memhub.client import MemhubClient  # noqa: E402
+from memhub.data_dir_lock import LITE_FILE_NAME  # noqa: E402
+from memhub.index.lite_server import LiteServer  # noqa: E402
 
 ADMIN_URL = os.environ.get("MEMHUB_BENCH_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 CLIENTS = 16
@@ -78,52 +74,28 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def index_server(folder: Path) -> Iterator[tuple[str, int]]:
-    """`memhub index-server` on a free port: (its URI, its pid)."""
-    port = _free_port()
+def index_server(folder: Path) -> Iterator[str]:
+    """One Milvus Lite engine serving a data file on a free TCP port, as `memhub index-server` runs it; its URI."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    log = (folder / "server.log").open("w")
-    cmd = [sys.executable, "-m", "memhub.cli.main", "index-server", "--data-dir", str(folder / "data"), "--port", str(port)]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-    uri = f"http://127.0.0.1:{port}"
+    server = LiteServer(folder / LITE_FILE_NAME, address=f"127.0.0.1:{_free_port()}")
+    server.start()  # waits until the engine answers
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                # memhub's keepalive settings: pymilvus's default pings draw GOAWAY too_many_pings from Lite.
-                MilvusClient(uri, timeout=5, grpc_options=grpc_keepalive.milvus_client_options()).close()
-                break
-            except Exception:  # noqa: BLE001 - not up yet; the deadline below ends the wait
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log_tail = (folder / "server.log").read_text()[-3000:]
-                    raise SystemExit(f"memhub index-server did not start: {log_tail}") from None
-                time.sleep(0.3)
-        yield uri, proc.pid
+        yield server.uri
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        server.stop()
 
 
 class FleetCPU:
     """CPU seconds of the hub processes, the index server (with its Milvus Lite child) and the Postgres server's
     processes (those run by the ``postgres`` user: the external server, not a hub's embedded one)."""
 
-    def __init__(self, hubs: Sequence[RunningHub], index_pid: int) -> None:
+    def __init__(self, hubs: Sequence[RunningHub]) -> None:
         self._hubs = list(hubs)
-        self._index_pid = index_pid
 
     def _processes(self) -> dict[str, list[psutil.Process]]:
-        index = psutil.Process(self._index_pid)
+        index = [p for p in psutil.Process().children(recursive=True) if "milvus" in p.name()]
         postgres = [p for p in psutil.process_iter(["name", "username"]) if p.info["username"] == "postgres"]
-        return {
-            "hubs": [psutil.Process(h.pid) for h in self._hubs],
-            "index": [index, *index.children(recursive=True)],
-            "postgres": postgres,
-        }
+        return {"hubs": [psutil.Process(h.pid) for h in self._hubs], "index": index, "postgres": postgres}
 
     def seconds(self) -> dict[str, float]:
         out = {}
@@ -135,36 +107,6 @@ class FleetCPU:
                     total += t.user + t.system
             out[part] = total
         return out
-
-
-def spread_searches(hubs: Sequence[RunningHub], queries: Sequence[str], per_client: int, cpu: FleetCPU) -> Timed:
-    """CLIENTS clients, client i on hubs[i % len(hubs)], each searching ``per_client`` distinct queries (top 10)."""
-    clients = [MemhubClient(hubs[i % len(hubs)].address, token=hubs[0].token, timeout_s=120) for i in range(CLIENTS)]
-    for c in clients:  # connection set-up is not what is measured
-        c.healthy()
-    latencies: list[float] = []
-    lock = threading.Lock()
-
-    def worker(i: int) -> None:
-        for j in range(per_client):
-            query = queries[(i * per_client + j) % len(queries)]
-            t0 = time.perf_counter()
-            clients[i].search(query, ["bench"], top_k=10)
-            with lock:
-                latencies.append(time.perf_counter() - t0)
-
-    started = cpu.seconds()
-    t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(CLIENTS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - t0
-    spent = cpu_per(started, cpu.seconds(), len(latencies))
-    for c in clients:
-        c.close()
-    return Timed(len(latencies) / elapsed, latencies, spent)
 
 
 def main() -> None:
@@ -192,7 +134,7 @@ def main() -> None:
         policy = bench_policy_dir(root)
         with contextlib.ExitStack() as stack:
             database = stack.enter_context(scratch_database(args.admin_url))
-            uri, index_pid = stack.enter_context(index_server(root / "index"))
+            uri = stack.enter_context(index_server(root / "index"))
             env = {
                 "MEMHUB_DATABASE_URL": database,
                 "MEMHUB_MILVUS_URI": uri,
@@ -204,12 +146,12 @@ def main() -> None:
             ingest = batched_writes(hubs[0], items)
             print(f"  {ingest.searchable_per_s:.1f} memories/s searchable", file=sys.stderr)
             hubs += [stack.enter_context(running_hub(_hub_dir(root, i), env)) for i in range(1, args.hubs)]
-            cpu = FleetCPU(hubs, index_pid)
-            spread_searches(hubs, questions, 5, cpu)  # warm every hub's caches and connections
+            cpu = FleetCPU(hubs)
+            searches(hubs, questions, ["bench"], CLIENTS, 5, cpu)  # warm every hub's caches and connections
             for r in range(args.rounds):
                 print(f"round {r + 1} of {args.rounds}...", file=sys.stderr)
-                results.append(("1 hub", spread_searches(hubs[:1], questions, args.per_client, cpu)))
-                results.append((f"{args.hubs} hubs", spread_searches(hubs, questions, args.per_client, cpu)))
+                results.append(("1 hub", searches(hubs[:1], questions, ["bench"], CLIENTS, args.per_client, cpu)))
+                results.append((f"{args.hubs} hubs", searches(hubs, questions, ["bench"], CLIENTS, args.per_client, cpu)))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"\nmemhub search, {CLIENTS} clients, {args.memories} memories; one Postgres (external), one Milvus Lite index server")

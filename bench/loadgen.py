@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 from hubproc import RunningHub, wait_until_indexed
@@ -106,12 +107,23 @@ class Timed:
         return line
 
 
-def timed_clients(hub: RunningHub, concurrency: int, calls: Callable[[int], list[Call]], cpu: StackCPU | None = None) -> Timed:
+class CPUMeter(Protocol):
+    def seconds(self) -> dict[str, float]: ...
+
+
+def timed_clients(
+    hub: RunningHub | Sequence[RunningHub],
+    concurrency: int,
+    calls: Callable[[int], list[Call]],
+    cpu: CPUMeter | None = None,
+) -> Timed:
     """Run calls(i) on client i, all clients at once (a thread each); rate, per-call latencies and (with ``cpu``) the
-    stack's CPU per call."""
+    stack's CPU per call. Given several hubs, client i calls hub i mod their number (as a balancer spreads
+    connections); the first hub's token serves them all (they share a JWT secret)."""
+    hubs = [hub] if isinstance(hub, RunningHub) else list(hub)
     latencies: list[float] = []
     lock = threading.Lock()
-    clients = [MemhubClient(hub.address, token=hub.token, timeout_s=120) for _ in range(concurrency)]
+    clients = [MemhubClient(hubs[i % len(hubs)].address, token=hubs[0].token, timeout_s=120) for i in range(concurrency)]
     for c in clients:  # warm the channels: connection set-up is not what we measure
         c.healthy()
 
@@ -137,14 +149,15 @@ def timed_clients(hub: RunningHub, concurrency: int, calls: Callable[[int], list
 
 
 def searches(
-    hub: RunningHub,
+    hub: RunningHub | Sequence[RunningHub],
     queries: Sequence[str],
     roots: Sequence[str],
     concurrency: int,
     per_client: int,
-    cpu: StackCPU | None = None,
+    cpu: CPUMeter | None = None,
 ) -> Timed:
-    """``concurrency`` clients each search ``per_client`` queries (distinct across clients), top 10."""
+    """``concurrency`` clients each search ``per_client`` queries (distinct across clients), top 10; spread over
+    several hubs as ``timed_clients`` does."""
 
     def calls(i: int) -> list[Call]:
         mine = [queries[(i * per_client + j) % len(queries)] for j in range(per_client)]
