@@ -67,6 +67,23 @@ def advice(uri: str) -> str:
     )
 
 
+def timeout_advice(uri: str) -> str:
+    """What to check when calls to ``uri`` run past their deadline: the index answers, but too slowly."""
+    where = "the milvus process beside the hub" if is_embedded(uri) else "the Milvus server"
+    return (
+        f"it is overloaded or stuck: check the CPU of {where}; if it is busy with searches, spread them over more "
+        "hubs or move the index to a Milvus server (docs/operating/sizing.md)"
+    )
+
+
+def timed_out(exc: BaseException) -> bool:
+    """True when ``exc`` (or what caused it) is a gRPC call that ran past its deadline."""
+    return any(
+        isinstance(cur, grpc.RpcError) and hasattr(cur, "code") and cur.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        for cur in _chain(exc)
+    )
+
+
 def is_not_loaded(exc: BaseException) -> bool:
     """True when ``exc`` (or its cause) says the collection is not loaded: e.g. a Milvus server restarted and released it."""
     for cur in _chain(exc):
@@ -109,6 +126,11 @@ def translated(uri: str, what: str) -> Iterator[None]:
     except IndexBackendError:
         raise
     except Exception as exc:
+        if timed_out(exc):
+            raise IndexUnavailable(
+                f"Milvus at {redact(uri)} did not answer in time during {what} (the call's deadline passed); "
+                f"{timeout_advice(uri)}"
+            ) from exc
         if is_unreachable(exc):
             raise IndexUnavailable(
                 f"Milvus at {redact(uri)} is unavailable during {what}: {_reason(exc)}; {advice(uri)}"

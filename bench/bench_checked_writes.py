@@ -1,0 +1,101 @@
+"""What a checked write costs on a big index: semantic writes, each near-duplicate checked, on a kept data directory.
+
+    .venv/bin/python bench/bench_checked_writes.py --data-dir DIR [--writes 1600] [--rounds 2] [--code PATH ...]
+
+A fact (a semantic memory) is compared with the nearest memories of its
+namespace before it is stored (memhub/core/near_duplicates.py), so its cost
+grows with the index. Run this on a data directory that already holds a
+corpus (e.g. ``bench/bench_scale.py --memories 100000 --generate-vectors
+--data-dir DIR``): 16 clients write LoCoMo turns as facts, one per call, into
+the corpus's namespaces, and it prints the rate, p50/p99 and the CPU per write
+of the hub, its Milvus Lite and its Postgres.
+
+``--code`` names memhub checkouts to compare (the hub runs with that checkout
+first on PYTHONPATH; the benchmark itself is this one), alternated for
+``--rounds`` rounds on the same data directory. Each round writes new texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_throughput import corpus  # noqa: E402
+from hubproc import running_hub  # noqa: E402
+from loadgen import Call, StackCPU, Timed, load_average, timed_clients  # noqa: E402
+from locomo import DEFAULT_PATH  # noqa: E402
+
+from memhub.client import MemhubClient, memory_input  # noqa: E402
+
+CLIENTS = 16
+HERE = Path(__file__).resolve().parent.parent
+
+
+def namespaces_of(data_dir: Path, hub_env: dict[str, str]) -> list[str]:
+    """The corpus's namespaces that hold memories (bench_throughput's names), checked through a hub."""
+    items, _ = corpus(100_000, DEFAULT_PATH)
+    names = sorted({ns for ns, _ in items})
+    with running_hub(data_dir, hub_env) as hub, MemhubClient(hub.address, token=hub.token) as client:
+        return [ns for ns in names if client.list([ns], page_size=1).memories]
+
+
+def checked_writes(data_dir: Path, code: Path, texts: list[tuple[str, str]]) -> Timed:
+    env = {"PYTHONPATH": str(code)}
+    with running_hub(data_dir, env) as hub:
+        cpu = StackCPU(hub)
+        per_client = len(texts) // CLIENTS
+
+        def calls(i: int) -> list[Call]:
+            mine = texts[i * per_client : (i + 1) * per_client]
+            return [lambda c, ns=ns, t=t: c.write([memory_input(ns, t, type="fact")]) for ns, t in mine]
+
+        return timed_clients(hub, CLIENTS, calls, cpu)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="a hub's data directory holding a corpus")
+    parser.add_argument("--writes", type=int, default=1_600, help="writes per phase")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--code", type=Path, action="append", help="a memhub checkout to run the hub from (repeatable)")
+    args = parser.parse_args()
+    if not (args.data_dir / "postgres").is_dir():
+        parser.error(f"{args.data_dir} holds no hub data (no postgres/ in it); fill it with bench_scale.py first")
+    if not CLIENTS <= args.writes <= 100_000 or not 1 <= args.rounds <= 10:
+        parser.error(f"--writes takes {CLIENTS}-100000, --rounds 1-10")
+    codes = [c.resolve() for c in (args.code or [HERE])]
+    for code in codes:
+        if not (code / "memhub" / "__init__.py").is_file():
+            parser.error(f"--code {code}: not a memhub checkout (no memhub/__init__.py)")
+    started = load_average()
+    namespaces = namespaces_of(args.data_dir, {"PYTHONPATH": str(codes[0])})
+    if not namespaces:
+        raise SystemExit(f"{args.data_dir} holds none of bench_throughput's namespaces; fill it with bench_scale.py first")
+    _, questions = corpus(0, DEFAULT_PATH)
+    stamp = int(time.time())
+    results = []
+    phase = 0
+    for r in range(args.rounds):
+        for code in codes:
+            # New texts each phase (a repeat would be folded by the content hash): a question, made a statement.
+            texts = [
+                (namespaces[i % len(namespaces)], f"Noted ({stamp}-{phase}-{i}): {questions[i % len(questions)]}")
+                for i in range(args.writes)
+            ]
+            print(f"round {r + 1}, {code}...", file=sys.stderr)
+            results.append((code, checked_writes(args.data_dir, code, texts)))
+            phase += 1
+    print(f"\nchecked writes (type fact), {CLIENTS} clients, one memory a call, into {len(namespaces)} namespaces", end="")
+    print(f" of {args.data_dir}")
+    print(f"at the start: {started}; at the end: {load_average()}")
+    for code, timed in results:
+        print(f"{os.path.basename(code):>12s}  {timed.summary('writes/s')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""What an index failure says to do: a call that ran past its deadline is not a missing or locked data file.
+
+Real failures against real Milvus Lite engines: a search given a deadline no engine can meet (a real
+DEADLINE_EXCEEDED from gRPC), and a server address where nothing listens.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memhub.index import IndexFilter, IndexUnavailable, MilvusIndex
+
+
+def test_a_search_past_its_deadline_says_the_index_is_slow_not_missing(tmp_path: Path) -> None:
+    index = MilvusIndex(str(tmp_path / "slow.db"), model_id="advice-test", dimension=8, search_timeout_s=1e-6)
+    try:
+        index.ensure_collection()
+        with pytest.raises(IndexUnavailable) as failure:
+            index.search_dense(np.ones(8) / np.sqrt(8), IndexFilter(namespaces=("a",)), 5)
+    finally:
+        index.close()
+    message = str(failure.value)
+    assert "did not answer in time during dense search" in message
+    assert "overloaded or stuck" in message and "milvus process beside the hub" in message
+    assert "writable" not in message and "_InactiveRpcError" not in message
+
+
+def test_a_server_where_nothing_listens_gets_the_reachability_advice() -> None:
+    with socket.socket() as s:  # a port nothing listens on once it is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(IndexUnavailable) as failure:
+        MilvusIndex(f"http://127.0.0.1:{port}", model_id="advice-test", dimension=8, timeout_s=2.0).close()
+    message = str(failure.value)
+    assert "is running and reachable at this address" in message
+    assert "did not answer in time" not in message
