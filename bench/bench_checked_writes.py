@@ -37,9 +37,10 @@ HERE = Path(__file__).resolve().parent.parent
 
 
 def namespaces_of(data_dir: Path, hub_env: dict[str, str]) -> list[str]:
-    """The corpus's namespaces that hold memories (bench_throughput's names), checked through a hub."""
+    """The benchmark corpora's namespaces that hold memories here (bench_throughput's and bench_scale's names),
+    checked through a hub."""
     items, _ = corpus(100_000, DEFAULT_PATH)
-    names = sorted({ns for ns, _ in items})
+    names = sorted({ns for ns, _ in items} | {f"bench/scale/ns{k:02d}" for k in range(17)})
     with running_hub(data_dir, hub_env) as hub, MemhubClient(hub.address, token=hub.token) as client:
         return [ns for ns in names if client.list([ns], page_size=1).memories]
 
@@ -75,7 +76,7 @@ def main() -> None:
     started = load_average()
     namespaces = namespaces_of(args.data_dir, {"PYTHONPATH": str(codes[0])})
     if not namespaces:
-        raise SystemExit(f"{args.data_dir} holds none of bench_throughput's namespaces; fill it with bench_scale.py first")
+        raise SystemExit(f"{args.data_dir} holds none of the benchmarks' namespaces; fill it with bench_scale.py first")
     _, questions = corpus(0, DEFAULT_PATH)
     stamp = int(time.time())
     results = []
