@@ -11,8 +11,11 @@ the corpus's namespaces, and it prints the rate, p50/p99 and the CPU per write
 of the hub, its Milvus Lite and its Postgres.
 
 ``--code`` names memhub checkouts to compare (the hub runs with that checkout
-first on PYTHONPATH; the benchmark itself is this one), alternated for
-``--rounds`` rounds on the same data directory. Each round writes new texts.
+first on PYTHONPATH; the benchmark itself is this one; run it from outside the
+checkouts, or Python imports memhub from the working directory first), and
+``--settings`` hub settings to compare (e.g. ``MEMHUB_NEAR_DUP=off``),
+alternated for ``--rounds`` rounds on the same data directory. Each phase
+writes new texts.
 """
 
 from __future__ import annotations
@@ -45,8 +48,8 @@ def namespaces_of(data_dir: Path, hub_env: dict[str, str]) -> list[str]:
         return [ns for ns in names if client.list([ns], page_size=1).memories]
 
 
-def checked_writes(data_dir: Path, code: Path, texts: list[tuple[str, str]]) -> Timed:
-    env = {"PYTHONPATH": str(code)}
+def checked_writes(data_dir: Path, code: Path, texts: list[tuple[str, str]], settings: dict[str, str]) -> Timed:
+    env = {"PYTHONPATH": str(code), **settings}
     with running_hub(data_dir, env) as hub:
         cpu = StackCPU(hub)
         per_client = len(texts) // CLIENTS
@@ -64,7 +67,17 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=1_600, help="writes per phase")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--code", type=Path, action="append", help="a memhub checkout to run the hub from (repeatable)")
+    parser.add_argument(
+        "--settings",
+        action="append",
+        default=[],
+        help="KEY=VALUE,KEY=VALUE: hub settings of one more variant to alternate with (repeatable; '' is the defaults)",
+    )
     args = parser.parse_args()
+    try:
+        variants = [dict(kv.split("=", 1) for kv in v.split(",") if kv) for v in (args.settings or [""])]
+    except ValueError:
+        parser.error("--settings takes KEY=VALUE pairs separated by commas")
     if not (args.data_dir / "postgres").is_dir():
         parser.error(f"{args.data_dir} holds no hub data (no postgres/ in it); fill it with bench_scale.py first")
     if not CLIENTS <= args.writes <= 100_000 or not 1 <= args.rounds <= 10:
@@ -82,20 +95,21 @@ def main() -> None:
     results = []
     phase = 0
     for r in range(args.rounds):
-        for code in codes:
+        for code, settings in [(c, v) for c in codes for v in variants]:
             # New texts each phase (a repeat would be folded by the content hash): a question, made a statement.
             texts = [
                 (namespaces[i % len(namespaces)], f"Noted ({stamp}-{phase}-{i}): {questions[i % len(questions)]}")
                 for i in range(args.writes)
             ]
-            print(f"round {r + 1}, {code}...", file=sys.stderr)
-            results.append((code, checked_writes(args.data_dir, code, texts)))
+            name = os.path.basename(code) + "".join(f" {k}={v}" for k, v in settings.items())
+            print(f"round {r + 1}, {name}...", file=sys.stderr)
+            results.append((name, checked_writes(args.data_dir, code, texts, settings)))
             phase += 1
     print(f"\nchecked writes (type fact), {CLIENTS} clients, one memory a call, into {len(namespaces)} namespaces", end="")
     print(f" of {args.data_dir}")
     print(f"at the start: {started}; at the end: {load_average()}")
-    for code, timed in results:
-        print(f"{os.path.basename(code):>12s}  {timed.summary('writes/s')}")
+    for name, timed in results:
+        print(f"{name:>28s}  {timed.summary('writes/s')}")
 
 
 if __name__ == "__main__":
