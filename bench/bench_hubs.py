@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_throughput import corpus  # noqa: E402
 from hubproc import RunningHub, bench_policy_dir, running_hub  # noqa: E402
-from loadgen import Timed, batched_writes, load_average, searches  # noqa: E402
+from loadgen import StackCPU, Timed, batched_writes, load_average, searches  # noqa: E402
 from locomo import DEFAULT_PATH  # noqa: E402
 
 from memhub.data_dir_lock import LITE_FILE_NAME  # noqa: E402
@@ -85,28 +85,18 @@ def index_server(folder: Path) -> Iterator[str]:
         server.stop()
 
 
-class FleetCPU:
-    """CPU seconds of the hub processes, the index server (with its Milvus Lite child) and the Postgres server's
-    processes (those run by the ``postgres`` user: the external server, not a hub's embedded one)."""
+class FleetCPU(StackCPU):
+    """CPU seconds of the hub processes, the index server's Milvus Lite engine (a child of this process) and the
+    Postgres server's processes (those run by the ``postgres`` user: the external server, not a hub's embedded
+    one); summed as ``StackCPU`` sums its parts."""
 
-    def __init__(self, hubs: Sequence[RunningHub]) -> None:
+    def __init__(self, hubs: Sequence[RunningHub]) -> None:  # several hubs, not StackCPU's one
         self._hubs = list(hubs)
 
-    def _processes(self) -> dict[str, list[psutil.Process]]:
+    def processes(self) -> dict[str, list[psutil.Process]]:
         index = [p for p in psutil.Process().children(recursive=True) if "milvus" in p.name()]
         postgres = [p for p in psutil.process_iter(["name", "username"]) if p.info["username"] == "postgres"]
         return {"hubs": [psutil.Process(h.pid) for h in self._hubs], "index": index, "postgres": postgres}
-
-    def seconds(self) -> dict[str, float]:
-        out = {}
-        for part, procs in self._processes().items():
-            total = 0.0
-            for proc in procs:
-                with contextlib.suppress(psutil.Error):
-                    t = proc.cpu_times()
-                    total += t.user + t.system
-            out[part] = total
-        return out
 
 
 def main() -> None:
@@ -158,10 +148,9 @@ def main() -> None:
     print(f"at the start: {started_load}; at the end: {load_average()}")
     for name, timed in results:
         print(f"{name:8s} {timed.summary()}")
-    for hubs_name in sorted({n for n, _ in results} - {"1 hub"}):
-        one = [t.rate for n, t in results if n == "1 hub"]
-        many = [t.rate for n, t in results if n == hubs_name]
-        print(f"{hubs_name} / 1 hub, round by round: " + ", ".join(f"{m / o:.2f}x" for o, m in zip(one, many, strict=True)))
+    # results alternate: (1 hub, N hubs) per round.
+    ratios = [many.rate / one.rate for (_, one), (_, many) in zip(results[::2], results[1::2], strict=True)]
+    print(f"{args.hubs} hubs / 1 hub, round by round: " + ", ".join(f"{r:.2f}x" for r in ratios))
 
 
 def _hub_dir(root: Path, i: int) -> Path:

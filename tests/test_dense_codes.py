@@ -233,5 +233,7 @@ def test_a_search_for_close_rows_returns_exactly_the_close_rows(filled: tuple[Mi
         assert hits, "the stored vector the query was drawn from is at 0.85 or more"
         assert [round(s, 5) for _, s in hits] == [round(s, 5) for s in truth]
     assert some_below, "some queries have rows below the threshold in their top 5, which must be left out"
-    with pytest.raises(ValueError, match="at_least"):
-        index.search_dense_many(list(queries[:1]), flt, 5, at_least=1.5)
+    for bad in (1.5, float("nan"), True, "0.9"):
+        with pytest.raises(ValueError, match="at_least"):
+            index.search_dense_many(list(queries[:1]), flt, 5, at_least=bad)  # type: ignore[arg-type]
+    assert index.search_dense_many(list(queries[:1]), flt, 5, at_least=np.float32(0.85))[0] == answers[0]

@@ -68,20 +68,23 @@ def advice(uri: str) -> str:
 
 
 def timeout_advice(uri: str) -> str:
-    """What to check when calls to ``uri`` run past their deadline: the index answers, but too slowly."""
-    where = "the milvus process beside the hub" if is_embedded(uri) else "the Milvus server"
+    """What to check when calls to ``uri`` run past their deadline: the index is too slow, or stopped answering."""
+    where = "the milvus process beside the hub" if is_embedded(uri) else "the Milvus server (and the network to it)"
     return (
-        f"it is overloaded or stuck: check the CPU of {where}; if it is busy with searches, spread them over more "
-        "hubs or move the index to a Milvus server (docs/operating/sizing.md)"
+        f"it is overloaded, stuck or no longer reachable: check that {where} still runs and how busy its CPU is; if "
+        "it is busy with searches, spread them over more hubs or move the index to a Milvus server "
+        "(docs/operating/sizing.md)"
     )
+
+
+def _rpc_code(exc: BaseException) -> grpc.StatusCode | None:
+    """The status code of a gRPC call's error, None for anything else."""
+    return exc.code() if isinstance(exc, grpc.RpcError) and hasattr(exc, "code") else None
 
 
 def timed_out(exc: BaseException) -> bool:
     """True when ``exc`` (or what caused it) is a gRPC call that ran past its deadline."""
-    return any(
-        isinstance(cur, grpc.RpcError) and hasattr(cur, "code") and cur.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-        for cur in _chain(exc)
-    )
+    return any(_rpc_code(cur) == grpc.StatusCode.DEADLINE_EXCEEDED for cur in _chain(exc))
 
 
 def is_not_loaded(exc: BaseException) -> bool:
@@ -110,7 +113,7 @@ def is_unreachable(exc: BaseException) -> bool:
             return True
         if isinstance(cur, MilvusException) and cur.code == Status.CONNECT_FAILED:
             return True
-        if isinstance(cur, grpc.RpcError) and hasattr(cur, "code") and cur.code() in _UNREACHABLE_GRPC:
+        if _rpc_code(cur) in _UNREACHABLE_GRPC:
             return True
     return False
 

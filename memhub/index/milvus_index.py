@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -293,7 +294,7 @@ class MilvusIndex(MilvusReads):
         others are left out, and when they are close rows (``dense_search.CLOSE_FROM``) Lite proposes fewer
         candidates for them.
         """
-        if at_least is not None and not (isinstance(at_least, float | int) and -1.0 <= at_least <= 1.0):
+        if at_least is not None and (isinstance(at_least, bool) or not isinstance(at_least, Real) or not -1.0 <= at_least <= 1.0):
             raise ValueError(f"at_least must be a similarity from -1 to 1 or None; got {at_least!r}")
         queries = [check_vector(v, self._dimension, "query") for v in vectors]
         if not queries:
