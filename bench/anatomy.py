@@ -11,11 +11,18 @@ own overhead (everything that is not one of the parts) is visible:
 A search starts the embedding while the namespaces are decided and runs
 BM25 beside the embedding and the dense search, so the whole is less than
 the sum of its parts when the machine has cores to spare.
+
+Run on its own it compares data directories (e.g. the same corpus indexed by
+two versions of the indexer), alternated for ``--rounds`` rounds:
+
+    .venv/bin/python bench/anatomy.py DIR [DIR ...] [--rounds 2] [--root bench/scale]
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -82,3 +89,33 @@ def report(rows: list[Row], grpc_single: tuple[float, float] | None = None) -> s
     if grpc_single is not None:
         lines.append(f"{'whole search over gRPC (1 client)':34s} {grpc_single[0]:8.1f} {grpc_single[1]:8.1f}")
     return "\n".join(lines)
+
+
+def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from hubproc import bench_policy_dir
+    from loadgen import load_average
+    from synthetic import queries
+
+    parser = argparse.ArgumentParser(description="The parts of a search, timed alone, on each of several data directories")
+    parser.add_argument("data_dirs", type=Path, nargs="+", help="hub data directories holding a benchmark corpus")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--queries", type=int, default=150, help="LoCoMo questions timed per part")
+    parser.add_argument("--root", default="bench/scale", help="the corpus's namespace root (bench_throughput's: bench)")
+    args = parser.parse_args()
+    for folder in args.data_dirs:
+        if not (folder / "postgres").is_dir():
+            parser.error(f"{folder} holds no hub data (no postgres/ in it)")
+    if not 1 <= args.rounds <= 10 or not 10 <= args.queries <= 1500:
+        parser.error("--rounds takes 1-10, --queries 10-1500")
+    started = load_average()
+    questions = queries()
+    for r in range(args.rounds):
+        for folder in args.data_dirs:
+            rows = measure(folder, bench_policy_dir(folder), questions, [args.root], n=args.queries)
+            print(f"\nround {r + 1}, {folder}\n{report(rows)}", flush=True)
+    print(f"\nat the start: {started}; at the end: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,6 @@
 """What a checked write costs on a big index: semantic writes, each near-duplicate checked, on a kept data directory.
 
-    .venv/bin/python bench/bench_checked_writes.py --data-dir DIR [--writes 1600] [--rounds 2] [--code PATH ...]
+    .venv/bin/python bench/bench_checked_writes.py --data-dir DIR [--writes 1600] [--rounds 2] [--episodes] [--code PATH ...]
 
 A fact (a semantic memory) is compared with the nearest memories of its
 namespace before it is stored (memhub/core/near_duplicates.py), so its cost
@@ -8,7 +8,10 @@ grows with the index. Run this on a data directory that already holds a
 corpus (e.g. ``bench/bench_scale.py --memories 100000 --generate-vectors
 --data-dir DIR``): 16 clients write LoCoMo turns as facts, one per call, into
 the corpus's namespaces, and it prints the rate, p50/p99 and the CPU per write
-of the hub, its Milvus Lite and its Postgres.
+of the hub, its Milvus Lite and its Postgres. ``--episodes`` writes them as
+conversation turns instead, each client in a session of its own (a turn is
+checked against its session, and the turns before it that hold it in their
+keyword context are indexed again).
 
 ``--code`` names memhub checkouts to compare (the hub runs with that checkout
 first on PYTHONPATH; the benchmark itself is this one; run it from outside the
@@ -48,7 +51,12 @@ def namespaces_of(data_dir: Path, hub_env: dict[str, str]) -> list[str]:
         return [ns for ns in names if client.list([ns], page_size=1).memories]
 
 
-def checked_writes(data_dir: Path, code: Path, texts: list[tuple[str, str]], settings: dict[str, str]) -> Timed:
+def checked_writes(
+    data_dir: Path, code: Path, texts: list[tuple[str, str]], settings: dict[str, str], episodes: str | None = None
+) -> Timed:
+    """``episodes``: write each client's texts as the turns of a session of its own named from this (each turn
+    checked against its session, and re-indexing the turns before it whose keyword context it joins), not as
+    facts."""
     env = {"PYTHONPATH": str(code), **settings}
     with running_hub(data_dir, env) as hub:
         cpu = StackCPU(hub)
@@ -56,6 +64,9 @@ def checked_writes(data_dir: Path, code: Path, texts: list[tuple[str, str]], set
 
         def calls(i: int) -> list[Call]:
             mine = texts[i * per_client : (i + 1) * per_client]
+            if episodes is not None:
+                session, home = f"{episodes}-{i}", mine[0][0]  # a session's turns in one namespace
+                return [lambda c, t=t: c.write([memory_input(home, t)], session_id=session) for _, t in mine]
             return [lambda c, ns=ns, t=t: c.write([memory_input(ns, t, type="fact")]) for ns, t in mine]
 
         return timed_clients(hub, CLIENTS, calls, cpu)
@@ -66,6 +77,9 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="a hub's data directory holding a corpus")
     parser.add_argument("--writes", type=int, default=1_600, help="writes per phase")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--episodes", action="store_true", help="write conversation turns, each client in a session of its own, not facts"
+    )
     parser.add_argument("--code", type=Path, action="append", help="a memhub checkout to run the hub from (repeatable)")
     parser.add_argument(
         "--settings",
@@ -103,9 +117,11 @@ def main() -> None:
             ]
             name = os.path.basename(code) + "".join(f" {k}={v}" for k, v in settings.items())
             print(f"round {r + 1}, {name}...", file=sys.stderr)
-            results.append((name, checked_writes(args.data_dir, code, texts, settings)))
+            episodes = f"bench-{stamp}-{phase}" if args.episodes else None
+            results.append((name, checked_writes(args.data_dir, code, texts, settings, episodes)))
             phase += 1
-    print(f"\nchecked writes (type fact), {CLIENTS} clients, one memory a call, into {len(namespaces)} namespaces", end="")
+    what = "turns of a session per client" if args.episodes else "facts"
+    print(f"\nchecked writes ({what}), {CLIENTS} clients, one memory a call, into {len(namespaces)} namespaces", end="")
     print(f" of {args.data_dir}")
     print(f"at the start: {started}; at the end: {load_average()}")
     for name, timed in results:

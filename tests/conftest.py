@@ -287,12 +287,15 @@ class RecordingIndex:
     def __init__(self, inner: MilvusIndex) -> None:
         self.inner = inner
         self.upserted: Counter[str] = Counter()
+        self.order: list[str] = []
+        """Every upserted id, in the order the index received them."""
         self._lock = threading.Lock()
 
-    def upsert(self, rows: Sequence[IndexedMemory], *, skip_unchanged: bool = False) -> int:
-        written = self.inner.upsert(rows, skip_unchanged=skip_unchanged)
+    def upsert(self, rows: Sequence[IndexedMemory], *, skip_unchanged: bool = False, exclusive: bool = False) -> int:
+        written = self.inner.upsert(rows, skip_unchanged=skip_unchanged, exclusive=exclusive)
         with self._lock:
             self.upserted.update(r.id for r in rows)
+            self.order += [r.id for r in rows]
         return written
 
     def delete(self, ids: Sequence[str]) -> None:

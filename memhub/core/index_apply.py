@@ -29,13 +29,15 @@ def apply_rows(
     gone: Sequence[str],
     *,
     skip_unchanged: bool = False,
+    exclusive: bool = False,
 ) -> int:
     """Upsert memory rows (``memories`` mappings, with their vectors and keyword contexts) and delete ``gone``;
     shared by the outbox loop and ``memhub reindex`` (memhub/core/index_rebuild.py). Returns the rows upserted
-    (``skip_unchanged``: rows the index holds as they are are not written again)."""
+    (``skip_unchanged``: rows the index holds as they are are not written again; ``exclusive``: the caller holds
+    these memories' rows locked, so ``MilvusIndex.upsert`` may insert the rows it does not hold)."""
     written = 0
     if upsert:
-        written = index.upsert(indexed_memories(upsert, vectors, contexts), skip_unchanged=skip_unchanged)
+        written = index.upsert(indexed_memories(upsert, vectors, contexts), skip_unchanged=skip_unchanged, exclusive=exclusive)
     if gone:
         index.delete(list(gone))
     return written

@@ -93,7 +93,12 @@ def _write(
         rows = [r._mapping for r in conn.execute(select(*_ROW_COLUMNS).where(memories.c.id.in_(ids)))]
         live, vectors, contexts = _prepared(conn, index, embedder, window, rows, reuse_from)
     gone = sorted(set(ids) - {str(m["id"]) for m in live})
-    return apply_rows(index, live, vectors, contexts, gone, skip_unchanged=skip_unchanged)
+    # Written with the memories' rows locked as the indexer locks them (memhub/core/indexer.py): after the switch
+    # the hubs' indexers write this collection too, and one writer per memory at a time lets both insert the rows
+    # it does not hold rather than upsert them (a Lite upsert scans the collection).
+    with engine.begin() as conn:
+        conn.execute(select(memories.c.id).where(memories.c.id.in_(ids)).order_by(memories.c.id).with_for_update(key_share=True))
+        return apply_rows(index, live, vectors, contexts, gone, skip_unchanged=skip_unchanged, exclusive=True)
 
 
 # What a memory's index row is made of (memhub/core/index_apply.py), and whether it is servable.
@@ -144,10 +149,10 @@ def fill(
     """Every servable memory into ``index``, in id order, FILL_BATCH at a time; vectors ``reuse_from`` holds are
     reused. Returns how many rows were written.
 
-    ``new_collection``: ``index`` was created for this fill and has never held a row, so rows are inserted without
-    first asking which ids it holds (``MilvusIndex.insert_new``; that lookup made the fill slow down as the
-    collection grew). Each page of rows is read from Postgres, given its keyword context and vectors, in a thread
-    while the page before is written: the index's work (a separate process on Lite) and this process's overlap.
+    ``new_collection``: ``index`` was created for this fill and has never held a row, so rows are inserted, never
+    upserted (``MilvusIndex.insert_new``; Lite's upserts made the fill slow down as the collection grew). Each
+    page of rows is read from Postgres, given its keyword context and vectors, in a thread while the page before
+    is written: the index's work (a separate process on Lite) and this process's overlap.
     """
     write = index.insert_new if new_collection else index.upsert
     total = 0

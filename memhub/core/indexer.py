@@ -8,8 +8,11 @@ and deletes the rest, then deletes the outbox rows, all before commit. A
 failure leaves the rows in place with a back-off and the error recorded.
 
 The servable memories are embedded first, without locking them (a batch of
-256 embeds for seconds); then the memory rows are read again FOR SHARE, and
+256 embeds for seconds); then the memory rows are read again and locked, and
 only those still servable with the content that was embedded are upserted.
+The lock is exclusive among indexers (FOR NO KEY UPDATE): one batch at a time
+writes a memory's row in Milvus, so a row the index does not hold is inserted
+(Lite's upsert deletes first, and a delete scans the whole collection).
 A forget that races with the Milvus write waits for this batch to commit
 (tens of milliseconds), and its own outbox row (created after that) then
 deletes what this batch upserted, so the index never keeps a forgotten
@@ -23,7 +26,7 @@ Two batches are in flight at once by default (``workers``): while one is
 written to Milvus and committed, the next is already being embedded, so the
 embedder, the bottleneck, never waits for Postgres or Milvus. The workers
 claim disjoint rows (SKIP LOCKED) and decide from each memory's current state
-under a share lock, as replicas do, so their order does not matter.
+under its row lock, as replicas do, so their order does not matter.
 
 Beside it, one job per module: how a memory becomes an index row
 (memhub/core/index_apply.py, shared with ``memhub reindex``), what a batch
@@ -143,10 +146,22 @@ class Indexer:
                 vectors = self._embed_servable(conn, memory_ids, reusable)
                 # Then lock and read the current state: a memory forgotten meanwhile is
                 # deleted, one that changed meanwhile is left to its own outbox row.
-                current = conn.execute(select(memories).where(memories.c.id.in_(memory_ids)).with_for_update(read=True)).all()
+                # Locked exclusively (FOR NO KEY UPDATE, in id order so two batches cannot deadlock): a batch
+                # holding a memory is its only writer in the index, which lets the index insert an absent row
+                # rather than upsert it (memhub/index/milvus_index.py ``exclusive``). Rows that only reference
+                # a memory (links, versions) still insert beside it.
+                current = conn.execute(
+                    select(memories).where(memories.c.id.in_(memory_ids)).order_by(memories.c.id).with_for_update(key_share=True)
+                ).all()
                 now_ms = int(time.time() * 1000)
                 servable = {str(r._mapping["id"]): r._mapping for r in current if is_servable(r._mapping, now_ms)}
-                upsert = [m for mid, m in servable.items() if vectors.get(mid, (None,))[0] == m["content_hash"]]
+                # In the order they were written, not the lock's id order: Lite searched 100k LoCoMo turns
+                # indexed in id order 20-50% slower (bench/anatomy.py on both; docs/benchmarks.md).
+                upsert = [
+                    servable[mid]
+                    for mid in memory_ids
+                    if mid in servable and vectors.get(mid, (None,))[0] == servable[mid]["content_hash"]
+                ]
                 gone = [mid for mid in memory_ids if mid not in servable]
                 batch.set("memhub.indexer.upserted", len(upsert))
                 batch.set("memhub.indexer.deleted", len(gone))
@@ -195,7 +210,7 @@ class Indexer:
     def _apply(
         self, upsert: Sequence, vectors: dict[str, np.ndarray], contexts: dict[str, list[str]], gone: Sequence[str]
     ) -> None:
-        apply_rows(self._index, upsert, vectors, contexts, gone)
+        apply_rows(self._index, upsert, vectors, contexts, gone, exclusive=True)
 
     def _record_failure(self, ids: list[int], exc: Exception) -> None:
         # Not logged here: the loop reports the failure once per outage (the rows carry last_error).

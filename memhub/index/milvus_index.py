@@ -162,7 +162,7 @@ class MilvusIndex(MilvusReads):
 
     # -- writes -------------------------------------------------------------------
 
-    def upsert(self, rows: Sequence[IndexedMemory], *, skip_unchanged: bool = False) -> int:
+    def upsert(self, rows: Sequence[IndexedMemory], *, skip_unchanged: bool = False, exclusive: bool = False) -> int:
         """Insert or replace memories by id; returns how many rows were written. Raises ValueError (naming the
         memory) for invalid rows.
 
@@ -170,6 +170,11 @@ class MilvusIndex(MilvusReads):
         while Lite has deleted them and not yet inserted them again (memhub/index/replace_gate.py).
         ``skip_unchanged``: a held row whose every field but the vector equals the new one is not written again
         (a memory's vector follows from its content, which never changes while it is servable).
+        ``exclusive``: no one else writes these ids until this call returns (the indexer holds their memories'
+        rows locked), so the ids the collection does not hold are inserted, not upserted. A Milvus upsert deletes
+        before it inserts, and on Lite that scans the whole collection, held ids or new: ~100 ms of its CPU per
+        call at 100k rows, against ~1 ms for an insert (bench/bench_lite_writes.py). Without the guarantee, two
+        writers could each find an id absent and both insert it.
         """
         if not rows:
             return 0
@@ -182,7 +187,10 @@ class MilvusIndex(MilvusReads):
         with self._span("upsert", {"memhub.milvus.rows": len(fresh), "memhub.milvus.replaced": len(replacing)}):
             for start in range(0, len(fresh), _UPSERT_BATCH):
                 chunk = fresh[start : start + _UPSERT_BATCH]
-                self._healing("upsert", lambda c=chunk: self._client.upsert(self._collection, c, timeout=self._timeout))
+                if exclusive:
+                    self._insert_absent(chunk)
+                else:
+                    self._healing("upsert", lambda c=chunk: self._client.upsert(self._collection, c, timeout=self._timeout))
             # Small chunks: searches wait for one chunk at a time, not the whole batch.
             for start in range(0, len(replacing), _REPLACE_BATCH):
                 chunk = replacing[start : start + _REPLACE_BATCH]
@@ -193,15 +201,26 @@ class MilvusIndex(MilvusReads):
                 self._rows += len(fresh)
         return len(fresh) + len(replacing)
 
+    def _insert_absent(self, rows: list[dict[str, Any]]) -> None:
+        """Insert rows whose ids the collection was just found not to hold, under the caller's exclusivity."""
+        try:
+            with self._call("insert"):
+                self._client.insert(self._collection, rows, timeout=self._timeout)
+        except IndexBackendError as exc:
+            if not self._heal(exc):
+                raise
+            # The engine restarted: the insert may have landed before it went, and an upsert cannot store it twice.
+            self._healing("upsert", lambda: self._client.upsert(self._collection, rows, timeout=self._timeout))
+
     def insert_new(self, rows: Sequence[IndexedMemory]) -> int:
         """Add memories this collection has never held (``memhub reindex`` filling its new collection); returns how
         many rows were written. Raises ValueError (naming the memory) for invalid rows or an id given twice.
 
-        Unlike ``upsert`` it does not first ask which ids the collection holds: on Lite that lookup scans the
-        collection, so a fill slowed as it grew (130-270 rows/s at 185k rows). Milvus does not check ids on
-        insert: an id the collection already holds would be stored twice, so only a caller that knows the ids are
-        new may use this. A chunk whose insert failed and was healed (a restarted engine) goes again as an upsert,
-        which cannot store it twice if the failed insert landed.
+        Unlike ``upsert`` it never upserts: on Lite an upsert scans the collection, so a fill slowed as it grew
+        (130-270 rows/s at 185k rows; bench/bench_lite_writes.py). Milvus does not check ids on insert: an id the
+        collection already holds would be stored twice, so only a caller that knows the ids are new may use this.
+        A chunk whose insert failed and was healed (a restarted engine) goes again as an upsert, which cannot store
+        it twice if the failed insert landed.
         """
         if not rows:
             return 0
