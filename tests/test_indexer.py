@@ -110,6 +110,50 @@ def test_a_batch_reaches_the_index_in_the_order_it_was_written(quiet: Quiet) -> 
     assert recording.order == ids
 
 
+def _set_context_rows_created(quiet: Quiet, when: str) -> None:
+    with quiet.hub.engine.begin() as conn:
+        conn.execute(text(f"UPDATE outbox SET created_at = now() + interval '{when}' WHERE context_only"))
+
+
+def _turns(hub: Hub, ns: str, session: str, texts: Sequence[str]) -> list[str]:
+    req = pb.WriteMemoriesRequest(memories=[memory_input(ns, t) for t in texts])
+    return [r.memory.id for r in hub.service.write(TESTER, write_request(req), session_id=session).results]
+
+
+def test_turns_queued_for_their_keyword_context_wait_until_due_and_then_go_together(quiet: Quiet) -> None:
+    """Each new turn re-indexes the turns before it whose keyword context it joins; on Lite each replacement call
+    scans the collection, so those rows wait until the oldest has waited CONTEXT_DELAY_S, then go in one batch.
+    A new memory's own row never waits behind them."""
+    turns = _turns(quiet.hub, "idx/context", "s-context", ["the harbour at dawn", "the lighthouse keeper", "the last ferry"])
+    assert quiet.hub.indexer.drain(timeout_s=60)
+    [fourth] = _turns(quiet.hub, "idx/context", "s-context", ["a zeppelin overhead"])
+    assert quiet.hub.indexer.run_once() == 1  # the new turn itself, at once
+    assert set(_outbox_memory_ids(quiet)) == set(turns[1:])  # the two turns whose context now holds it
+    flt = IndexFilter(namespaces=("idx/context",))
+    assert {mid for mid, _ in quiet.hub.index.search_keyword("zeppelin", flt, 10)} == {fourth}
+    _set_context_rows_created(quiet, "1 hour")  # not due, however slow this machine is
+    assert quiet.hub.indexer.run_once() == 0
+    # A new memory is not held up by them.
+    _write(quiet.hub, "idx/other", 1)
+    assert quiet.hub.indexer.run_once() == 1
+    assert set(_outbox_memory_ids(quiet)) == set(turns[1:])
+    _set_context_rows_created(quiet, "-1 hour")  # due: both go in one batch
+    assert quiet.hub.indexer.run_once() == 2
+    assert quiet.hub.indexer.backlog() == 0
+    assert {mid for mid, _ in quiet.hub.index.search_keyword("zeppelin", flt, 10)} == {fourth, *turns[1:]}
+
+
+def test_drain_takes_rows_queued_for_their_keyword_context_at_once(quiet: Quiet) -> None:
+    _turns(quiet.hub, "idx/drain", "s-drain", ["the harbour at dawn", "the lighthouse keeper"])
+    assert quiet.hub.indexer.drain(timeout_s=60)
+    _turns(quiet.hub, "idx/drain", "s-drain", ["a zeppelin overhead"])
+    assert quiet.hub.indexer.run_once() == 1
+    _set_context_rows_created(quiet, "1 hour")
+    assert quiet.hub.indexer.backlog() == 2
+    assert quiet.hub.indexer.drain(timeout_s=60)
+    assert quiet.hub.indexer.backlog() == 0
+
+
 def test_a_failing_batch_backs_off_records_the_error_and_recovers(quiet: Quiet) -> None:
     ids = _write(quiet.hub, "idx/retry", 3)
     broken = Indexer(quiet.hub.engine, quiet.hub.index, BrokenEmbedder())

@@ -20,7 +20,9 @@ memory for longer than one batch.
 
 Episodic memories are indexed for keywords with the turns around them in
 their session (memhub/db/context.py); a memory queued only because a neighbour
-changed reuses its vector from the index.
+changed reuses its vector from the index, and waits until such rows are due
+together (``CONTEXT_DELAY_S``), so that replacing them in the index is one
+call every few seconds rather than one a batch.
 
 Two batches are in flight at once by default (``workers``): while one is
 written to Milvus and committed, the next is already being embedded, so the
@@ -42,11 +44,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 
 import numpy as np
 import psycopg
 from opentelemetry import context as otel_context
-from sqlalchemy import Connection, Engine, delete, func, select
+from sqlalchemy import ColumnElement, Connection, Engine, delete, exists, func, or_, select
 
 from memhub import outage_log
 from memhub.core import index_pointer
@@ -67,6 +70,24 @@ log = logging.getLogger(__name__)
 # Failures in the loops below are logged once per outage of the store that failed, not per retry (memhub/outage_log.py).
 _LOOP = outage_log.Site("indexer", log)
 _LISTENER = outage_log.Site("outbox listener", log)
+
+
+CONTEXT_DELAY_S = 2.0
+"""Rows queued only because a neighbour changed their keyword context wait until the oldest of them is this old,
+then go together. Each new turn of a conversation re-indexes the turns before it that hold it in their context,
+and on Lite a replaced row costs a scan of the collection per call, however many rows it carries (~110 ms of its
+CPU at 100k rows; bench/bench_lite_writes.py): taken with every batch, one turn per write made two such calls a
+batch. A turn's own row is never delayed, only its neighbours' context."""
+
+
+def _context_rows_due() -> ColumnElement[bool]:
+    """True when some row queued for its keyword context has waited CONTEXT_DELAY_S (then they all go)."""
+    waiting = outbox.alias("waiting")
+    return exists().where(
+        waiting.c.context_only,
+        waiting.c.available_at <= func.now(),
+        waiting.c.created_at <= func.now() - timedelta(seconds=CONTEXT_DELAY_S),
+    )
 
 
 class Indexer:
@@ -118,21 +139,21 @@ class Indexer:
 
     # -- one step -------------------------------------------------------------
 
-    def run_once(self) -> int:
-        """Claim and apply one batch; return how many outbox rows it consumed (0 when idle)."""
+    def run_once(self, *, eager: bool = False) -> int:
+        """Claim and apply one batch; return how many outbox rows it consumed (0 when idle).
+
+        ``eager``: take rows queued only for their keyword context at once, not when they are due
+        (``CONTEXT_DELAY_S``); ``drain`` is eager."""
         claimed: list[int] = []
         batch = BatchSpan()
         started = time.perf_counter()
         applied = (0, 0)
         try:
             with self._engine.begin() as conn:
-                rows = conn.execute(
-                    select(outbox.c.id, outbox.c.memory_id, outbox.c.context_only)
-                    .where(outbox.c.available_at <= func.now())
-                    .order_by(outbox.c.id)
-                    .limit(self._batch_size)
-                    .with_for_update(skip_locked=True)
-                ).all()
+                claim = select(outbox.c.id, outbox.c.memory_id, outbox.c.context_only).where(outbox.c.available_at <= func.now())
+                if not eager:
+                    claim = claim.where(or_(~outbox.c.context_only, _context_rows_due()))
+                rows = conn.execute(claim.order_by(outbox.c.id).limit(self._batch_size).with_for_update(skip_locked=True)).all()
                 if not rows:
                     return 0
                 claimed = [r[0] for r in rows]
@@ -266,7 +287,7 @@ class Indexer:
         """Run batches in this thread until the outbox is empty; for the CLI and tests."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            done = self.run_once()
+            done = self.run_once(eager=True)
             if on_progress is not None and done:
                 on_progress(done)
             if done == 0 and self.backlog() == 0:

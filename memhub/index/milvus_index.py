@@ -59,8 +59,9 @@ _INSERT_BYTES = 16 << 20
 # A keyword search that met Lite's BM25 statistics mid-change is tried again this often, this far apart.
 _BM25_RACE_RETRIES = 2
 _BM25_RACE_PAUSE_S = 0.01
-# Rows per replacing upsert: each holds this process's searches back for its length (a few ms on Lite).
-_REPLACE_BATCH = 64
+# Rows per replacing upsert: each holds this process's searches back for its length. On Lite a call scans the
+# collection whatever it carries: at 100k rows 64 rows took 133 ms, 256 rows 170 ms (and 1,024 rows 278 ms).
+_REPLACE_BATCH = 256
 
 
 class MilvusIndex(MilvusReads):
