@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import grpc
 import psycopg
@@ -279,6 +280,23 @@ def rpc_error(excinfo: pytest.ExceptionInfo) -> tuple[grpc.StatusCode, str]:
     err = excinfo.value
     assert isinstance(err, grpc.RpcError), f"expected an RpcError, got {err!r}"
     return err.code(), err.details()
+
+
+class CountedCalls:
+    """The real pymilvus client, with a count of the write requests it sent (to count Lite's work, not fake it)."""
+
+    def __init__(self, client: Any) -> None:
+        self.calls: list[str] = []
+        for name in ("insert", "upsert", "delete"):
+            real = getattr(client, name)
+            setattr(client, name, self._counted(name, real))
+
+    def _counted(self, name: str, real: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return real(*args, **kwargs)
+
+        return call
 
 
 class RecordingIndex:

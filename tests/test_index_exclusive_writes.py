@@ -11,10 +11,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from conftest import CountedCalls
 
 from memhub.index import IndexedMemory, IndexFilter, MilvusIndex
 
@@ -27,23 +27,6 @@ def memory(content: str, mid: str | None = None, seed: int = 0) -> IndexedMemory
     now = int(time.time() * 1000)
     unit = vector / np.linalg.norm(vector)
     return IndexedMemory(mid or str(uuid.uuid4()), NS, "semantic", "fact", content, (), now, now, 0, unit)
-
-
-class CountedCalls:
-    """The real pymilvus client, with a count of the write requests it sent (to count Lite's work, not fake it)."""
-
-    def __init__(self, client: Any) -> None:
-        self.calls: list[str] = []
-        for name in ("insert", "upsert", "delete"):
-            real = getattr(client, name)
-            setattr(client, name, self._counted(name, real))
-
-    def _counted(self, name: str, real: Any) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append(name)
-            return real(*args, **kwargs)
-
-        return call
 
 
 @pytest.fixture

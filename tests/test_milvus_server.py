@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TESTER, create_scratch_database, drop_database, hub_config
+from conftest import TESTER, CountedCalls, create_scratch_database, drop_database, hub_config
 from sqlalchemy import text
 
 from memhub.api.convert import write_request
@@ -81,6 +81,11 @@ def test_the_index_runs_on_milvus_2_3_with_hnsw_and_every_filter(milvus_uri: str
         assert np.abs(index.vectors([rows[7].id])[rows[7].id] - vectors[7]).max() < 1e-6
         index.delete([rows[5].id])
         assert index.count() == 59 and rows[5].id not in index.ids_in_range(None, None)
+        # Held rows locked by the caller: on a server new ids still go as an upsert (its own index finds ids; only
+        # Lite's upsert scans the collection, memhub/index/milvus_index.py).
+        counted = CountedCalls(index._client)  # noqa: SLF001 - counting the requests the server receives
+        assert index.upsert([_row(100 + i, v) for i, v in enumerate(vectors[:3])], exclusive=True) == 3
+        assert counted.calls == ["upsert"] and index.count() == 62
         with pytest.raises(IndexBackendError, match="no BM25"):
             index.search_keyword("row", IndexFilter(namespaces=("t/0",)), 5)
     finally:

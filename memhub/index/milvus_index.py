@@ -172,7 +172,7 @@ class MilvusIndex(MilvusReads):
         ``skip_unchanged``: a held row whose every field but the vector equals the new one is not written again
         (a memory's vector follows from its content, which never changes while it is servable).
         ``exclusive``: no one else writes these ids until this call returns (the indexer holds their memories'
-        rows locked), so the ids the collection does not hold are inserted, not upserted. A Milvus upsert deletes
+        rows locked), so on Lite the ids the collection does not hold are inserted, not upserted. A Milvus upsert deletes
         before it inserts, and on Lite that scans the whole collection, held ids or new: ~100 ms of its CPU per
         call at 100k rows, against ~1 ms for an insert (bench/bench_lite_writes.py). Without the guarantee, two
         writers could each find an id absent and both insert it.
@@ -182,13 +182,16 @@ class MilvusIndex(MilvusReads):
         # Last write wins within a batch: Milvus may refuse duplicate keys in one upsert.
         by_id = {m.id: to_row(m, self._dimension, self.backend) for m in rows}
         self._recent.forget(by_id)
-        held = self._held_rows(list(by_id), with_fields=skip_unchanged)
+        # Only on Lite, where upserts cost a scan (a server finds ids by its own index), and only after a Strong
+        # read of the held ids: another replica's insert of one of them must be seen, whatever the searches use.
+        insert_absent = exclusive and self.backend.lite
+        held = self._held_rows(list(by_id), with_fields=skip_unchanged, strong=insert_absent)
         fresh = [row for mid, row in by_id.items() if mid not in held]
         replacing = [row for mid, row in by_id.items() if mid in held and not (skip_unchanged and same_fields(row, held[mid]))]
         with self._span("upsert", {"memhub.milvus.rows": len(fresh), "memhub.milvus.replaced": len(replacing)}):
             for start in range(0, len(fresh), _UPSERT_BATCH):
                 chunk = fresh[start : start + _UPSERT_BATCH]
-                if exclusive:
+                if insert_absent:
                     self._insert_absent(chunk)
                 else:
                     self._healing("upsert", lambda c=chunk: self._client.upsert(self._collection, c, timeout=self._timeout))
@@ -245,11 +248,12 @@ class MilvusIndex(MilvusReads):
                     self._rows += len(chunk[schema.ID])
         return len(rows)
 
-    def _held_rows(self, ids: list[str], *, with_fields: bool) -> dict[str, dict[str, Any]]:
+    def _held_rows(self, ids: list[str], *, with_fields: bool, strong: bool = False) -> dict[str, dict[str, Any]]:
         """The rows among ``ids`` the collection holds: id -> its stored scalar fields (only the id unless
-        ``with_fields``)."""
+        ``with_fields``). ``strong``: read at Strong consistency, whatever the collection's default."""
         fields = list(SCALAR_FIELDS) if with_fields else [schema.ID]
-        return {str(r[schema.ID]): dict(r) for r in self._rows_by_id(ids, fields, "read held rows")}
+        rows = self._rows_by_id(ids, fields, "read held rows", consistency="Strong" if strong else None)
+        return {str(r[schema.ID]): dict(r) for r in rows}
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove memories by id; unknown ids are ignored."""

@@ -53,15 +53,16 @@ class MilvusReads(MilvusCollection):
         return dense_search.stored_vectors(coded, self._dimension, rows)
 
     def _rows_by_id(
-        self, ids: Sequence[str], fields: list[str], what: str, collection: str | None = None
+        self, ids: Sequence[str], fields: list[str], what: str, collection: str | None = None, consistency: str | None = None
     ) -> list[dict[str, Any]]:
         """The stored ``fields`` of the rows among ``ids`` the collection (or ``collection``) holds, a page of ids per
-        query."""
+        query; ``consistency``: a level for these queries (the collection's default otherwise)."""
         name = collection or self._collection
+        level = {"consistency_level": consistency} if consistency else {}
         out: list[dict[str, Any]] = []
         for expr in id_filters(ids):
             out += self._healing(
-                what, lambda e=expr: self._client.query(name, filter=e, output_fields=fields, timeout=self._timeout)
+                what, lambda e=expr: self._client.query(name, filter=e, output_fields=fields, timeout=self._timeout, **level)
             )
         return out
 
