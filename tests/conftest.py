@@ -282,6 +282,17 @@ def rpc_error(excinfo: pytest.ExceptionInfo) -> tuple[grpc.StatusCode, str]:
     return err.code(), err.details()
 
 
+@contextlib.contextmanager
+def lite_index(path: Path, collection: str, dimension: int) -> Iterator[MilvusIndex]:
+    """An empty embedded Milvus Lite collection in the data file ``path``, closed afterwards."""
+    index = MilvusIndex(str(path), collection=collection, model_id="m", dimension=dimension)
+    index.ensure_collection()
+    try:
+        yield index
+    finally:
+        index.close()
+
+
 class CountedCalls:
     """The real pymilvus client, with a count of the write requests it sent (to count Lite's work, not fake it)."""
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CountedCalls
+from conftest import CountedCalls, lite_index
 
 from memhub.index import IndexedMemory, IndexFilter, MilvusIndex
 
@@ -31,10 +31,8 @@ def memory(content: str, mid: str | None = None, seed: int = 0) -> IndexedMemory
 
 @pytest.fixture
 def index(tmp_path: Path) -> Iterator[MilvusIndex]:
-    ix = MilvusIndex(str(tmp_path / "index.db"), collection="exclusive", model_id="m", dimension=DIM)
-    ix.ensure_collection()
-    yield ix
-    ix.close()
+    with lite_index(tmp_path / "index.db", "exclusive", DIM) as ix:
+        yield ix
 
 
 def keyword_ids(index: MilvusIndex, text: str) -> set[str]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from conftest import lite_index
 
 from memhub.index import IndexedMemory, IndexFilter, MilvusIndex
 from memhub.index.replace_gate import ReplaceGate
@@ -41,10 +42,8 @@ def row(i: int, mid: str, context: str = "") -> IndexedMemory:
 
 @pytest.fixture
 def index(tmp_path: Path) -> Iterator[MilvusIndex]:
-    idx = MilvusIndex(str(tmp_path / "replace.db"), collection="replace", model_id="m", dimension=DIM)
-    idx.ensure_collection()
-    yield idx
-    idx.close()
+    with lite_index(tmp_path / "replace.db", "replace", DIM) as idx:
+        yield idx
 
 
 def test_a_search_during_replacements_always_finds_the_row(index: MilvusIndex) -> None:

@@ -62,15 +62,18 @@ def _write(hub: Hub, ns: str, n: int) -> list[str]:
     return ids
 
 
-def test_two_indexers_share_a_backlog_without_double_work(quiet: Quiet) -> None:
-    ids = _write(quiet.hub, "idx/race", 300)
-    recording = RecordingIndex(quiet.hub.index)
-    workers = [Indexer(quiet.hub.engine, recording, quiet.hub.embedder, batch_size=16) for _ in range(2)]
+def _drain_side_by_side(workers: list[Indexer]) -> None:
     threads = [threading.Thread(target=w.drain, kwargs={"timeout_s": 120}) for w in workers]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+
+
+def test_two_indexers_share_a_backlog_without_double_work(quiet: Quiet) -> None:
+    ids = _write(quiet.hub, "idx/race", 300)
+    recording = RecordingIndex(quiet.hub.index)
+    _drain_side_by_side([Indexer(quiet.hub.engine, recording, quiet.hub.embedder, batch_size=16) for _ in range(2)])
     assert quiet.hub.indexer.backlog() == 0
     assert set(recording.upserted) == set(ids)
     assert max(recording.upserted.values()) == 1, "a memory was indexed twice"
@@ -88,12 +91,7 @@ def test_two_indexers_holding_the_same_memory_at_once_store_its_row_once(quiet: 
         for mid in ids:  # adjacent: one claim each, at the same time
             enqueue_index(conn, [mid])
             enqueue_index(conn, [mid], context_only=True)
-    workers = [Indexer(quiet.hub.engine, quiet.hub.index, quiet.hub.embedder, batch_size=1) for _ in range(2)]
-    threads = [threading.Thread(target=w.drain, kwargs={"timeout_s": 120}) for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _drain_side_by_side([Indexer(quiet.hub.engine, quiet.hub.index, quiet.hub.embedder, batch_size=1) for _ in range(2)])
     assert quiet.hub.indexer.backlog() == 0
     quiet.hub.index.flush()
     assert quiet.hub.index.count() == len(ids), "a memory's row was stored twice"
