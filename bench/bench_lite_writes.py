@@ -5,9 +5,9 @@
 For each size, fills an embedded Lite collection with ``--rows`` generated rows
 (random unit vectors, short texts), then times ``--calls`` calls of each write
 the indexer can make for one memory: an upsert of a new id and of a held one,
-an insert of a new id, a delete of a held id and of an absent one, and a batch
-of 10 new ids. It prints the wall time and the CPU the Lite process used per
-call.
+an insert of a new id, a delete of a held id and of an absent one, a batch of
+10 new ids, and replacements of 64 and 256 held rows in one call. It prints
+the wall time and the CPU the Lite process used per call.
 
 Milvus carries out an upsert as a delete and an insert. Lite's delete of a held
 id scans the collection, and so does its upsert of any id, new or held; a
@@ -39,6 +39,8 @@ from loadgen import load_average  # noqa: E402
 from memhub.index import IndexedMemory, MilvusIndex  # noqa: E402
 
 DIM = 384
+REPLACED = 256
+"""Held rows in the largest replacement timed (MilvusIndex's replacement calls carry up to this many)."""
 
 
 class Rows:
@@ -60,12 +62,12 @@ class Rows:
         return out
 
 
-def lite_process(index_dir: Path) -> psutil.Process:
-    """The Lite engine this process started for ``index_dir``."""
+def lite_process() -> psutil.Process:
+    """The Lite engine of the one index this process has open."""
     for child in psutil.Process().children(recursive=True):
         if "milvus" in child.name():
             return child
-    raise SystemExit(f"no Milvus Lite process runs for {index_dir}; is milvus-lite installed (scripts/setup.sh)?")
+    raise SystemExit("no Milvus Lite process runs under this one; is milvus-lite installed (scripts/setup.sh)?")
 
 
 def timed(lite: psutil.Process, calls: int, call: Callable[[int], object]) -> tuple[float, float, float]:
@@ -86,27 +88,34 @@ def measure(size: int, calls: int) -> list[tuple[str, tuple[float, float, float]
     try:
         index.ensure_collection()
         rows = Rows()
+        filled: list[IndexedMemory] = []  # the first rows, to replace
         with tqdm(total=size, desc=f"filling {size} rows", unit="row") as bar:
             for start in range(0, size, 2048):
                 batch = rows.make(min(2048, size - start))
                 bar.update(index.insert_new(batch))
+                if len(filled) < REPLACED * calls:
+                    filled += batch
         index.flush()
-        lite = lite_process(folder)
+        lite = lite_process()
         one = [rows.make(1) for _ in range(calls)]
         ten = [rows.make(10) for _ in range(calls)]
-        victims = [[m] for m in rows.make(calls)]
-        index.insert_new([m for v in victims for m in v])
+        victims = rows.make(calls)
+        index.insert_new(victims)
         print(f"timing writes at {index.count()} rows...", file=sys.stderr)
-        return [
+        timings = [
             ("upsert, 1 new id", timed(lite, calls, lambda i: index.upsert(one[i]))),
             ("upsert, 1 new id, exclusive", timed(lite, calls, lambda i: index.upsert(rows.make(1), exclusive=True))),
             ("upsert, 1 held id (a replacement)", timed(lite, calls, lambda i: index.upsert(one[i]))),
             ("insert, 1 new id", timed(lite, calls, lambda i: index.insert_new(rows.make(1)))),
             ("upsert, 10 new ids", timed(lite, calls, lambda i: index.upsert(ten[i]))),
             ("upsert, 10 new ids, exclusive", timed(lite, calls, lambda i: index.upsert(rows.make(10), exclusive=True))),
-            ("delete, 1 held id", timed(lite, calls, lambda i: index.delete([victims[i][0].id]))),
+            ("delete, 1 held id", timed(lite, calls, lambda i: index.delete([victims[i].id]))),
             ("delete, 1 absent id", timed(lite, calls, lambda i: index.delete([str(uuid.uuid4())]))),
         ]
+        for n in (64, REPLACED):  # one call each (MilvusIndex replaces up to 256 rows a call)
+            held = [filled[i * n : (i + 1) * n] for i in range(calls)]
+            timings.append((f"upsert, {n} held ids", timed(lite, calls, lambda i, h=held: index.upsert(h[i]))))
+        return timings
     finally:
         index.close()
 
@@ -117,8 +126,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20, help="calls timed per kind of write")
     args = parser.parse_args()
     sizes = args.rows or [10_000, 100_000]
-    if not all(0 <= n <= 2_000_000 for n in sizes) or not 1 <= args.calls <= 1000:
-        parser.error("--rows takes 0-2000000, --calls 1-1000")
+    if not 1 <= args.calls <= 1000:
+        parser.error("--calls takes 1-1000")
+    least = REPLACED * args.calls  # the replacements take held rows of their own each call
+    if not all(least <= n <= 2_000_000 for n in sizes):
+        parser.error(f"--rows takes {least}-2000000 with --calls {args.calls}")
     started = load_average()
     results = [(size, measure(size, args.calls)) for size in sizes]
     print(f"\nMilvus Lite writes, one call at a time ({args.calls} calls each), 384-d rows")

@@ -294,13 +294,16 @@ def lite_index(path: Path, collection: str, dimension: int) -> Iterator[MilvusIn
 
 
 class CountedCalls:
-    """The real pymilvus client, with a count of the write requests it sent (to count Lite's work, not fake it)."""
+    """The real pymilvus client, with a count of the write requests it sent (to count Lite's work, not fake it):
+    "insert" (rows or columns), "upsert" or "delete", counted where pymilvus sends them (its connection handler)."""
+
+    _SENT = {"insert_rows": "insert", "batch_insert": "insert", "upsert_rows": "upsert", "delete": "delete"}
 
     def __init__(self, client: Any) -> None:
         self.calls: list[str] = []
-        for name in ("insert", "upsert", "delete"):
-            real = getattr(client, name)
-            setattr(client, name, self._counted(name, real))
+        handler = client._get_connection()  # noqa: SLF001 - where every write request leaves pymilvus
+        for method, name in self._SENT.items():
+            setattr(handler, method, self._counted(name, getattr(handler, method)))
 
     def _counted(self, name: str, real: Any) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:

@@ -77,7 +77,8 @@ CONTEXT_DELAY_S = 2.0
 then go together. Each new turn of a conversation re-indexes the turns before it that hold it in their context,
 and on Lite a replaced row costs a scan of the collection per call, however many rows it carries (~110 ms of its
 CPU at 100k rows; bench/bench_lite_writes.py): taken with every batch, one turn per write made two such calls a
-batch. A turn's own row is never delayed, only its neighbours' context."""
+batch. A turn's own row is never delayed, only its neighbours' context, and the rows the reconciliation and the
+durability check queue the same way (they too reuse the index's vectors)."""
 
 
 def _context_rows_due() -> ColumnElement[bool]:

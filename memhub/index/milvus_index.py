@@ -60,7 +60,8 @@ _INSERT_BYTES = 16 << 20
 _BM25_RACE_RETRIES = 2
 _BM25_RACE_PAUSE_S = 0.01
 # Rows per replacing upsert: each holds this process's searches back for its length. On Lite a call scans the
-# collection whatever it carries: at 100k rows 64 rows took 133 ms, 256 rows 170 ms (and 1,024 rows 278 ms).
+# collection whatever it carries: at 100k rows 64 rows took 164 ms, 256 rows 206 ms (27 and 61 ms at 10k;
+# bench/bench_lite_writes.py).
 _REPLACE_BATCH = 256
 
 
@@ -179,22 +180,27 @@ class MilvusIndex(MilvusReads):
         """
         if not rows:
             return 0
-        # Last write wins within a batch: Milvus may refuse duplicate keys in one upsert.
-        by_id = {m.id: to_row(m, self._dimension, self.backend) for m in rows}
-        self._recent.forget(by_id)
+        # Last write wins within a batch: Milvus may refuse duplicate keys in one call.
+        latest = {m.id: m for m in rows}
+        self._recent.forget(latest)
         # Only on Lite, where upserts cost a scan (a server finds ids by its own index), and only after a Strong
         # read of the held ids: another replica's insert of one of them must be seen, whatever the searches use.
         insert_absent = exclusive and self.backend.lite
-        held = self._held_rows(list(by_id), with_fields=skip_unchanged, strong=insert_absent)
+        held = self._held_rows(list(latest), with_fields=skip_unchanged, strong=insert_absent)
+        absent = [m for mid, m in latest.items() if mid not in held] if insert_absent else []
+        # The rows to upsert are checked here, the absent ones by insert_new before it writes: a bad row (ValueError)
+        # stops the call before anything is written.
+        by_id = {
+            mid: to_row(m, self._dimension, self.backend) for mid, m in latest.items() if not (insert_absent and mid not in held)
+        }
         fresh = [row for mid, row in by_id.items() if mid not in held]
         replacing = [row for mid, row in by_id.items() if mid in held and not (skip_unchanged and same_fields(row, held[mid]))]
-        with self._span("upsert", {"memhub.milvus.rows": len(fresh), "memhub.milvus.replaced": len(replacing)}):
+        with self._span("upsert", {"memhub.milvus.rows": len(absent) + len(fresh), "memhub.milvus.replaced": len(replacing)}):
+            if absent:
+                self.insert_new(absent)  # columns, as a reindex fills: no row dicts for pymilvus to pack
             for start in range(0, len(fresh), _UPSERT_BATCH):
                 chunk = fresh[start : start + _UPSERT_BATCH]
-                if insert_absent:
-                    self._insert_absent(chunk)
-                else:
-                    self._healing("upsert", lambda c=chunk: self._client.upsert(self._collection, c, timeout=self._timeout))
+                self._healing("upsert", lambda c=chunk: self._client.upsert(self._collection, c, timeout=self._timeout))
             # Small chunks: searches wait for one chunk at a time, not the whole batch.
             for start in range(0, len(replacing), _REPLACE_BATCH):
                 chunk = replacing[start : start + _REPLACE_BATCH]
@@ -203,22 +209,12 @@ class MilvusIndex(MilvusReads):
             with self._lock:
                 self._pending += len(fresh) + len(replacing)
                 self._rows += len(fresh)
-        return len(fresh) + len(replacing)
-
-    def _insert_absent(self, rows: list[dict[str, Any]]) -> None:
-        """Insert rows whose ids the collection was just found not to hold, under the caller's exclusivity."""
-        try:
-            with self._call("insert"):
-                self._client.insert(self._collection, rows, timeout=self._timeout)
-        except IndexBackendError as exc:
-            if not self._heal(exc):
-                raise
-            # The engine restarted: the insert may have landed before it went, and an upsert cannot store it twice.
-            self._healing("upsert", lambda: self._client.upsert(self._collection, rows, timeout=self._timeout))
+        return len(absent) + len(fresh) + len(replacing)
 
     def insert_new(self, rows: Sequence[IndexedMemory]) -> int:
-        """Add memories this collection has never held (``memhub reindex`` filling its new collection); returns how
-        many rows were written. Raises ValueError (naming the memory) for invalid rows or an id given twice.
+        """Add memories this collection has never held (``memhub reindex`` filling its new collection, and ``upsert``
+        for the ids an exclusive caller's collection was found not to hold); returns how many rows were written.
+        Raises ValueError (naming the memory) for invalid rows or an id given twice.
 
         Unlike ``upsert`` it never upserts: on Lite an upsert scans the collection, so a fill slowed as it grew
         (130-270 rows/s at 185k rows; bench/bench_lite_writes.py). Milvus does not check ids on insert: an id the
