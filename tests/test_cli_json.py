@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -117,7 +118,7 @@ def test_list_all_is_one_document_and_jsonl_is_one_memory_per_line(
 
 def test_admin_session_log_and_token_commands(run: Run, hub: Stack, ns: str, tmp_path: Path) -> None:
     hub.client.write([memory_input(f"{ns}/a", "The VPN gateway restarts nightly at 02:00")])
-    hub.client.search("VPN gateway", [ns])
+    searched = hub.client.search("VPN gateway", [ns]).search_id
 
     audit = one_document(run("audit", "--ns", ns, "--limit", "5", "--json"))
     assert audit["entries"] and all(e["decision"] in {"allow", "deny"} for e in audit["entries"])
@@ -136,6 +137,12 @@ def test_admin_session_log_and_token_commands(run: Run, hub: Stack, ns: str, tmp
     limits = one_document(run("admin", "limits", "--ns", f"{ns}/a", "--json"))
     assert limits["namespace"]["memories"] == 1  # an int64 count: a number
 
+    # The log is written in the background (memhub/retrieval_log/writer.py): wait for the search above, the newest,
+    # so that both reads below see the same entries (once it was flushed between them, and they differed).
+    deadline = time.monotonic() + 30
+    while [e["search_id"] for e in one_document(run("retrieval-log", "--limit", "1", "--json"))["entries"]] != [searched]:
+        assert time.monotonic() < deadline, "the search never reached the retrieval log"
+        time.sleep(0.1)
     logged = one_document(run("retrieval-log", "--limit", "3", "--json"))["entries"]
     assert logged and all(isinstance(e["namespace_count"], int) for e in logged)
     assert json_lines(run("retrieval-log", "--limit", "2", "--jsonl"))[0]["search_id"] == logged[0]["search_id"]
