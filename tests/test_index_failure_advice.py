@@ -1,11 +1,13 @@
 """What an index failure says to do: a call that ran past its deadline is not a missing or locked data file.
 
-Real failures against real Milvus Lite engines: a search given a deadline no engine can meet (a real
-DEADLINE_EXCEEDED from gRPC), and a server address where nothing listens.
+Real failures against real Milvus Lite engines: a search sent to an engine frozen with SIGSTOP (alive,
+answering nothing: a real DEADLINE_EXCEEDED from gRPC), and a server address where nothing listens.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 from pathlib import Path
 
@@ -16,11 +18,21 @@ from memhub.index import IndexFilter, IndexUnavailable, MilvusIndex
 
 
 def test_a_search_past_its_deadline_says_the_index_is_slow_not_missing(tmp_path: Path) -> None:
-    index = MilvusIndex(str(tmp_path / "slow.db"), model_id="advice-test", dimension=8, search_timeout_s=1e-6)
+    # A frozen engine, not a deadline too short to meet: a 1 us deadline raced a fast machine's unix socket and
+    # lost (a CI run got its answer in time).
+    index = MilvusIndex(str(tmp_path / "slow.db"), model_id="advice-test", dimension=8, search_timeout_s=0.5)
+    server = index._server  # noqa: SLF001 - the embedded engine's process, to freeze it
+    assert server is not None and server._proc is not None  # noqa: SLF001
+    pid = server._proc.pid  # noqa: SLF001
     try:
         index.ensure_collection()
-        with pytest.raises(IndexUnavailable) as failure:
-            index.search_dense(np.ones(8) / np.sqrt(8), IndexFilter(namespaces=("a",)), 5)
+        os.kill(pid, signal.SIGSTOP)  # alive (no restart heals it), answering nothing
+        try:
+            with pytest.raises(IndexUnavailable) as failure:
+                index.search_dense(np.ones(8) / np.sqrt(8), IndexFilter(namespaces=("a",)), 5)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert server.restarts == 0
     finally:
         index.close()
     message = str(failure.value)
