@@ -320,13 +320,20 @@ class RecordingIndex:
         self.inner = inner
         self.upserted: Counter[str] = Counter()
         self.order: list[str] = []
-        """Every upserted id, in the order the index received them."""
+        """Every upserted or inserted id, in the order the index received them."""
         self._lock = threading.Lock()
 
     def upsert(self, rows: Sequence[IndexedMemory], *, skip_unchanged: bool = False, exclusive: bool = False) -> int:
         written = self.inner.upsert(rows, skip_unchanged=skip_unchanged, exclusive=exclusive)
         with self._lock:
             self.upserted.update(r.id for r in rows)
+            self.order += [r.id for r in rows]
+        return written
+
+    def insert_new(self, rows: Sequence[IndexedMemory]) -> int:
+        """As ``memhub reindex``'s fill writes a collection it just created (no upserts to count)."""
+        written = self.inner.insert_new(rows)
+        with self._lock:
             self.order += [r.id for r in rows]
         return written
 

@@ -122,6 +122,9 @@ memories = Table(
         postgresql_where=text("status = 'active' AND kind = 'episodic' AND source_session <> ''"),
     ),
     Index("ix_memories_entity_keys", "entity_keys", postgresql_using="gin", postgresql_where=text("status = 'active'")),
+    # Servable memories in write order, keyset-paged by `memhub reindex`'s fill (memhub/core/index_rebuild.py);
+    # the expiry half of servable_condition() reads now(), which an index predicate cannot (migration 0020).
+    Index("ix_memories_write_order", "created_at", "write_pos", "id", postgresql_where=text("status = 'active'")),
     Index("ix_memories_expiry", "expires_at", postgresql_where=text("status = 'active' AND expires_at IS NOT NULL")),
     # What waits for an admin's release, per namespace, oldest first.
     Index("ix_memories_quarantined", "namespace", "created_at", postgresql_where=text("status = 'quarantined'")),
