@@ -87,6 +87,11 @@ class ServerConfig:
     max_message_bytes: int = 8 * 1024 * 1024
     """Largest request or response message (MEMHUB_MAX_MESSAGE_BYTES)."""
 
+    search_slots: int = 0
+    """Searches (SearchMemories, AssembleContext) run at once; later ones wait their turn in arrival order
+    (MEMHUB_SEARCH_SLOTS, 0 to 1000; 0: two per CPU the hub may use, at least 4). Fewer at once finish as many a
+    second with a shorter tail under the GIL (memhub/api/search_slots.py)."""
+
     max_response_bytes: int = 4 * 1024 * 1024
     """List pages and search results are cut to stay under this (MEMHUB_MAX_RESPONSE_BYTES, at most
     max_message_bytes): 4 MiB is gRPC clients' default receive limit, so every client can read every reply."""
@@ -277,6 +282,7 @@ class HubConfig:
             host=env.get("MEMHUB_HOST", "127.0.0.1"),
             port=env_int(env, "MEMHUB_PORT", 50051, 0, 65535),
             max_message_bytes=max_message,
+            search_slots=env_int(env, "MEMHUB_SEARCH_SLOTS", ServerConfig.search_slots, 0, 1000),
             max_response_bytes=env_int(
                 env, "MEMHUB_MAX_RESPONSE_BYTES", min(ServerConfig.max_response_bytes, max_message), 64 * 1024, max_message
             ),

@@ -43,6 +43,7 @@ from memhub.api.feed_servicer import ChangeFeedServicer
 from memhub.api.identity import AuthInterceptor
 from memhub.api.limits import LimitsInterceptor
 from memhub.api.rpc_metrics import RpcMetricsInterceptor
+from memhub.api.search_slots import slots_for
 from memhub.api.servicer import MemoryServicer
 from memhub.api.session_servicer import SessionStateServicer
 from memhub.api.wire import WireInterceptor
@@ -180,7 +181,8 @@ class HubServer:
             ],
             maximum_concurrent_rpcs=limits.max_concurrent_calls,
         )
-        pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(hub.service, self._pool, hub.consolidator), server)
+        servicer = MemoryServicer(hub.service, self._pool, slots_for(config.search_slots), hub.consolidator)
+        pb_grpc.add_MemoryServiceServicer_to_server(servicer, server)
         admin_pb2_grpc.add_AdminServiceServicer_to_server(
             AdminServicer(hub.admin, self._pool, self.limiter, hub.events, tokens=hub.tokens, access=hub.access), server
         )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from concurrent.futures import Executor
 
 from memhub.api import convert, convert_consolidate, convert_context, convert_lineage, convert_retrieval_log, convert_search
 from memhub.api.identity import current_caller
+from memhub.api.search_slots import one_of_the_searches
 from memhub.api.status import blocking_rpc
 from memhub.core import history_paging
 from memhub.core import validation as v
@@ -19,10 +21,13 @@ from memhub.v1 import memory_pb2_grpc as pb_grpc
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
-    def __init__(self, service: MemoryService, pool: Executor, consolidator: Consolidator | None = None) -> None:
+    def __init__(
+        self, service: MemoryService, pool: Executor, search_slots: int, consolidator: Consolidator | None = None
+    ) -> None:
         self._service = service
         self._consolidator = consolidator
         self.pool = pool  # where the method bodies run (memhub/api/status.py)
+        self.search_slots = asyncio.Semaphore(search_slots)  # searches running at once (memhub/api/search_slots.py)
 
     @blocking_rpc
     def WriteMemories(self, request: pb.WriteMemoriesRequest, context: None) -> pb.WriteMemoriesResponse:
@@ -48,6 +53,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             replayed=result.replayed,
         )
 
+    @one_of_the_searches
     @blocking_rpc
     def SearchMemories(self, request: pb.SearchMemoriesRequest, context: None) -> pb.SearchMemoriesResponse:
         caller = current_caller()
@@ -96,6 +102,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         )
         return pb.ForgetMemoriesResponse(forgotten_ids=result.ids, replayed=result.replayed, versions=result.versions)
 
+    @one_of_the_searches
     @blocking_rpc
     def AssembleContext(self, request: pb.AssembleContextRequest, context: None) -> pb.AssembleContextResponse:
         caller = current_caller()
