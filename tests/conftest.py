@@ -27,8 +27,11 @@ from typing import Any
 import grpc
 import psycopg
 import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy.engine import make_url
 
+from memhub import telemetry
 from memhub.api.server import build_server
 from memhub.app import Hub
 from memhub.auth import AuthConfig, issue_token, load_secret
@@ -216,6 +219,18 @@ def stacks(
 def stack(request: pytest.FixtureRequest, stacks: dict[str, Stack]) -> Stack:
     """A running hub on the embedded Postgres and on the external one (each test runs on both)."""
     return stacks[request.param]
+
+
+@pytest.fixture(scope="module")
+def spans() -> Iterator[InMemorySpanExporter]:
+    """The spans this process finishes while the module runs, the hubs' included: an exporter added to the
+    process's provider (memhub.telemetry.add_span_processor; the global provider can be set once per process)."""
+    exporter = InMemorySpanExporter()
+    remove = telemetry.add_span_processor(SimpleSpanProcessor(exporter), service_name="memhub-tests")
+    try:
+        yield exporter
+    finally:
+        remove()
 
 
 @pytest.fixture

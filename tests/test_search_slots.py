@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from security.hubs import SpecialStack, special_hub
 
-from memhub import telemetry
 from memhub.api.search_slots import slots_for
 from memhub.client import memory_input
 from memhub.config import HubConfig, ServerConfig
@@ -29,16 +27,6 @@ SEARCHES = 6
 NS = "ops"
 QUESTION = "which port does the staging database listen on"
 tracer = trace.get_tracer("tests.search_slots")
-
-
-@pytest.fixture(scope="module")
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    remove = telemetry.add_span_processor(SimpleSpanProcessor(exporter), service_name="memhub-tests")
-    try:
-        yield exporter
-    finally:
-        remove()
 
 
 def _hub(folder: Path, admin_url: str, slots: int) -> Iterator[SpecialStack]:

@@ -19,7 +19,7 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -44,16 +44,6 @@ from memhub.v1 import memory_pb2_grpc as pb_grpc
 WRITE = "/memhub.v1.MemoryService/WriteMemories"
 SEARCH = "/memhub.v1.MemoryService/SearchMemories"
 test_tracer = trace.get_tracer("tests.tracing")
-
-
-@pytest.fixture(scope="module")
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    remove = telemetry.add_span_processor(SimpleSpanProcessor(exporter), service_name="memhub-tests")
-    try:
-        yield exporter
-    finally:
-        remove()
 
 
 def trace_of(exporter: InMemorySpanExporter, trace_id: int, until: Callable[[list[dict]], bool]) -> list[dict]:

@@ -16,16 +16,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
 
 import grpc
 import pytest
 from conftest import Fleet
 from opentelemetry import trace
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from memhub import telemetry
 from memhub.client import memory_input
 from memhub.span_privacy import mask_namespace, safe_description
 from memhub.telemetry import span_to_dict
@@ -33,16 +30,6 @@ from memhub.v1 import admin_pb2
 from memhub.v1 import memory_pb2 as pb
 
 tracer = trace.get_tracer("tests.security.telemetry")
-
-
-@pytest.fixture(scope="module")
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    remove = telemetry.add_span_processor(SimpleSpanProcessor(exporter), service_name="memhub-tests")
-    try:
-        yield exporter
-    finally:
-        remove()
 
 
 def spans_of(exporter: InMemorySpanExporter, trace_id: int, rpcs: int) -> list[dict]:
