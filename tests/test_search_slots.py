@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from conftest import eventually
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client.parser import text_string_to_metric_families
 from security.hubs import SpecialStack, special_hub
 
 from memhub.api.search_slots import slots_for
 from memhub.client import memory_input
 from memhub.config import HubConfig, ServerConfig
 from memhub.errors import StartupError
+from memhub.metrics import MetricsConfig
 
 SEARCHES = 6
 NS = "ops"
@@ -29,8 +34,8 @@ QUESTION = "which port does the staging database listen on"
 tracer = trace.get_tracer("tests.search_slots")
 
 
-def _hub(folder: Path, admin_url: str, slots: int) -> Iterator[SpecialStack]:
-    return special_hub(folder, admin_url, server=ServerConfig(port=0, search_slots=slots))
+def _hub(folder: Path, admin_url: str, slots: int, **overrides: object) -> Iterator[SpecialStack]:
+    return special_hub(folder, admin_url, server=ServerConfig(port=0, search_slots=slots), **overrides)
 
 
 def _milvus_intervals(exporter: InMemorySpanExporter, trace_ids: list[int]) -> dict[int, tuple[int, int]]:
@@ -48,7 +53,7 @@ def _milvus_intervals(exporter: InMemorySpanExporter, trace_ids: list[int]) -> d
     return {t: (min(s.start_time for s in v), max(s.end_time for s in v)) for t, v in by_trace.items()}
 
 
-def _search_at_once(stack: SpecialStack, searches: int) -> tuple[list[int], list[int]]:
+def _search_at_once(stack: SpecialStack, searches: int, start_wait_s: float = 30) -> tuple[list[int], list[int]]:
     """``searches`` clients search (or ask for a context block) at the same moment, each in a trace of its own; their
     trace ids and how many memories each got."""
     start = threading.Barrier(searches)
@@ -57,7 +62,7 @@ def _search_at_once(stack: SpecialStack, searches: int) -> tuple[list[int], list
     clients = [stack.client_as(f"searcher-{i}") for i in range(searches)]
 
     def run(i: int) -> None:
-        start.wait(30)
+        start.wait(start_wait_s)
         with tracer.start_as_current_span(f"search {i}") as span:
             trace_ids[i] = span.get_span_context().trace_id
             if i % 2:  # a context block runs a search too, and takes a slot like one
@@ -122,3 +127,37 @@ def test_the_setting_is_read_checked_and_defaults_to_the_cpus() -> None:
     for bad in ("-1", "1001", "two"):
         with pytest.raises(StartupError, match="MEMHUB_SEARCH_SLOTS"):
             HubConfig.from_env({"MEMHUB_SEARCH_SLOTS": bad})
+
+
+def _waiting(stack: SpecialStack) -> float:
+    assert stack.hub.metrics is not None
+    with urllib.request.urlopen(stack.hub.metrics.url, timeout=10) as reply:
+        exposition = reply.read().decode()
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if sample.name == "memhub_searches_waiting":
+                return sample.value
+    raise AssertionError("the hub serves no memhub_searches_waiting")
+
+
+def test_the_searches_waiting_for_a_slot_are_counted_and_then_answered(tmp_path: Path, external_pg_admin_url: str) -> None:
+    with _hub(tmp_path, external_pg_admin_url, slots=1, metrics=MetricsConfig(port=0)) as stack:
+        _fill(stack)
+        assert _waiting(stack) == 0
+        url = stack.hub.config.store.database_url
+        assert url is not None
+        # The test holds the memories table: the search in the slot stops where it reads its hits, the others wait.
+        with psycopg.connect(url) as conn:
+            conn.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
+            done: list[tuple[list[int], list[int]]] = []
+            runner = threading.Thread(target=lambda: done.append(_search_at_once(stack, 3)))
+            runner.start()
+            try:
+                eventually(lambda: _waiting(stack) == 2, "two searches wait behind the one in the slot", timeout_s=60)
+            finally:
+                conn.rollback()
+            runner.join(120)
+        assert done, "the searches did not end"
+        hits = done[0][1]
+        assert hits[::2] == [5, 5] and hits[1] > 0, hits
+        eventually(lambda: _waiting(stack) == 0, "no search waits once all are answered", timeout_s=30)

@@ -4,17 +4,19 @@ Why. A search is mostly Python (fusion, rerank, hydration, the reply), and a
 hub's Python runs one thread at a time under the GIL. With 16 searches in
 progress at once every one of them waits for the GIL after each of its
 Postgres and Milvus round trips, behind the 15 others, so every search is
-stretched over the time of all of them and the unlucky ones far more: at
-100k memories and 16 clients the p99 was 523-570 ms against a p50 of 282-292
-ms. Four at a time served as many searches a second and cut the p99 to
-385-474 ms (two: 406-432 ms), because a search that waits its turn before it
-starts is not slowed once it runs (bench/bench_scale.py with
-MEMHUB_SEARCH_SLOTS; docs/benchmarks.md, eighth round).
+stretched over the time of all of them and the unlucky ones far more. On
+100k memories written through the API, 16 clients, three alternated rounds:
+p99 645-708 ms with no bound, 470-499 ms with four at a time, which also
+served more searches a second (43.7-53.7 against 38.6-48.8: less CPU a
+search, fewer threads handing the GIL back and forth); at 10k the p99 went
+from 490-613 to 368-465 ms (bench/bench_scale.py, bench/bench_throughput.py
+with MEMHUB_SEARCH_SLOTS; docs/benchmarks.md, eighth round).
 
 A waiting search holds no thread (it waits on the loop, like a call waiting
 for its agent's slot), and its deadline or a cancel ends the wait
 (``asyncio.Semaphore`` lets waiters in first come, first served, and a
-cancelled waiter gives up its place). Per-agent limits and fair shares
+cancelled waiter gives up its place). ``memhub_searches_waiting`` says how
+many wait now. Per-agent limits and fair shares
 (memhub/api/call_limits.py) are applied before a call reaches this line, so
 one agent's flood waits in its own line there and holds at most its share of
 this one.
@@ -28,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from memhub.api.fair_share import cpu_count
+from memhub.metrics.instruments import SEARCHES_WAITING
 
 Request = TypeVar("Request")
 Response = TypeVar("Response")
@@ -52,7 +55,18 @@ def one_of_the_searches(
 
     @functools.wraps(handler)
     async def gated(self: HasSearchSlots, request: Request, context: Any) -> Response:
-        async with self.search_slots:
+        slots = self.search_slots
+        waits = slots.locked()
+        if waits:  # counted whether or not metrics are served, like memhub/metrics/change_feed.py's gauge
+            SEARCHES_WAITING.inc()
+        try:
+            await slots.acquire()
+        finally:  # given up (deadline, cancel) or let in: no longer waiting either way
+            if waits:
+                SEARCHES_WAITING.dec()
+        try:
             return await handler(self, request, context)
+        finally:
+            slots.release()
 
     return gated

@@ -158,6 +158,11 @@ CHANGE_FEED_STREAMS = Gauge(
     "Change-feed streams open on this replica now.",
     registry=REGISTRY,
 )
+SEARCHES_WAITING = Gauge(
+    "memhub_searches_waiting",
+    "Searches waiting now for one of this replica's search slots (MEMHUB_SEARCH_SLOTS; memhub/api/search_slots.py).",
+    registry=REGISTRY,
+)
 SECURITY_EVENTS = Counter(
     "memhub_security_events",
     "Events the audit log counts in aggregate (memhub/audit/aggregate.py), by audit action and reason: failed "
