@@ -322,6 +322,25 @@ def test_a_transaction_left_open_in_another_database_does_not_stall_the_feed(sta
     assert event.memory.id == mid
 
 
+def test_a_stream_from_now_is_not_sent_earlier_writes_while_another_database_holds_a_transaction(
+    stack: Stack, ns: str
+) -> None:
+    """Now is this database's own bound: another database's open transaction keeps the server's xmin below the
+    write made before the stream opened, and the stream was sent that write (seen in CI: another test worker's
+    transaction, and an example's feed printed the note written before it subscribed)."""
+    other = make_url(stack.hub.database_url).set(database="postgres", drivername="postgresql")
+    with psycopg.connect(other.render_as_string(hide_password=False)) as elsewhere:
+        elsewhere.execute("SELECT pg_current_xact_id()")  # holds a transaction id until the rollback below
+        before = _write(stack, ns, "Written before the stream opened, while another database waits", type="fact")
+        with Watcher(stack.client, [ns]) as feed:
+            feed.started()
+            after = _write(stack, ns, "Written after the stream opened", type="fact")
+            first = feed.change()
+        elsewhere.rollback()
+    assert first.memory.id == after, "the write made before the stream opened was sent"
+    assert before != after
+
+
 def test_out_of_order_commits_from_many_writers_are_all_delivered(stack: Stack, ns: str) -> None:
     """Concurrent writers commit in every order; the subscriber disconnects and resumes from its cursor again and
     again meanwhile, and ends up with every memory."""
