@@ -322,9 +322,7 @@ def test_a_transaction_left_open_in_another_database_does_not_stall_the_feed(sta
     assert event.memory.id == mid
 
 
-def test_a_stream_from_now_is_not_sent_earlier_writes_while_another_database_holds_a_transaction(
-    stack: Stack, ns: str
-) -> None:
+def test_a_stream_from_now_is_not_sent_earlier_writes_while_another_database_holds_a_transaction(stack: Stack, ns: str) -> None:
     """Now is this database's own bound: another database's open transaction keeps the server's xmin below the
     write made before the stream opened, and the stream was sent that write (seen in CI: another test worker's
     transaction, and an example's feed printed the note written before it subscribed)."""
