@@ -5,13 +5,14 @@ keyset pages visit every servable memory once, however many memories share a wri
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import TESTER, RecordingIndex, create_scratch_database, drop_database, hub_config
-from sqlalchemy import text
+from conftest import TESTER, RecordingIndex, create_scratch_database, drop_database, eventually, hub_config
+from sqlalchemy import func, select, text
 
 from memhub.api.convert import write_request
 from memhub.app import Hub, open_index
@@ -95,3 +96,36 @@ def test_pages_visit_every_servable_memory_once_across_a_shared_write_time(hub: 
     pages: list[int] = []
     assert _fill(hub, "fill_ties", pages) == in_write_order
     assert pages == [7] * 8 + [2]
+
+
+def test_a_refresh_reads_a_memory_under_its_lock_so_a_forget_in_progress_is_not_written_back(hub: Hub) -> None:
+    """`memhub reindex`'s pass after the switch writes memories changed during the fill. A forget still in progress
+    when it reaches one holds the memory's row: the pass waits for it and then sees the memory forgotten. Read
+    before the lock, the memory looked servable and was written into the live collection after the forget."""
+    mid = _write(hub, "fill/race", ["Forgotten while the reindex writes it again"])[0]
+    with hub.engine.connect() as conn:
+        since = conn.execute(select(func.now() - text("interval '1 minute'"))).scalar_one()
+    with hub.engine.connect() as forgetting:
+        transaction = forgetting.begin()
+        forgetting.execute(text("UPDATE memories SET status = 'forgotten' WHERE id = :id"), {"id": mid})
+        written: list[int] = []
+        refresh = threading.Thread(
+            target=lambda: written.append(index_rebuild.refresh(hub.engine, hub.index, hub.embedder, Window(), since))
+        )
+        refresh.start()
+        try:
+
+            def waits() -> bool:
+                with hub.engine.connect() as conn:
+                    waiting = text(
+                        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                        " WHERE NOT l.granted AND a.datname = current_database()"
+                    )
+                    return bool(conn.execute(waiting).scalar_one())
+
+            eventually(waits, "the refresh waits for the forget's row lock", timeout_s=60)
+        finally:
+            transaction.commit()
+            refresh.join(60)
+    assert written == [0], "the forgotten memory was written"
+    assert hub.index.vectors([mid]) == {}, "the index holds a memory forgotten before it was written"

@@ -89,15 +89,15 @@ def _write(
     many were upserted (``skip_unchanged``: rows the index already holds as they are are left alone). ``reuse_from``:
     a collection whose vectors are taken where it holds them, if it was built with this model (a memory's content,
     and so its vector, never changes while it is servable); the rest are embedded."""
-    with engine.connect() as conn:
-        rows = [r._mapping for r in conn.execute(select(*_ROW_COLUMNS).where(memories.c.id.in_(ids)))]
-        live, vectors, contexts = _prepared(conn, index, embedder, window, rows, reuse_from)
-    gone = sorted(set(ids) - {str(m["id"]) for m in live})
-    # Written with the memories' rows locked as the indexer locks them (memhub/core/indexer.py): after the switch
-    # the hubs' indexers write this collection too, and one writer per memory at a time lets both insert the rows
-    # it does not hold rather than upsert them (a Lite upsert scans the collection).
+    # The memories' rows are locked as the indexer locks them (memhub/core/indexer.py) before they are read: after
+    # the switch the hubs' indexers write this collection too, and one writer per memory at a time lets both insert
+    # the rows the index does not hold rather than upsert them (a Lite upsert scans the collection). Read under the
+    # lock, a memory forgotten a moment before is seen as forgotten, not written back after its delete.
+    locked = select(*_ROW_COLUMNS).where(memories.c.id.in_(ids)).order_by(memories.c.id).with_for_update(key_share=True)
     with engine.begin() as conn:
-        conn.execute(select(memories.c.id).where(memories.c.id.in_(ids)).order_by(memories.c.id).with_for_update(key_share=True))
+        rows = [r._mapping for r in conn.execute(locked)]
+        live, vectors, contexts = _prepared(conn, index, embedder, window, rows, reuse_from)
+        gone = sorted(set(ids) - {str(m["id"]) for m in live})
         return apply_rows(index, live, vectors, contexts, gone, skip_unchanged=skip_unchanged, exclusive=True)
 
 
