@@ -85,10 +85,21 @@ def create_scratch_database(admin_url: str) -> str:
     return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
 
 
-def drop_database(admin_url: str, url: str) -> None:
+def drop_database(admin_url: str, url: str, patience_s: float = 120.0) -> None:
+    """Drop a scratch database. DROP DATABASE forces a checkpoint, and while another test worker's disk-full test
+    (tests/test_disk_full.py) holds its tablespace full, the server's checkpoints fail ("checkpoint request
+    failed", seen in CI): that test frees the space within seconds, so the drop is tried again until then."""
     name = make_url(url).database
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            with psycopg.connect(admin_url, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except psycopg.errors.InternalError_ as exc:
+            if "checkpoint request failed" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
 
 
 @pytest.fixture(scope="session")

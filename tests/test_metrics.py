@@ -338,8 +338,21 @@ def test_the_change_feed_gauge_counts_open_streams(metered: MetricsStack) -> Non
 # -- the endpoint -----------------------------------------------------------------------------------------
 
 
+def _settled_streams(metered: MetricsStack) -> float:
+    """The open-streams gauge once it holds still for a second: the gauge is the process's, and a stream an earlier
+    test closed may still be ending (seen: the base read 1, and that stream left while this test's was open)."""
+    deadline = time.monotonic() + 30
+    last = value(metered.scrape(), "memhub_change_feed_streams")
+    while True:
+        time.sleep(1.0)
+        now = value(metered.scrape(), "memhub_change_feed_streams")
+        if now == last or time.monotonic() > deadline:
+            return now
+        last = now
+
+
 def test_a_real_subscription_is_an_open_stream_on_the_gauge(metered: MetricsStack, ns: str) -> None:
-    base = value(metered.scrape(), "memhub_change_feed_streams")
+    base = _settled_streams(metered)
     with Watcher(metered.client, [ns]) as watcher:
         watcher.started()
         assert value(metered.scrape(), "memhub_change_feed_streams") == base + 1
