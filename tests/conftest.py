@@ -29,6 +29,7 @@ import psycopg
 import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import make_url
 
 from memhub import telemetry
@@ -242,6 +243,24 @@ def spans() -> Iterator[InMemorySpanExporter]:
         yield exporter
     finally:
         remove()
+
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+"""A Prometheus exposition's samples: (sample name, sorted labels) -> value."""
+
+
+def samples_of(exposition: str) -> Samples:
+    """Every sample of a /metrics reply."""
+    out: Samples = {}
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    """The sample ``name`` with exactly ``labels``; 0 when the exposition has none."""
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 @pytest.fixture

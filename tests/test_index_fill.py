@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import TESTER, RecordingIndex, create_scratch_database, drop_database, eventually, hub_config
 from sqlalchemy import func, select, text
@@ -21,6 +22,7 @@ from memhub.core import index_rebuild
 from memhub.core.indexer import Indexer
 from memhub.core.model import ForgetRequest
 from memhub.db.context import Window
+from memhub.embedding import Embedder
 from memhub.index import MilvusIndex
 from memhub.v1 import memory_pb2 as pb
 
@@ -129,3 +131,45 @@ def test_a_refresh_reads_a_memory_under_its_lock_so_a_forget_in_progress_is_not_
             refresh.join(60)
     assert written == [0], "the forgotten memory was written"
     assert hub.index.vectors([mid]) == {}, "the index holds a memory forgotten before it was written"
+
+
+class HeldEmbedder:
+    """The hub's embedder, held at its first call until released: a refresh that embeds for a long while."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.entered.set()
+        assert self.release.wait(60), "never released"
+        return self.inner.embed(texts)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_forget_does_not_wait_while_a_refresh_embeds(hub: Hub) -> None:
+    """The refresh embeds a memory new since the fill before it locks the memory's row, as the indexer does: an
+    agent forgetting that memory meanwhile is not held for the embedding (it was, while the lock came first)."""
+    mid = _write(hub, "fill/slow", ["Embedded slowly while its writer forgets it"])[0]
+    with hub.engine.connect() as conn:
+        since = conn.execute(select(func.now() - text("interval '1 minute'"))).scalar_one()
+    held = HeldEmbedder(hub.embedder)
+    refresh = threading.Thread(target=lambda: index_rebuild.refresh(hub.engine, hub.index, held, Window(), since))
+    refresh.start()
+    try:
+        assert held.entered.wait(60), "the refresh did not embed"
+        forget = threading.Thread(
+            target=lambda: hub.service.forget(TESTER, ForgetRequest(ids=(mid,), filter=None, reason="test"))
+        )
+        forget.start()
+        forget.join(15)
+        assert not forget.is_alive(), "the forget waited for the refresh's embedding"
+    finally:
+        held.release.set()
+        refresh.join(60)
+    assert hub.index.vectors([mid]) == {}, "the refresh wrote back a memory forgotten while it embedded"

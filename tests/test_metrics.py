@@ -22,7 +22,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import Stack, backend_database, eventually, hub_config, rpc_error, serving
+from conftest import Samples, Stack, backend_database, eventually, hub_config, rpc_error, samples_of, serving, value
 from feed_support import Watcher
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
@@ -43,8 +43,6 @@ METRICS = MetricsConfig(port=0, sample_interval_s=0.2, status_interval_s=0.5)
 WRITE = ("memhub.v1.MemoryService", "WriteMemories")
 SEARCH = ("memhub.v1.MemoryService", "SearchMemories")
 
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
 
 @dataclasses.dataclass
 class MetricsStack(Stack):
@@ -57,16 +55,7 @@ class MetricsStack(Stack):
             return reply.read().decode()
 
     def scrape(self) -> Samples:
-        """Every sample of the exposition: (sample name, sorted labels) -> value."""
-        out: Samples = {}
-        for family in text_string_to_metric_families(self.scrape_text()):
-            for sample in family.samples:
-                out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-        return out
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+        return samples_of(self.scrape_text())
 
 
 def total(samples: Samples, name: str, **labels: str) -> float:

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import eventually
+from conftest import eventually, samples_of, value
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from prometheus_client.parser import text_string_to_metric_families
 from security.hubs import SpecialStack, special_hub
 
 from memhub.api.search_slots import slots_for
@@ -132,12 +131,9 @@ def test_the_setting_is_read_checked_and_defaults_to_the_cpus() -> None:
 def _waiting(stack: SpecialStack) -> float:
     assert stack.hub.metrics is not None
     with urllib.request.urlopen(stack.hub.metrics.url, timeout=10) as reply:
-        exposition = reply.read().decode()
-    for family in text_string_to_metric_families(exposition):
-        for sample in family.samples:
-            if sample.name == "memhub_searches_waiting":
-                return sample.value
-    raise AssertionError("the hub serves no memhub_searches_waiting")
+        samples = samples_of(reply.read().decode())
+    assert ("memhub_searches_waiting", ()) in samples, "the hub serves no memhub_searches_waiting"
+    return value(samples, "memhub_searches_waiting")
 
 
 def test_the_searches_waiting_for_a_slot_are_counted_and_then_answered(tmp_path: Path, external_pg_admin_url: str) -> None:

@@ -89,14 +89,24 @@ def _write(
     many were upserted (``skip_unchanged``: rows the index already holds as they are are left alone). ``reuse_from``:
     a collection whose vectors are taken where it holds them, if it was built with this model (a memory's content,
     and so its vector, never changes while it is servable); the rest are embedded."""
-    # The memories' rows are locked as the indexer locks them (memhub/core/indexer.py) before they are read: after
-    # the switch the hubs' indexers write this collection too, and one writer per memory at a time lets both insert
-    # the rows the index does not hold rather than upsert them (a Lite upsert scans the collection). Read under the
-    # lock, a memory forgotten a moment before is seen as forgotten, not written back after its delete.
+    # Embedded before the rows are locked, as the indexer does (memhub/core/indexer.py): a batch of new memories
+    # embeds for seconds, and a forget of one of them must not wait that long for its row.
+    with engine.connect() as conn:
+        ahead = [r._mapping for r in conn.execute(select(*_ROW_COLUMNS).where(memories.c.id.in_(ids)))]
+        vectors = _vectors(index, embedder, _servable(ahead), reuse_from)
+    # Then the rows are locked as the indexer locks them and read again: after the switch the hubs' indexers write
+    # this collection too, and one writer per memory at a time lets both insert the rows the index does not hold
+    # rather than upsert them (a Lite upsert scans the collection). Read under the lock, a memory forgotten a moment
+    # before is seen as forgotten, not written back after its delete.
     locked = select(*_ROW_COLUMNS).where(memories.c.id.in_(ids)).order_by(memories.c.id).with_for_update(key_share=True)
     with engine.begin() as conn:
-        rows = [r._mapping for r in conn.execute(locked)]
-        live, vectors, contexts = _prepared(conn, index, embedder, window, rows, reuse_from)
+        live = _servable([r._mapping for r in conn.execute(locked)])
+        # A memory's content never changes while it is servable, so a vector made above is still its own; only one
+        # that became servable in between (released from quarantine) is embedded here.
+        late = [m for m in live if str(m["id"]) not in vectors]
+        if late:
+            vectors.update(_vectors(index, embedder, late, None))
+        contexts = context.surrounding_turns(conn, [str(m["id"]) for m in live], window)
         gone = sorted(set(ids) - {str(m["id"]) for m in live})
         return apply_rows(index, live, vectors, contexts, gone, skip_unchanged=skip_unchanged, exclusive=True)
 
@@ -108,6 +118,21 @@ _ROW_COLUMNS = [
 ]
 
 
+def _servable(rows: Sequence) -> list:
+    """The memory rows that belong in the index now."""
+    now_ms = int(time.time() * 1000)
+    return [m for m in rows if is_servable(m, now_ms)]
+
+
+def _vectors(index: MilvusIndex, embedder: Embedder, rows: Sequence, reuse_from: str | None) -> dict[str, np.ndarray]:
+    """Memory id -> vector for ``rows``: taken from collection ``reuse_from`` where it holds one, else embedded."""
+    vectors = index.vectors_in(reuse_from, [str(m["id"]) for m in rows]) if reuse_from else {}
+    fresh = [m for m in rows if str(m["id"]) not in vectors]
+    if fresh:
+        vectors.update(zip((str(m["id"]) for m in fresh), embed_bulk(embedder, [m["content"] for m in fresh]), strict=True))
+    return vectors
+
+
 def _prepared(
     conn: Connection,
     index: MilvusIndex,
@@ -117,14 +142,9 @@ def _prepared(
     reuse_from: str | None,
 ) -> tuple[list, dict[str, np.ndarray], dict[str, list[str]]]:
     """The servable ones among memory ``rows``, their vectors (reused or embedded) and their keyword contexts."""
-    now_ms = int(time.time() * 1000)
-    live = [m for m in rows if is_servable(m, now_ms)]
+    live = _servable(rows)
     contexts = context.surrounding_turns(conn, [str(m["id"]) for m in live], window)
-    vectors = index.vectors_in(reuse_from, [str(m["id"]) for m in live]) if reuse_from else {}
-    fresh = [m for m in live if str(m["id"]) not in vectors]
-    if fresh:
-        vectors.update(zip((str(m["id"]) for m in fresh), embed_bulk(embedder, [m["content"] for m in fresh]), strict=True))
-    return live, vectors, contexts
+    return live, _vectors(index, embedder, live, reuse_from), contexts
 
 
 # Write order, as the hub's indexer hands memories to the index (memhub/core/indexer.py, outbox order): the write's
