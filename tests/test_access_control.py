@@ -238,6 +238,9 @@ def test_policies_reload_without_restart(fleet: Fleet) -> None:
         '\n@id("test.eve-writes-support")\n'
         'permit(principal == Agent::"eve", action == Action::"write", resource in Namespace::"teams/support");\n'
     )
+    # The file watcher is paused so that the RPC is what reloads: left running (every 0.2 s here) it sometimes took
+    # the edit first, and the RPC then rightly answered "unchanged" (seen in CI).
+    fleet.hub.policies.stop()
     with fleet.client("eve") as eve, fleet.client("root") as root:
         code, _ = _code(lambda: eve.write([memory_input("teams/support/eve", "hello")]))
         assert code == grpc.StatusCode.PERMISSION_DENIED
@@ -249,6 +252,7 @@ def test_policies_reload_without_restart(fleet: Fleet) -> None:
         finally:
             fleet_file.write_text(original)
             root.call_admin("ReloadPolicies", admin_pb2.ReloadPoliciesRequest())
+            fleet.hub.policies.start()
         code, _ = _code(lambda: eve.write([memory_input("teams/support/eve", "again")]))
         assert code == grpc.StatusCode.PERMISSION_DENIED
 
