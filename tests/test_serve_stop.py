@@ -86,6 +86,21 @@ def test_a_second_serve_is_refused_naming_the_first_and_both_signals_stop_a_hub_
         assert f"serving on {first.address})" in line
         assert f"kill {first.proc.pid}" in line and "another --data-dir" in line and "memhub index-server" in line
         assert "Postgres" not in second.stderr  # refused before it joined the embedded Postgres
+        # Another data directory on the first hub's port: refused before it creates anything. gRPC's default
+        # SO_REUSEPORT let such a hub listen beside the first, and the kernel split clients between them.
+        other_dir = tmp_path / "other"
+        port = first.address.rsplit(":", 1)[1]
+        third = subprocess.run(
+            [sys.executable, "-m", "memhub.cli.main", "serve", "--data-dir", str(other_dir), "--port", port],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=120,
+        )
+        assert third.returncode == 1 and "listening" not in third.stdout, third.stdout + third.stderr
+        assert f"memhub serve: cannot listen on 127.0.0.1:{port}: Address already in use" in third.stderr
+        assert "--port or MEMHUB_PORT" in third.stderr and not other_dir.exists()
         reindex = subprocess.run(
             [sys.executable, "-m", "memhub.cli.main", "reindex", "--data-dir", str(data_dir)],
             capture_output=True,

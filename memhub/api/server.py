@@ -167,6 +167,10 @@ class HubServer:
                 ("grpc.max_concurrent_streams", 256),
                 # Connections with no call for 5 minutes are closed (clients reconnect when they need to).
                 ("grpc.max_connection_idle_ms", 5 * 60 * 1000),
+                # gRPC sets SO_REUSEPORT by default: a second hub (any data directory) started on this port then
+                # listened beside the first and the kernel split new connections between the two, so a client
+                # met one hub's memories or the other's. Off, the second is refused with "address in use".
+                ("grpc.so_reuseport", 0),
                 # Accept the pings memhub's clients send (memhub/grpc_keepalive.py), so none is answered
                 # with GOAWAY too_many_pings.
                 *self._keepalive.server_options(),
@@ -200,7 +204,10 @@ class HubServer:
         try:
             port = server.add_insecure_port(address)
         except RuntimeError as exc:
-            raise StartupError(f"cannot listen on {address}: {exc}; pick another port with --port or MEMHUB_PORT") from None
+            raise StartupError(
+                f"cannot listen on {address}: the port is taken or the address is not this machine's ({exc}); stop "
+                "what listens there, or pick another port with --port or MEMHUB_PORT"
+            ) from None
         if port == 0:
             raise StartupError(f"cannot listen on {address} (in use?); pick another port with --port or MEMHUB_PORT")
         await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import dataclasses
+import errno
 import os
 import select
 import signal
@@ -93,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     tracing = telemetry.TelemetryConfig.from_env(None, "memhub-hub")  # a bad setting fails before anything starts
+    refuse_a_taken_port(config.server.host, config.server.port)
     print(f"memhub: starting (data directory {config.store.data_dir})", flush=True)
     telemetry.setup_tracing(tracing)
     try:
@@ -100,6 +102,31 @@ def run(args: argparse.Namespace) -> int:
     finally:
         telemetry.shutdown_tracing()  # after the hub closed: its last spans are exported too
     _exit_without_teardown(code)
+
+
+def refuse_a_taken_port(host: str, port: int) -> None:
+    """Raise StartupError when something already listens on ``host:port``, before the stores are opened.
+
+    The gRPC server refuses such a port too (memhub/api/server.py turns SO_REUSEPORT off), but only once the hub
+    has opened its stores: seconds for an embedded Postgres, minutes for a large Lite index, and a new data
+    directory created for nothing. This probe binds the way the server will (SO_REUSEADDR, so a port left in
+    TIME_WAIT by a stopped hub is free) and lets go at once; an address it cannot resolve is left to the server.
+    """
+    if port == 0:
+        return
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
+    except (OSError, UnicodeError):
+        return
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            why = " (another hub or program listens there; stop it, or" if exc.errno == errno.EADDRINUSE else " ("
+            raise StartupError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}{why} pick another port with --port or MEMHUB_PORT)"
+            ) from None
 
 
 def _exit_without_teardown(code: int) -> NoReturn:
