@@ -53,7 +53,10 @@ class StackCPU:
 
     def processes(self) -> dict[str, list[psutil.Process]]:
         hub_proc = psutil.Process(self._hub.pid)
-        milvus = [c for c in hub_proc.children(recursive=True) if "milvus" in c.name()]
+        children = hub_proc.children(recursive=True)
+        milvus = [c for c in children if "milvus" in c.name()]
+        # `memhub serve --processes N`: the hub processes are the supervisor's children.
+        hubs = [hub_proc] + [c for c in children if "--group-member" in " ".join(_cmdline(c))]
         milvus += [psutil.Process(pid) for pid in self._extra]
         data = str(Path(self._hub.data_dir).resolve())
         postgres = []
@@ -64,7 +67,7 @@ class StackCPU:
                     postgres += proc.children(recursive=True)
             except psutil.Error:
                 continue
-        return {"hub": [hub_proc], "milvus": milvus, "postgres": postgres}
+        return {"hub": hubs, "milvus": milvus, "postgres": postgres}
 
     def seconds(self) -> dict[str, float]:
         """CPU seconds so far per part (processes that ended meanwhile are not counted)."""
@@ -79,6 +82,13 @@ class StackCPU:
                     pass
             out[part] = total
         return out
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return []
 
 
 def cpu_per(before: dict[str, float], after: dict[str, float], count: int) -> dict[str, float]:

@@ -33,7 +33,7 @@ from memhub.core.index_report import IndexReporter
 from memhub.core.indexer import Indexer
 from memhub.core.model import Channel
 from memhub.core.policy_authorizer import PolicyAuthorizer
-from memhub.core.recall_stats import RECALL_JOURNAL, RecallRecorder
+from memhub.core.recall_stats import RecallRecorder, journal_name
 from memhub.core.token_admin import TokenAdmin
 from memhub.core.usage_folder import UsageFolder
 from memhub.curation.archive import Archiver
@@ -102,7 +102,7 @@ def open_index(config: HubConfig, embedder: Embedder) -> MilvusIndex:
     if "://" not in uri:
         _note_obsolete_lite_dir(config)
     try:
-        return MilvusIndex(
+        index = MilvusIndex(
             uri,
             token=os.environ.get(config.store.milvus_token_env) or None,
             collection=config.store.milvus_collection,
@@ -114,6 +114,9 @@ def open_index(config: HubConfig, embedder: Embedder) -> MilvusIndex:
         )
     except IndexUnavailable as exc:
         raise StartupError(str(exc)) from None
+    if index.lite_file is None and config.store.milvus_lite_file is not None:
+        index.lite_file = config.store.milvus_lite_file  # an index-server's file, read back by the durability check
+    return index
 
 
 def prepare_index(index: MilvusIndex, indexer: Indexer) -> None:
@@ -241,7 +244,8 @@ class Hub:
         )
         prepare_index(index, indexer)
         monitor = HealthMonitor(engine, index, index_health, indexer)
-        recorder = RecallRecorder(engine, journal=config.store.data_dir / RECALL_JOURNAL)  # survives kill -9
+        # Survives kill -9; each process of `memhub serve --processes N` keeps its own.
+        recorder = RecallRecorder(engine, journal=config.store.data_dir / journal_name(config.server.group_member))
         audit = AuditWriter(engine, retention_days=config.audit.retention_days)
         retrieval_log = RetrievalLogWriter(engine, config.retrieval_log) if config.retrieval_log.enabled else None
         authorizer = authorizer or PolicyAuthorizer(policies, audit)

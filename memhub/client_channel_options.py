@@ -19,4 +19,8 @@ def channel_options() -> list[tuple[str, int]]:
         ("grpc.max_receive_message_length", 16 * 2**20),
         # Pings the hub accepts (it is started with the same contract), so it never answers too_many_pings.
         *grpc_keepalive.DEFAULT.client_options(),
+        # A connection of its own per client: gRPC otherwise shares one between all channels of a process to
+        # the same address, and a hub of several processes (`memhub serve --processes N`, which spreads
+        # connections, not calls) would serve every client of that process from one of them.
+        ("grpc.use_local_subchannel_pool", 1),
     ]

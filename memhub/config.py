@@ -68,6 +68,11 @@ class StoreConfig:
     milvus_collection: str = "memhub_memories"
     """Collection name (MEMHUB_MILVUS_COLLECTION)."""
 
+    milvus_lite_file: Path | None = None
+    """The Milvus Lite data file a `memhub index-server` at ``milvus_uri`` serves, on this machine
+    (MEMHUB_MILVUS_LITE_FILE): the hub reads it back to see that Lite kept what it acknowledged (a full disk), as
+    it does with the embedded engine's. `memhub serve --processes` sets it for its hub processes."""
+
     def resolved_milvus_uri(self) -> str:
         # Not "milvus.db": that name is the directory the old Milvus Lite 3.x made.
         return self.milvus_uri or str(self.data_dir / LITE_FILE_NAME)
@@ -95,6 +100,20 @@ class ServerConfig:
     max_response_bytes: int = 4 * 1024 * 1024
     """List pages and search results are cut to stay under this (MEMHUB_MAX_RESPONSE_BYTES, at most
     max_message_bytes): 4 MiB is gRPC clients' default receive limit, so every client can read every reply."""
+
+    processes: int = 1
+    """Hub processes `memhub serve` runs on this port and these stores (MEMHUB_PROCESSES, 1 to 64): one process
+    runs its Python a thread at a time, so more than one is how a hub uses more than one core
+    (memhub/cli/serve_group.py)."""
+
+    group_member: int = 0
+    """This process's number among the hub processes of `memhub serve --processes N` (1 to N; 0: not one of them).
+    Set only by that command, never from the environment: a member listens with SO_REUSEPORT (a hub sharing its
+    port by accident would split clients between two data directories) and keeps a recall journal of its own."""
+
+    @property
+    def share_port(self) -> bool:
+        return self.group_member > 0
 
 
 @dataclass(frozen=True)
@@ -276,6 +295,7 @@ class HubConfig:
             database_url=env.get("MEMHUB_DATABASE_URL") or None,
             milvus_uri=env.get("MEMHUB_MILVUS_URI") or None,
             milvus_collection=env.get("MEMHUB_MILVUS_COLLECTION", "memhub_memories"),
+            milvus_lite_file=Path(env["MEMHUB_MILVUS_LITE_FILE"]).expanduser() if env.get("MEMHUB_MILVUS_LITE_FILE") else None,
         )
         max_message = env_int(env, "MEMHUB_MAX_MESSAGE_BYTES", ServerConfig.max_message_bytes, 64 * 1024, 64 * 2**20)
         server = ServerConfig(
@@ -283,6 +303,7 @@ class HubConfig:
             port=env_int(env, "MEMHUB_PORT", 50051, 0, 65535),
             max_message_bytes=max_message,
             search_slots=env_int(env, "MEMHUB_SEARCH_SLOTS", ServerConfig.search_slots, 0, 1000),
+            processes=env_int(env, "MEMHUB_PROCESSES", ServerConfig.processes, 1, 64),
             max_response_bytes=env_int(
                 env, "MEMHUB_MAX_RESPONSE_BYTES", min(ServerConfig.max_response_bytes, max_message), 64 * 1024, max_message
             ),

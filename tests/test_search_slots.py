@@ -123,6 +123,9 @@ def test_the_setting_is_read_checked_and_defaults_to_the_cpus() -> None:
     assert HubConfig.from_env({"MEMHUB_SEARCH_SLOTS": "3"}).server.search_slots == 3
     assert slots_for(3) == 3
     assert slots_for(0) >= 4  # 0: two per CPU, at least 4
+    assert slots_for(0, processes=1) == slots_for(0)
+    assert slots_for(0, processes=2) == max(2, slots_for(0) // 2)  # shared out among a group's processes
+    assert slots_for(0, processes=64) == 2 and slots_for(3, processes=2) == 3
     for bad in ("-1", "1001", "two"):
         with pytest.raises(StartupError, match="MEMHUB_SEARCH_SLOTS"):
             HubConfig.from_env({"MEMHUB_SEARCH_SLOTS": bad})

@@ -51,6 +51,9 @@ def test_bad_environment_values_name_the_variable() -> None:
         HubConfig.from_env({"MEMHUB_PORT": "70000"})
     with pytest.raises(StartupError, match="embedding.provider"):
         HubConfig.from_env({"MEMHUB_EMBEDDING_PROVIDER": "magic"})
+    with pytest.raises(StartupError, match="MEMHUB_PROCESSES=0 is out of range"):
+        HubConfig.from_env({"MEMHUB_PROCESSES": "0"})
+    assert HubConfig.from_env({"MEMHUB_PROCESSES": "3"}).server.processes == 3
 
 
 def test_an_index_built_with_another_model_is_refused_until_reindexed(tmp_path: Path, external_pg_admin_url: str) -> None:

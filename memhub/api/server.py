@@ -169,8 +169,9 @@ class HubServer:
                 ("grpc.max_connection_idle_ms", 5 * 60 * 1000),
                 # gRPC sets SO_REUSEPORT by default: a second hub (any data directory) started on this port then
                 # listened beside the first and the kernel split new connections between the two, so a client
-                # met one hub's memories or the other's. Off, the second is refused with "address in use".
-                ("grpc.so_reuseport", 0),
+                # met one hub's memories or the other's. Off, the second is refused with "address in use"; on
+                # only for the hub processes of one `memhub serve --processes N` (memhub/cli/serve_group.py).
+                ("grpc.so_reuseport", 1 if config.share_port else 0),
                 # Accept the pings memhub's clients send (memhub/grpc_keepalive.py), so none is answered
                 # with GOAWAY too_many_pings.
                 *self._keepalive.server_options(),
@@ -185,7 +186,7 @@ class HubServer:
             ],
             maximum_concurrent_rpcs=limits.max_concurrent_calls,
         )
-        servicer = MemoryServicer(hub.service, self._pool, slots_for(config.search_slots), hub.consolidator)
+        servicer = MemoryServicer(hub.service, self._pool, slots_for(config.search_slots, config.processes), hub.consolidator)
         pb_grpc.add_MemoryServiceServicer_to_server(servicer, server)
         admin_pb2_grpc.add_AdminServiceServicer_to_server(
             AdminServicer(hub.admin, self._pool, self.limiter, hub.events, tokens=hub.tokens, access=hub.access), server

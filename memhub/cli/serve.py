@@ -17,6 +17,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -43,6 +44,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--database-url", help="external PostgreSQL URL (MEMHUB_DATABASE_URL)")
     p.add_argument("--milvus-uri", help="external Milvus URI (MEMHUB_MILVUS_URI)")
     p.add_argument("--no-indexer", action="store_true", help="leave outbox indexing to other replicas")
+    p.add_argument(
+        "--processes",
+        type=int,
+        help="hub processes sharing the port and the stores, for more than one core's worth of searches (MEMHUB_PROCESSES, "
+        "default 1; see memhub/cli/serve_group.py)",
+    )
+    # Set by `memhub serve --processes N` on the hub processes it starts (1 to N): share the port, keep a recall
+    # journal of its own, print a ready line.
+    p.add_argument("--group-member", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument(
         "--metrics-port",
         type=int,
@@ -71,6 +81,18 @@ def config_from_args(args: argparse.Namespace) -> HubConfig:
     e.g. the local token secret follows --data-dir because it is derived from
     the data directory while parsing, not patched afterwards.
     """
+    from memhub.config import HubConfig
+
+    config = HubConfig.from_env(flag_env(args))
+    member = getattr(args, "group_member", 0)  # `memhub reindex` reads its configuration here too
+    if member:
+        config = dataclasses.replace(config, server=dataclasses.replace(config.server, group_member=member))
+    return config
+
+
+def flag_env(args: argparse.Namespace) -> dict[str, str]:
+    """The environment with the command line's flags applied over the MEMHUB_* variables they name (what the
+    hub processes of `--processes N` are started with)."""
     flags = {
         "MEMHUB_DATA_DIR": str(args.data_dir.expanduser().resolve()) if args.data_dir is not None else None,
         "MEMHUB_DATABASE_URL": args.database_url,
@@ -80,10 +102,9 @@ def config_from_args(args: argparse.Namespace) -> HubConfig:
         "MEMHUB_INDEXER": "0" if args.no_indexer else None,
         "MEMHUB_METRICS_PORT": str(args.metrics_port) if args.metrics_port is not None else None,
         "MEMHUB_METRICS_HOST": args.metrics_host,
+        "MEMHUB_PROCESSES": str(args.processes) if getattr(args, "processes", None) is not None else None,
     }
-    from memhub.config import HubConfig
-
-    return HubConfig.from_env({**os.environ, **{k: v for k, v in flags.items() if v}})
+    return {**os.environ, **{k: v for k, v in flags.items() if v}}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,7 +115,14 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     tracing = telemetry.TelemetryConfig.from_env(None, "memhub-hub")  # a bad setting fails before anything starts
-    refuse_a_taken_port(config.server.host, config.server.port)
+    if config.server.processes > 1 and not args.group_member:
+        _exit_without_teardown(_serve_group(args, config, lock))
+    if config.server.share_port:  # a group member shares the port its group reserved, and dies with the group
+        from memhub.cli.serve_group import die_with_group
+
+        die_with_group()
+    else:
+        refuse_a_taken_port(config.server.host, config.server.port)
     print(f"memhub: starting (data directory {config.store.data_dir})", flush=True)
     telemetry.setup_tracing(tracing)
     try:
@@ -102,6 +130,37 @@ def run(args: argparse.Namespace) -> int:
     finally:
         telemetry.shutdown_tracing()  # after the hub closed: its last spans are exported too
     _exit_without_teardown(code)
+
+
+def _serve_group(args: argparse.Namespace, config: HubConfig, lock: ServingLock | None) -> int:
+    """`--processes N`: this process supervises N hub processes (memhub/cli/serve_group.py) and serves none itself."""
+    from memhub.app import prepare_data_dirs, resolve_auth
+    from memhub.cli import serve_group
+
+    console = _console_config(args.console_port)  # a bad setting fails here, not in a hub process
+    data_file = lite_file(config.store.data_dir, config.store.milvus_uri)
+    try:
+        if data_file is not None:  # the lock taken early, or taken now that the data directory exists
+            prepare_data_dirs(resolve_auth(config))
+            lock = lock_for_serving(data_file, "memhub serve")
+    except OSError as exc:
+        raise startup_problem(exc, config.store.data_dir) from None
+    print(f"memhub: starting {config.server.processes} hub processes (data directory {config.store.data_dir})", flush=True)
+    stop = _SignalStop()
+    resolved = resolve_auth(config)
+    code = serve_group.run(
+        config,
+        flag_env(args),
+        processes=config.server.processes,
+        log_level=args.log_level,
+        console_port=console.port if console is not None else None,
+        stop=stop,
+        lock=lock,
+        first_steps=lambda address, recorded: _first_steps(resolved, address, recorded),
+    )
+    if lock is not None:
+        lock.release()
+    return code
 
 
 def refuse_a_taken_port(host: str, port: int) -> None:
@@ -223,6 +282,10 @@ def _serve(
         lines.append(f"  tokens:    HS256 secret {config.auth.hs256_secret_file} (keep it private)")
         lines += _first_steps(config, address, recorded)
     print("\n".join(lines), flush=True)
+    if config.server.share_port:
+        from memhub.cli.serve_group import READY
+
+        print(READY, flush=True)
     try:
         stop.wait()
         print("memhub: shutting down", flush=True)
@@ -247,21 +310,27 @@ class _SignalStop:
     """
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self.event = threading.Event()
         self._read, self._write = socket.socketpair()
         self._read.setblocking(False)
         self._write.setblocking(False)
         signal.set_wakeup_fd(self._write.fileno(), warn_on_full_buffer=False)
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: self._event.set())
+            signal.signal(sig, lambda *_: self.event.set())
 
-    def wait(self) -> None:
-        while not self._event.is_set():
-            select.select([self._read], [], [], 5.0)  # the Python handler runs as this returns
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Until a signal came (True) or ``timeout_s`` passed (False; None: no limit)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while not self.event.is_set():
+            left = 5.0 if deadline is None else min(5.0, deadline - time.monotonic())
+            if left <= 0:
+                return False
+            select.select([self._read], [], [], left)  # the Python handler runs as this returns
             try:
                 self._read.recv(4096)
             except BlockingIOError:
                 pass
+        return True
 
 
 def _console_config(flag_port: int | None) -> ConsoleConfig | None:

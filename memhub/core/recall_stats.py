@@ -48,11 +48,36 @@ _SITE = outage_log.Site("recall statistics", log)  # one line per outage, not pe
 RECALL_JOURNAL = "recall-pending.log"
 """In the data directory: the counts not yet in Postgres, replayed by the next hub after a kill -9."""
 
+
+def journal_name(group_member: int) -> str:
+    """The journal of a hub process: RECALL_JOURNAL, or ``recall-pending-N.log`` for the Nth process (N >= 2) of
+    `memhub serve --processes`, which share the data directory and each hold their journal's lock."""
+    return RECALL_JOURNAL if group_member <= 1 else f"recall-pending-{group_member}.log"
+
+
 JOURNAL_MAX_BYTES = 16 << 20
 """Past this (a long outage appending every search) the journal is rewritten from the pending counts."""
 
 MAX_PENDING_IDS = 100_000
 """Distinct memories whose counts wait for a working Postgres (a few MB); past it new failures drop theirs."""
+
+
+def _lock_orphans(own: Path) -> list[tuple[Path, int]]:
+    """The other processes' journals beside ``own`` that no live hub holds (left by a group of `memhub serve
+    --processes` that ran with more processes than now, or was killed), each with its lock taken: the caller moves
+    their counts into its own journal, then deletes them, so no count is lost or replayed twice."""
+    found = []
+    for other in sorted(own.parent.glob("recall-pending*.log")):
+        if other == own:
+            continue
+        fd = os.open(other.with_name(other.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a live hub process's journal
+            os.close(fd)
+            continue
+        found.append((other, fd))
+    return found
 
 
 class RecallRecorder:
@@ -75,7 +100,13 @@ class RecallRecorder:
                 self._lock_fd = os.open(journal.with_name(journal.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self._pending.update(_read_journal(journal))  # what a killed hub left unflushed
-                self._rewrite_journal()
+                orphans = _lock_orphans(journal)
+                for path, _ in orphans:
+                    self._pending.update(_read_journal(path))
+                self._rewrite_journal()  # the orphans' counts are in this journal before theirs go
+                for path, fd in orphans:
+                    path.unlink(missing_ok=True)
+                    os.close(fd)
             except OSError as exc:
                 # The hub still serves; only the last seconds' counts of a crash are at risk, so say it once.
                 log.warning("recall journal %s unusable (%s): counts not yet flushed die with the process", journal, exc)

@@ -104,6 +104,10 @@ class MilvusConnection:
             if self._server is not None:
                 lite_server.release(self._server)
             raise
+        self.lite_file: Path | None = self._server.db_file if self._server is not None else None
+        """The Milvus Lite data file behind this connection, read back by the durability check: the embedded
+        engine's, or the file a `memhub index-server` (or `memhub serve --processes`) serves, when named
+        (MEMHUB_MILVUS_LITE_FILE); None for a Milvus server."""
 
     @property
     def uri(self) -> str:

@@ -100,9 +100,9 @@ class MilvusReads(MilvusCollection):
 
         Counts first (two cheap queries); the id lists are compared only when the counts differ.
         """
-        if self._server is None:
+        db_file = self.lite_file
+        if db_file is None:
             return None
-        db_file = self._server.db_file
         before = lite_durability.persisted(db_file, self._collection)
         if before is None:
             return None
