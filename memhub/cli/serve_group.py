@@ -316,8 +316,11 @@ def banner(
 ) -> list[str]:
     """The first hub process's start-up lines, with the group's address, processes and client record."""
     first = group.members[0]
-    skipped = ("memhub: starting", READY, "  clients:", "  try:", " " * 13)
-    kept = [line for line in first.banner if line.strip() and not line.startswith(skipped)]
+    kept, in_steps = [], False
+    for line in first.banner:  # the group records the client file itself and prints its own first steps
+        in_steps = line.startswith("  try:") or (in_steps and line.startswith(" " * 13))
+        if line.strip() and not in_steps and not line.startswith(("memhub: starting", READY, "  clients:")):
+            kept.append(line)
     if lite is not None:  # the hub processes name the loopback address; the operator wants the file
         kept = [f"  milvus:    {lite.db_file} (Milvus Lite)" if line.startswith("  milvus:") else line for line in kept]
     pids = ", ".join(str(m.pid()) for m in group.members)
