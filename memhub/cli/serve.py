@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import dataclasses
-import errno
 import os
 import select
 import signal
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from memhub import client_config, logs
+from memhub.cli.listen_port import refuse_a_taken_port
 from memhub.data_dir import default_data_dir, startup_problem
 from memhub.data_dir_lock import ServingLock, lite_file, lock_for_serving
 from memhub.errors import StartupError
@@ -138,16 +138,16 @@ def _serve_group(args: argparse.Namespace, config: HubConfig, lock: ServingLock 
     from memhub.cli import serve_group
 
     console = _console_config(args.console_port)  # a bad setting fails here, not in a hub process
+    resolved = resolve_auth(config)
     data_file = lite_file(config.store.data_dir, config.store.milvus_uri)
     try:
         if data_file is not None:  # the lock taken early, or taken now that the data directory exists
-            prepare_data_dirs(resolve_auth(config))
+            prepare_data_dirs(resolved)
             lock = lock_for_serving(data_file, "memhub serve")
     except OSError as exc:
         raise startup_problem(exc, config.store.data_dir) from None
     print(f"memhub: starting {config.server.processes} hub processes (data directory {config.store.data_dir})", flush=True)
     stop = _SignalStop()
-    resolved = resolve_auth(config)
     code = serve_group.run(
         config,
         flag_env(args),
@@ -161,31 +161,6 @@ def _serve_group(args: argparse.Namespace, config: HubConfig, lock: ServingLock 
     if lock is not None:
         lock.release()
     return code
-
-
-def refuse_a_taken_port(host: str, port: int) -> None:
-    """Raise StartupError when something already listens on ``host:port``, before the stores are opened.
-
-    The gRPC server refuses such a port too (memhub/api/server.py turns SO_REUSEPORT off), but only once the hub
-    has opened its stores: seconds for an embedded Postgres, minutes for a large Lite index, and a new data
-    directory created for nothing. This probe binds the way the server will (SO_REUSEADDR, so a port left in
-    TIME_WAIT by a stopped hub is free) and lets go at once; an address it cannot resolve is left to the server.
-    """
-    if port == 0:
-        return
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
-    except (OSError, UnicodeError):
-        return
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            why = " (another hub or program listens there; stop it, or" if exc.errno == errno.EADDRINUSE else " ("
-            raise StartupError(
-                f"cannot listen on {host}:{port}: {exc.strerror or exc}{why} pick another port with --port or MEMHUB_PORT)"
-            ) from None
 
 
 def _exit_without_teardown(code: int) -> NoReturn:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
 from memhub import client_config
+from memhub.cli.listen_port import bind_port
 from memhub.data_dir_lock import ServingLock, lite_file
 from memhub.errors import StartupError
 from memhub.index.errors import IndexUnavailable
@@ -54,28 +55,6 @@ START_TIMEOUT_S = 1800.0
 STOP_TIMEOUT_S = 60.0
 READY = "memhub: group member ready"
 """What a hub process started with ``--group-member`` prints after its banner."""
-
-
-def reserve_port(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` (0: a free port) with SO_REUSEPORT, not listening: it keeps the port for the
-    group's hub processes (which bind it with SO_REUSEPORT too) and receives no connection itself."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
-    except (OSError, UnicodeError) as exc:
-        raise StartupError(
-            f"cannot listen on {host}:{port}: {exc}; set --host or MEMHUB_HOST to an address of this machine"
-        ) from None
-    reservation = socket.socket(family, kind, proto)
-    reservation.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    try:
-        reservation.bind(address)
-    except OSError as exc:
-        reservation.close()
-        raise StartupError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop what listens there, or pick another port with "
-            "--port or MEMHUB_PORT"
-        ) from None
-    return reservation
 
 
 def free_loopback_port() -> int:
@@ -269,7 +248,7 @@ def run(
     ``base_env`` is the environment with the command line's flags applied; ``first_steps(address, recorded)`` the
     lines that tell a new user how to reach the hub.
     """
-    reservation = reserve_port(config.server.host, config.server.port)
+    reservation = bind_port(config.server.host, config.server.port, shared=True)  # for the hub processes alone
     port = int(reservation.getsockname()[1])
     address = client_config.connect_address(config.server.host, port)
     data_file = lite_file(config.store.data_dir, config.store.milvus_uri)
