@@ -29,6 +29,10 @@ _COLLECTION_NOT_LOADED = 101
 
 _UNREACHABLE_GRPC = {
     grpc.StatusCode.UNAVAILABLE,
+    # pymilvus's connection manager answers a failed call by opening a new channel and closing the old one: a call
+    # still on the old channel (its own retry, or another thread's) ends CANCELLED. Seen when an index server was
+    # killed: one search in ~25 failed CANCELLED instead of UNAVAILABLE, and was not treated as the outage it is.
+    grpc.StatusCode.CANCELLED,
     grpc.StatusCode.DEADLINE_EXCEEDED,
     grpc.StatusCode.UNAUTHENTICATED,
     grpc.StatusCode.PERMISSION_DENIED,
