@@ -264,6 +264,7 @@ class Hub:
                 neighbour_smoothing=config.search.neighbour_smoothing,
                 expansion=config.search.expansion,
                 session_spread=config.search.session_spread,
+                speaker_places=config.search.speaker_places,
                 aggregation_depth=config.search.aggregation_depth,
                 channel_depth=config.search.channel_depth,
                 graph=GraphSettings(max_degree=config.search.graph_max_degree),

@@ -184,6 +184,10 @@ class SearchConfig:
     aggregation_depth: int = 2
     """How many times deeper the channel lists of such questions go (MEMHUB_AGGREGATION_DEPTH, 1 to 4)."""
 
+    speaker_places: int = 10
+    """Places a candidate turn spoken by someone other than the question's subject moves down after the rerank
+    (MEMHUB_SPEAKER_PLACES, 0 to 100; 0 is off; memhub/search/speakers.py)."""
+
     channel_depth: int = 30
     """How many hits each channel returns at least (three times top_k when that is more; MEMHUB_CHANNEL_DEPTH, 10 to
     300): fusion ranks what the channels agree on, so deeper lists give the rerank better candidates."""
@@ -339,6 +343,7 @@ class HubConfig:
             expansion=env.get("MEMHUB_EXPANSION", "0") in ("1", "true", "yes"),
             session_spread=env_float(env, "MEMHUB_SESSION_SPREAD", SearchConfig.session_spread, 0.0, 100.0),
             aggregation_depth=env_int(env, "MEMHUB_AGGREGATION_DEPTH", SearchConfig.aggregation_depth, 1, 4),
+            speaker_places=env_int(env, "MEMHUB_SPEAKER_PLACES", SearchConfig.speaker_places, 0, 100),
             channel_depth=env_int(env, "MEMHUB_CHANNEL_DEPTH", SearchConfig.channel_depth, 10, 300),
             graph_max_degree=env_int(env, "MEMHUB_GRAPH_MAX_DEGREE", SearchConfig.graph_max_degree, 1, 1000),
             rrf_k=env_int(env, "MEMHUB_RRF_K", SearchConfig.rrf_k, 1, 1000),

@@ -34,7 +34,8 @@ MAX_TURN_CHARS = 4_000
 
 # "[date] Caroline: ...", "user: ...", "Assistant: ..." - the speaker of a recorded turn.
 _SPEAKER = re.compile(r"^\s*(?:\[[^\]]{1,60}\]\s*)?([^\W\d_][\w .'-]{0,40}?)\s*[:：]\s+", re.UNICODE)
-_NOT_PEOPLE = frozenset("assistant ai bot system model agent tool 助手 系统".split())
+# Speaker labels of machines, not people: their turns state nothing about the user (also memhub/search/speakers.py).
+NOT_PEOPLE = frozenset("assistant ai bot system model agent tool 助手 系统".split())
 
 _EN_VERB = (
     r"(?:really |absolutely |just |also |usually |always |often |mostly |generally |still |totally |kind of |sort of |recently |"
@@ -90,7 +91,7 @@ def speaker_of(turn: str) -> tuple[str, str]:
 def statements(turn: str) -> list[Statement]:
     """The preference, habit and self-description sentences of one turn, at most MAX_PER_TURN."""
     speaker, body = speaker_of(unicodedata.normalize("NFKC", turn[:MAX_TURN_CHARS]))
-    if speaker in _NOT_PEOPLE:
+    if speaker in NOT_PEOPLE:
         return []
     out: list[Statement] = []
     for match in _SENTENCE.finditer(body):

@@ -11,7 +11,8 @@
 6. neighbour smoothing (smoothing.py);
 7. hydrate the candidates from Postgres, the truth (hydration.py);
 8. apply the priors: importance, recency, use, type (priors.py);
-9. rerank (reranking.py; memhub/rerank);
+9. rerank (reranking.py; memhub/rerank), then move the turns of speakers other than the question's subject down
+   (speakers.py);
 10. judge relevance and drop the hits below min_relevance (judging.py, relevance.py);
 11. fit the token budget (budget.py);
 12. attach context turns (context_turns.py);

@@ -1,0 +1,64 @@
+"""A question about someone is answered by that person's own turns: the other speakers' turns lose places.
+
+In a recorded conversation the other side's replies repeat the subject's words ("Getting your emerald earrings
+appraised is a great idea...") and so match a question about it as well as the turn that states the fact, often
+better: a user's fact is mostly said in passing, inside a turn about something else. On LongMemEval, for "How many
+pieces of jewelry did I acquire?" seven of the first twelve hits were the assistant's replies, while three of the
+user's turns that answer it sat at places 14-20. The same holds between two people: "When did Caroline go to the
+support group?" is answered by Caroline's turns, and Melanie's replies to her echo the words.
+
+So, after the rerank, when the question has a subject among the speakers of the candidates, each candidate turn
+spoken by someone else moves down ``places`` places (hits keep their order among themselves):
+
+- a question in the first person ("I", "my") that does not address "you": the subject is the user, and turns of
+  an assistant, bot or system speaker move down (the user's own name is not known; a question to the assistant
+  about what it said, "What did you recommend?", is left alone);
+- otherwise, a question that names exactly one of the candidates' speakers: the subject is that speaker.
+
+Turns name their speaker the way recorded turns do ("[date] Caroline: ...", "user: ...";
+memhub/curation/preferences.py). Memories that name none are never moved, nor is anything past the head that
+hydration read. Chosen on LoCoMo conversations 1-5, checked on 6-10 and on LongMemEval (docs/benchmarks.md,
+"Eighth round": 10 places gave the best @10 on conversations 1-5).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from memhub.core.model import MemoryRecord
+from memhub.curation.preferences import NOT_PEOPLE, speaker_of
+from memhub.search.fusion import Fused
+
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b|我", re.IGNORECASE)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'd|you'll)\b|你|您", re.IGNORECASE)
+
+
+def demote_other_speakers(fused: Sequence[Fused], records: Mapping[str, MemoryRecord], question: str, places: int) -> list[Fused]:
+    """``fused`` with the turns of speakers other than the question's subject ``places`` places further down."""
+    if places <= 0:
+        return list(fused)
+    said_by = {f.id: speaker_of(records[f.id].content)[0] for f in fused if f.id in records}
+    others = _others(question, set(said_by.values()) - {""})
+    if others is None:
+        return list(fused)
+    key = {f.id: i + (places if said_by.get(f.id, "") in others else 0) for i, f in enumerate(fused)}
+    return sorted(fused, key=lambda f: key[f.id])  # stable: equal keys keep their order
+
+
+def _others(question: str, speakers: set[str]) -> frozenset[str] | None:
+    """The speakers whose turns move down for ``question``, or None when it has no subject among ``speakers``."""
+    if _FIRST_PERSON.search(question) and not _SECOND_PERSON.search(question):
+        machines = frozenset(s for s in speakers if s in NOT_PEOPLE)
+        return machines or None
+    named = [s for s in speakers if s not in NOT_PEOPLE and _names(question, s)]
+    if len(named) != 1:
+        return None
+    return frozenset(s for s in speakers if s != named[0])
+
+
+def _names(question: str, speaker: str) -> bool:
+    # Whole words for names in Latin letters ("Jon" is not in "Jonathan"); CJK names have no word boundaries.
+    if speaker.isascii():
+        return re.search(r"\b" + re.escape(speaker) + r"\b", question, re.IGNORECASE) is not None
+    return speaker in question

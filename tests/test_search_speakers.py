@@ -1,0 +1,89 @@
+"""The speaker stage: a question about someone ranks that person's turns above the other side's echoes of them."""
+
+from __future__ import annotations
+
+from conftest import Stack
+
+from memhub.client import memory_input
+from memhub.search import speakers
+from memhub.search.fusion import Fused
+
+
+class _Record:
+    """The one field the stage reads of a MemoryRecord."""
+
+    def __init__(self, content: str) -> None:
+        self.content = content
+
+
+def _order(turns: list[str], question: str, places: int = 10) -> list[int]:
+    records = {f"m{i}": _Record(t) for i, t in enumerate(turns)}
+    fused = [Fused(f"m{i}", 1.0 - i / 100, ()) for i in range(len(turns))]
+    moved = speakers.demote_other_speakers(fused, records, question, places)  # type: ignore[arg-type]
+    return [int(f.id[1:]) for f in moved]
+
+
+ECHOES = [f"assistant: Emerald earrings are a lovely find, number {n}." for n in range(6)]
+USER_TURN = "user: Can you help me plan a picnic? By the way, I got emerald earrings at a flea market."
+
+
+def test_a_first_person_question_moves_the_assistants_turns_down() -> None:
+    order = _order([*ECHOES, USER_TURN], "Which earrings did I buy last weekend?")
+    assert order[0] == 6  # the user's turn, from place 7 to the first
+    assert order[1:] == list(range(6))  # the assistant's turns keep their order among themselves
+
+
+def test_each_moved_turn_loses_exactly_the_places_asked() -> None:
+    turns = ["assistant: earrings A", "user: earrings B", "assistant: earrings C", "user: earrings D", "user: E"]
+    # assistant turns at 0 and 2 get keys 3 and 5; users keep 1, 3, 4: ties keep the earlier candidate first.
+    assert _order(turns, "What did I buy?", places=3) == [1, 0, 3, 4, 2]
+
+
+def test_a_question_to_the_assistant_is_left_alone() -> None:
+    turns = [*ECHOES, USER_TURN]
+    assert _order(turns, "What did you tell me about emerald earrings?") == list(range(7))
+
+
+def test_a_named_speaker_is_the_subject() -> None:
+    turns = [
+        "[8 May, 2023] Melanie: Caroline, the support group sounds wonderful!",
+        "[8 May, 2023] Melanie: I love that you went to the support group.",
+        "[7 May, 2023] Caroline: I went to a LGBTQ support group yesterday.",
+    ]
+    assert _order(turns, "When did Caroline go to the LGBTQ support group?") == [2, 0, 1]
+    # Both speakers named: no single subject, nothing moves.
+    assert _order(turns, "What did Caroline and Melanie talk about?") == [0, 1, 2]
+    # A name inside a longer word is not the name.
+    assert _order(turns, "When did Carolines go?") == [0, 1, 2]
+
+
+def test_chinese_names_match_without_word_boundaries() -> None:
+    # (A recorded turn's speaker label is followed by a colon and a space: memhub/curation/preferences.py.)
+    turns = ["小明： 小雨对花生过敏，你知道吗？", "小雨： 我对花生过敏。"]
+    assert _order(turns, "小雨对什么过敏？") == [1, 0]
+
+
+def test_turns_without_a_speaker_and_unread_candidates_never_move() -> None:
+    records = {"a": _Record("assistant: earrings"), "b": _Record("Earrings are in the drawer.")}
+    fused = [Fused(i, 1.0, ()) for i in ("a", "b", "unread")]
+    moved = speakers.demote_other_speakers(fused, records, "Where are my earrings?", 10)  # type: ignore[arg-type]
+    assert [f.id for f in moved] == ["b", "unread", "a"]
+
+
+def test_zero_places_turns_the_stage_off() -> None:
+    assert _order([*ECHOES, USER_TURN], "Which earrings did I buy?", places=0) == list(range(7))
+
+
+def test_through_the_hub_the_users_aside_comes_before_the_assistants_echoes(stack: Stack, ns: str) -> None:
+    turns = [
+        "assistant: Emerald earrings are a wonderful find; emerald earrings from a flea market often hold real value.",
+        "assistant: To clean emerald earrings, use mild soap; emerald earrings should never be soaked.",
+        "assistant: Storing emerald earrings apart keeps the emerald earrings from scratching.",
+        USER_TURN,
+    ]
+    reply = stack.client.write([memory_input(ns, t, kind="episodic") for t in turns], session_id="s1", wait_indexed=True)
+    ids = [r.memory.id for r in reply.results]
+    first_person = [h.memory.id for h in stack.client.search("Which emerald earrings did I get?", [ns]).hits]
+    assert first_person[0] == ids[3]
+    to_the_assistant = [h.memory.id for h in stack.client.search("How did you say to clean emerald earrings?", [ns]).hits]
+    assert to_the_assistant[0] != ids[3]
