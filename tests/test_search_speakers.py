@@ -57,6 +57,12 @@ def test_a_named_speaker_is_the_subject() -> None:
     assert _order(turns, "When did Carolines go?") == [0, 1, 2]
 
 
+def test_a_name_with_an_apostrophe_is_found_whole() -> None:
+    turns = ["[1 Jan, 2024] Ann: O'Brien's garden is lovely.", "[1 Jan, 2024] O'Brien: I planted tulips."]
+    assert _order(turns, "What did O'Brien's garden get?") == [1, 0]
+    assert _order(turns, "What did OBrien plant?") == [0, 1]
+
+
 def test_chinese_names_match_without_word_boundaries() -> None:
     # (A recorded turn's speaker label is followed by a colon and a space: memhub/curation/preferences.py.)
     turns = ["小明： 小雨对花生过敏，你知道吗？", "小雨： 我对花生过敏。"]

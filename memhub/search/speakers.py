@@ -31,6 +31,7 @@ from memhub.curation.preferences import NOT_PEOPLE, speaker_of
 from memhub.search.fusion import Fused
 
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b|我", re.IGNORECASE)
+_NON_WORD = re.compile(r"[\W_]+")
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'd|you'll)\b|你|您", re.IGNORECASE)
 
 
@@ -51,14 +52,22 @@ def _others(question: str, speakers: set[str]) -> frozenset[str] | None:
     if _FIRST_PERSON.search(question) and not _SECOND_PERSON.search(question):
         machines = frozenset(s for s in speakers if s in NOT_PEOPLE)
         return machines or None
-    named = [s for s in speakers if s not in NOT_PEOPLE and _names(question, s)]
+    words = _words(question)
+    named = [s for s in speakers if s not in NOT_PEOPLE and _names(question, words, s)]
     if len(named) != 1:
         return None
     return frozenset(s for s in speakers if s != named[0])
 
 
-def _names(question: str, speaker: str) -> bool:
-    # Whole words for names in Latin letters ("Jon" is not in "Jonathan"); CJK names have no word boundaries.
+def _words(text: str) -> str:
+    """``text`` lowercased with every run of non-word characters one space, padded with one on each side."""
+    return " " + _NON_WORD.sub(" ", text.lower()).strip() + " "
+
+
+def _names(question: str, words: str, speaker: str) -> bool:
+    # Whole words for names in Latin letters ("Jon" is not in "Jonathan", "O'Brien" is in "O'Brien's"), compared
+    # as text rather than as a pattern built per speaker: labels come from stored text, a compiled pattern each
+    # would churn the regex cache. CJK names have no word boundaries.
     if speaker.isascii():
-        return re.search(r"\b" + re.escape(speaker) + r"\b", question, re.IGNORECASE) is not None
+        return _words(speaker) in words
     return speaker in question
