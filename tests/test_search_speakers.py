@@ -5,8 +5,11 @@ from __future__ import annotations
 from conftest import Stack
 
 from memhub.client import memory_input
+from memhub.core.model import MemoryFilter, SearchQuery
 from memhub.search import speakers
 from memhub.search.fusion import Fused
+from memhub.search.query import Understood, understand
+from memhub.search.settings import RetrievalSettings
 
 
 class _Record:
@@ -16,10 +19,16 @@ class _Record:
         self.content = content
 
 
+def _asked(question: str) -> Understood:
+    """The question as the pipeline's first stage reads it (memhub/search/query.py, intent.py)."""
+    query = SearchQuery(question, MemoryFilter(namespaces=("t",)), top_k=10, channels=(), explain=False, max_tokens=0)
+    return understand(query, "test-model", RetrievalSettings())
+
+
 def _order(turns: list[str], question: str, places: int = 10) -> list[int]:
     records = {f"m{i}": _Record(t) for i, t in enumerate(turns)}
     fused = [Fused(f"m{i}", 1.0 - i / 100, ()) for i in range(len(turns))]
-    moved = speakers.demote_other_speakers(fused, records, question, places)  # type: ignore[arg-type]
+    moved = speakers.demote_other_speakers(fused, records, _asked(question), places)  # type: ignore[arg-type]
     return [int(f.id[1:]) for f in moved]
 
 
@@ -42,6 +51,11 @@ def test_each_moved_turn_loses_exactly_the_places_asked() -> None:
 def test_a_question_to_the_assistant_is_left_alone() -> None:
     turns = [*ECHOES, USER_TURN]
     assert _order(turns, "What did you tell me about emerald earrings?") == list(range(7))
+    assert _order(turns, "ＷＨＡＴ ＤＩＤ ＹＯＵ ＴＥＬＬ ＭＥ?") == list(range(7))  # full-width letters read as plain ones
+
+
+def test_full_width_first_person_is_the_asker() -> None:
+    assert _order([*ECHOES, USER_TURN], "Which earrings did Ｉ buy?")[0] == 6
 
 
 def test_a_named_speaker_is_the_subject() -> None:
@@ -72,7 +86,7 @@ def test_chinese_names_match_without_word_boundaries() -> None:
 def test_turns_without_a_speaker_and_unread_candidates_never_move() -> None:
     records = {"a": _Record("assistant: earrings"), "b": _Record("Earrings are in the drawer.")}
     fused = [Fused(i, 1.0, ()) for i in ("a", "b", "unread")]
-    moved = speakers.demote_other_speakers(fused, records, "Where are my earrings?", 10)  # type: ignore[arg-type]
+    moved = speakers.demote_other_speakers(fused, records, _asked("Where are my earrings?"), 10)  # type: ignore[arg-type]
     assert [f.id for f in moved] == ["b", "unread", "a"]
 
 
@@ -91,5 +105,6 @@ def test_through_the_hub_the_users_aside_comes_before_the_assistants_echoes(stac
     ids = [r.memory.id for r in reply.results]
     first_person = [h.memory.id for h in stack.client.search("Which emerald earrings did I get?", [ns]).hits]
     assert first_person[0] == ids[3]
-    to_the_assistant = [h.memory.id for h in stack.client.search("How did you say to clean emerald earrings?", [ns]).hits]
-    assert to_the_assistant[0] != ids[3]
+    # First person too ("me"), but addressed to "you": the assistant's own advice stays first.
+    to_the_assistant = [h.memory.id for h in stack.client.search("How did you tell me to clean emerald earrings?", [ns]).hits]
+    assert to_the_assistant[0] == ids[1]

@@ -6,6 +6,9 @@
 - ``aggregation``: a question that needs every relevant memory, not the best one ("How many plants did I buy?",
   "in total", "across", "一共"). The search then looks deeper and spreads its hits over sessions
   (memhub/search/diversity.py).
+- ``about_the_asker``: a question in the first person that does not address "you" ("Which earrings did I buy?",
+  not "What did you tell me?"). Its subject is the user, so the assistant's turns give way to the user's
+  (memhub/search/speakers.py).
 """
 
 from __future__ import annotations
@@ -36,12 +39,15 @@ _AGGREGATE_EN = re.compile(
     re.IGNORECASE,
 )
 _AGGREGATE_ZH = re.compile(r"多少|几次|几个|几种|几本|几家|一共|总共|总计|所有|全部|哪些")
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b|我", re.IGNORECASE)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'd|you'll)\b|你|您", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Intent:
     recommendation: bool = False
     aggregation: bool = False
+    about_the_asker: bool = False
 
 
 def of(text: str) -> Intent:
@@ -50,4 +56,5 @@ def of(text: str) -> Intent:
         recommendation=bool(_RECOMMEND_EN.search(normal) or _RECOMMEND_ZH.search(normal))
         and not _ASKS_ABOUT_PAST_ADVICE.search(normal),
         aggregation=bool(_AGGREGATE_EN.search(normal) or _AGGREGATE_ZH.search(normal)),
+        about_the_asker=bool(_FIRST_PERSON.search(normal)) and not _SECOND_PERSON.search(normal),
     )

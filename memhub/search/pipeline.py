@@ -95,7 +95,7 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             )
             fused = derived.collapse(fused, found.records)
             fused = diversity.spread_sessions(fused, found.records, asked, env.settings.session_spread)
-            fused = speakers.demote_other_speakers(fused, found.records, query.text, env.settings.speaker_places)
+            fused = speakers.demote_other_speakers(fused, found.records, asked, env.settings.speaker_places)
             placed = (
                 placement.placements(found.fused, after_priors if prior_parts else None, fused, rerank_scores)
                 if query.explain

@@ -29,29 +29,31 @@ from collections.abc import Mapping, Sequence
 from memhub.core.model import MemoryRecord
 from memhub.curation.preferences import NOT_PEOPLE, speaker_of
 from memhub.search.fusion import Fused
+from memhub.search.query import Understood
 
-_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b|我", re.IGNORECASE)
 _NON_WORD = re.compile(r"[\W_]+")
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'd|you'll)\b|你|您", re.IGNORECASE)
 
 
-def demote_other_speakers(fused: Sequence[Fused], records: Mapping[str, MemoryRecord], question: str, places: int) -> list[Fused]:
+def demote_other_speakers(
+    fused: Sequence[Fused], records: Mapping[str, MemoryRecord], asked: Understood, places: int
+) -> list[Fused]:
     """``fused`` with the turns of speakers other than the question's subject ``places`` places further down."""
     if places <= 0:
         return list(fused)
     said_by = {f.id: speaker_of(records[f.id].content)[0] for f in fused if f.id in records}
-    others = _others(question, set(said_by.values()) - {""})
+    others = _others(asked, set(said_by.values()) - {""})
     if others is None:
         return list(fused)
     key = {f.id: i + (places if said_by.get(f.id, "") in others else 0) for i, f in enumerate(fused)}
     return sorted(fused, key=lambda f: key[f.id])  # stable: equal keys keep their order
 
 
-def _others(question: str, speakers: set[str]) -> frozenset[str] | None:
-    """The speakers whose turns move down for ``question``, or None when it has no subject among ``speakers``."""
-    if _FIRST_PERSON.search(question) and not _SECOND_PERSON.search(question):
+def _others(asked: Understood, speakers: set[str]) -> frozenset[str] | None:
+    """The speakers whose turns move down for the question, or None when it has no subject among ``speakers``."""
+    if asked.intent.about_the_asker:
         machines = frozenset(s for s in speakers if s in NOT_PEOPLE)
         return machines or None
+    question = asked.query.text
     words = _words(question)
     named = [s for s in speakers if s not in NOT_PEOPLE and _names(question, words, s)]
     if len(named) != 1:
