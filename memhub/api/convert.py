@@ -87,7 +87,10 @@ def _invert(table: dict[int, E]) -> dict[E, int]:
 _KIND_TO_PB, _TYPE_TO_PB = _invert(_KINDS), _invert(_TYPES)
 _FLAG_TO_PB = _invert(_FLAGS)
 _STATUS_TO_PB = _invert(_STATUSES)
-CHANNEL_TO_PB = _invert(_CHANNELS) | {Channel.EXPANSION: pb.RETRIEVAL_CHANNEL_EXPANSION}
+CHANNEL_TO_PB = _invert(_CHANNELS) | {
+    Channel.EXPANSION: pb.RETRIEVAL_CHANNEL_EXPANSION,
+    Channel.MULTILINGUAL: pb.RETRIEVAL_CHANNEL_MULTILINGUAL,
+}
 """Each retrieval channel as the API numbers it (explain's channel ranks: memhub/api/convert_search.py)."""
 
 MAX_TTL = timedelta(days=36_500)

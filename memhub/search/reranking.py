@@ -31,7 +31,8 @@ def choose(
     return chosen
 
 
-_INDEX_CHANNELS = frozenset({Channel.DENSE, Channel.KEYWORD})
+# The multilingual second opinion is a dense list too: for Chinese it is the one that reads the language.
+_INDEX_CHANNELS = frozenset({Channel.DENSE, Channel.KEYWORD, Channel.MULTILINGUAL})
 
 
 def _best_channel(f: Fused) -> float:

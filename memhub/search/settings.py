@@ -58,6 +58,9 @@ class RetrievalSettings:
     """Each channel's list is at least this deep (three times top_k when that is more)."""
     session_spread: float = 0.0
     """For such questions: places a hit loses for each better hit of its own session (0: off; memhub/search/diversity.py)."""
+    multilingual_weight: float = 1.0
+    """Weight of the multilingual model's order over the head for text in another script (0: off;
+    memhub/search/multilingual.py)."""
     speaker_places: int = 10
     """Places a candidate turn of a speaker other than the question's subject moves down (0: off; memhub/search/speakers.py)."""
 

@@ -8,10 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import Connection
 
 from memhub.core.model import Caller, SearchQuery, SearchResult
+from memhub.embedding.multilingual_use import MultilingualUSE
 from memhub.rerank import Reranker
 from memhub.rerank.local import LocalReranker
 from memhub.retrieval_log.writer import RetrievalLogWriter
-from memhub.search import pipeline, recording
+from memhub.search import multilingual, pipeline, recording
 from memhub.search.priors import PriorWeights
 from memhub.search.settings import IndexAccess, RetrievalSettings
 from memhub.service.context import ServiceContext
@@ -44,6 +45,8 @@ class Searching:
             local_reranker=LocalReranker(),
             rerank_depth=rerank_depth,
             response_budget=ctx.response_budget,
+            # Loaded on the first question or head in another script; an English-only hub never loads it.
+            second_opinion=multilingual.SecondOpinion(MultilingualUSE()) if retrieval.multilingual_weight > 0 else None,
         )
 
     def close(self) -> None:

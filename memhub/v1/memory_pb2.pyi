@@ -62,6 +62,7 @@ class RetrievalChannel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RETRIEVAL_CHANNEL_EXPANSION: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_GRAPH: _ClassVar[RetrievalChannel]
     RETRIEVAL_CHANNEL_PREFERENCE: _ClassVar[RetrievalChannel]
+    RETRIEVAL_CHANNEL_MULTILINGUAL: _ClassVar[RetrievalChannel]
 
 class RankingStage(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -123,6 +124,7 @@ RETRIEVAL_CHANNEL_TIME: RetrievalChannel
 RETRIEVAL_CHANNEL_EXPANSION: RetrievalChannel
 RETRIEVAL_CHANNEL_GRAPH: RetrievalChannel
 RETRIEVAL_CHANNEL_PREFERENCE: RetrievalChannel
+RETRIEVAL_CHANNEL_MULTILINGUAL: RetrievalChannel
 RANKING_STAGE_UNSPECIFIED: RankingStage
 RANKING_STAGE_FUSION: RankingStage
 RANKING_STAGE_PRIORS: RankingStage

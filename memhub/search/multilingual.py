@@ -1,0 +1,140 @@
+"""Stage 8b, a second opinion for text the English model cannot read: the head re-ranked with a multilingual model.
+
+The dense channel's model (all-MiniLM-L6-v2) reads English. A Chinese question over Chinese memories gets a
+dense list close to noise, and the keyword channel alone cannot see that 坚果 (nuts) asks about 花生 (peanuts).
+So when the question is written in a script other than Latin, or a quarter of the head is, the hydrated head
+(the first ``depth`` candidates, the ones the rerank sees) is embedded with USE multilingual v3
+(memhub/embedding/multilingual_use.py) and its cosine order is fused into the ranking as one more list:
+each head candidate gains ``weight / (k + its place in that order)``, the same reciprocal-rank form and
+constant the channels were fused with. Candidates past the head keep their score. When the question itself is
+in such a script, the dense channel's shares leave every score: its order is noise there.
+
+Only the head: the model sees what the channels found, it finds nothing new (a second index of 512-d vectors
+would; not built). Questions and memories in Latin script never reach the model, so an English fleet's
+results and costs are unchanged and the model is never loaded. Passages are cached by their text's digest,
+as the indexer's passage cache does, so a memory is embedded once per hub while it stays in the cache.
+
+Measured on bench/chinese_set.py (docs/benchmarks.md, recall section, "Ninth round"): fused top-1/top-5 of 28
+questions 11/18 -> 12/20-21; the weight is 1, a channel's, not tuned on that set. On English the same model
+ranks far below MiniLM (LoCoMo, same round), which is why it never joins English searches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import threading
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+from opentelemetry import trace
+
+from memhub import telemetry
+from memhub.core.model import Channel, ChannelHit
+from memhub.embedding import Embedder, EmbeddingError
+from memhub.search.fusion import Fused
+from memhub.search.hydration import Hydrated
+
+log = logging.getLogger(__name__)
+_tracer = telemetry.tracer(__name__)
+
+#: Share of the head's memories in another script that calls for the second opinion on a Latin-script question.
+HEAD_SHARE = 0.25
+#: Passages whose vectors are kept (2 KB each at 512 dimensions: about 8 MB).
+CACHE_CAPACITY = 4_096
+#: Characters of a text looked at to tell its script: enough for a sentence, bounded for a 16k-character memory.
+SCRIPT_PREFIX = 400
+
+
+def other_script(text: str) -> bool:
+    """Whether ``text`` (its first SCRIPT_PREFIX characters) holds a letter outside the Latin script.
+
+    Letters only: digits, punctuation, symbols and emoji say nothing of the language. Latin is Basic Latin,
+    Latin-1, Latin Extended-A/B and Additional, IPA, and the full-width forms, which NFKC folds to ASCII.
+    """
+    for ch in text[:SCRIPT_PREFIX]:
+        if ch.isalpha() and not _latin(ord(ch)) and unicodedata.category(ch) != "Lm":
+            return True
+    return False
+
+
+def _latin(cp: int) -> bool:
+    return cp < 0x0370 or 0x1D00 <= cp <= 0x1EFF or 0x2C60 <= cp <= 0x2C7F or 0xA720 <= cp <= 0xA7FF or 0xFF21 <= cp <= 0xFF5A
+
+
+class SecondOpinion:
+    """The multilingual model behind a bounded cache of passage vectors; thread-safe."""
+
+    def __init__(self, model: Embedder, capacity: int = CACHE_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self.model = model
+        self._capacity = capacity
+        self._vectors: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def similarities(self, question: str, passages: Sequence[str]) -> np.ndarray:
+        """Cosine of ``question`` with each passage; embeds the question and the passages not cached, in one call."""
+        keys = [hashlib.sha256(p.encode("utf-8", "surrogatepass")).digest() for p in passages]
+        with self._lock:
+            known = {k: self._vectors[k] for k in keys if k in self._vectors}
+            for k in known:
+                self._vectors.move_to_end(k)
+        missing = [i for i, k in enumerate(keys) if k not in known]
+        vectors = self.model.embed([question] + [passages[i] for i in missing])
+        fresh = {keys[i]: vectors[1 + j] for j, i in enumerate(missing)}
+        with self._lock:
+            for k, v in fresh.items():
+                self._vectors[k] = v
+                self._vectors.move_to_end(k)
+            while len(self._vectors) > self._capacity:
+                self._vectors.popitem(last=False)
+        rows = np.stack([known[k] if k in known else fresh[k] for k in keys])
+        return np.asarray(rows @ vectors[0], dtype=np.float32)
+
+
+def rescore(found: Hydrated, question: str, opinion: SecondOpinion | None, weight: float, depth: int, k: int) -> Hydrated:
+    """``found`` with its first ``depth`` candidates scored by the multilingual model's order as well, and
+    everything sorted again; unchanged when the texts are in Latin script, the stage is off, or the model fails
+    (a failed second opinion is no opinion: the channels' ranking stands, and the log says so).
+
+    When the question itself is in another script, the dense channel's shares are taken out of every score (its
+    hits stay in explain with a contribution of 0): its model cannot read the question, and its order is noise
+    that outvoted the keyword channel and this one."""
+    head = found.fused[:depth]
+    if opinion is None or weight <= 0 or not head:
+        return found
+    texts = [found.records[f.id].content for f in head]
+    foreign_question = other_script(question)
+    if not (foreign_question or sum(map(other_script, texts)) >= HEAD_SHARE * len(texts)):
+        return found
+    with _tracer.start_as_current_span("multilingual", attributes={"memhub.multilingual.candidates": len(head)}):
+        try:
+            sims = opinion.similarities(question, texts)
+        except EmbeddingError as exc:
+            trace.get_current_span().set_attribute("memhub.multilingual.failed", True)
+            log.warning("the multilingual second opinion failed, keeping the channels' order: %s", exc)
+            return found
+    order = sorted(range(len(head)), key=lambda i: -float(sims[i]))  # stable: ties keep the fused order
+    hit = {
+        head[i].id: ChannelHit(Channel.MULTILINGUAL, place, float(sims[i]), weight / (k + place))
+        for place, i in enumerate(order, start=1)
+    }
+    raised = [_rescored(f, hit.get(f.id), foreign_question) for f in found.fused]
+    raised.sort(key=lambda f: -f.score)  # stable
+    return dataclasses.replace(found, fused=raised)
+
+
+def _rescored(f: Fused, hit: ChannelHit | None, without_dense: bool) -> Fused:
+    channels = list(f.channels)
+    score = f.score
+    if without_dense:
+        score -= sum(c.contribution for c in channels if c.channel is Channel.DENSE)
+        channels = [dataclasses.replace(c, contribution=0.0) if c.channel is Channel.DENSE else c for c in channels]
+    if hit is not None:
+        score += hit.contribution
+        channels.append(hit)
+    return dataclasses.replace(f, score=score, channels=tuple(channels))
