@@ -168,6 +168,20 @@ def test_memory_content_is_escaped_text_everywhere_it_is_shown(console: RunningC
         assert "&lt;b&gt;bold&lt;/b&gt;" in html and "&amp;" in html
 
 
+def test_the_explain_view_shows_the_multilingual_channel_of_a_chinese_search(console: RunningConsole) -> None:
+    fleet = console.fleet
+    ns = f"agents/root/zh-{uuid.uuid4().hex[:8]}"
+    with fleet.client("root") as root:
+        root.write([memory_input(ns, t, type="fact") for t in ("小雨对花生过敏。", "小雨养了一只橘猫。")], wait_indexed=True)
+    with console.sign_in(fleet.token("root")) as http:
+        html = http.get("/search", params={"q": "小雨对什么过敏？", "ns": ns, "explain": "on"}).text
+    header = html[html.index("<thead") : html.index("</thead>")]
+    columns = re.findall(r"<th[^>]*>(.*?)</th>", header)
+    row = next(tr for tr in html[html.index("<tbody") :].split("<tr>") if "小雨对花生过敏" in tr)
+    cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+    assert '<span class="rank">' in cells[columns.index("multilingual")]  # ranked in that channel, not "–"
+
+
 def test_invisible_characters_in_content_are_shown_as_escapes(console: RunningConsole) -> None:
     fleet = console.fleet
     ns = f"agents/root/bidi-{uuid.uuid4().hex[:8]}"

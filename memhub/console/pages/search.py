@@ -12,7 +12,7 @@ from memhub.console.view import View, page
 from memhub.core import validation
 
 CHANNELS = ("dense", "keyword", "entity", "time", "graph", "preference")
-EXPLAINED = ("dense", "keyword", "entity", "time", "graph", "preference", "expansion")
+EXPLAINED = ("dense", "keyword", "entity", "time", "graph", "preference", "expansion", "multilingual")
 
 
 def routes() -> list[Route]:
