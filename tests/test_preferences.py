@@ -28,6 +28,19 @@ def test_rules_find_statements_of_preference_habit_and_self_description() -> Non
     assert preferences.statements("The deploy failed at 3pm.") == []
 
 
+def test_chinese_speaker_labels_need_no_space_after_the_colon() -> None:
+    for turn in ("小雨：我喜欢乌龙茶。", "小雨:我喜欢乌龙茶。", "[2024年3月1日] 小雨：我喜欢乌龙茶。", "林小雨： 我喜欢乌龙茶。"):
+        (found,) = preferences.statements(turn)
+        assert found.speaker in ("小雨", "林小雨") and found.text == "我喜欢乌龙茶。", turn
+    assert preferences.statements("助手：我喜欢帮你规划旅行。") == []  # the assistant's, as in English
+    # A heading before a colon is no speaker: the statement is the whole line, with no speaker.
+    (heading,) = preferences.statements("我最喜欢的作家：村上春树")
+    assert heading.speaker == ""
+    assert preferences.speaker_of("我的护照：下个月到期") == ("", "我的护照：下个月到期")
+    assert preferences.speaker_of("会议在10:30开始") == ("", "会议在10:30开始")
+    assert preferences.speaker_of("user:hi") == ("", "user:hi")  # Latin script still needs the space
+
+
 def test_rule_facts_carry_the_speaker_not_a_subject_key() -> None:
     (fact,) = preferences.facts("[8 May, 2023] Caroline: I love painting landscapes.")
     assert fact.subject_key is None  # a rule cannot tell two statements about the same thing apart

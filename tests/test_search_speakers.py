@@ -81,6 +81,8 @@ def test_chinese_names_match_without_word_boundaries() -> None:
     # (A recorded turn's speaker label is followed by a colon and a space: memhub/curation/preferences.py.)
     turns = ["小明： 小雨对花生过敏，你知道吗？", "小雨： 我对花生过敏。"]
     assert _order(turns, "小雨对什么过敏？") == [1, 0]
+    # As Chinese is written: no space after the full-width colon.
+    assert _order(["小明：小雨对花生过敏，你知道吗？", "小雨：我对花生过敏。"], "小雨对什么过敏？") == [1, 0]
 
 
 def test_turns_without_a_speaker_and_unread_candidates_never_move() -> None:

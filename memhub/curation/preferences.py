@@ -33,7 +33,13 @@ MAX_TURN_CHARS = 4_000
 """Only the head of a long turn is read: statements about oneself come first, and the rules stay cheap."""
 
 # "[date] Caroline: ...", "user: ...", "Assistant: ..." - the speaker of a recorded turn.
+# A label ends at a colon followed by a space ("user: ...", not "10:30").
 _SPEAKER = re.compile(r"^\s*(?:\[[^\]]{1,60}\]\s*)?([^\W\d_][\w .'-]{0,40}?)\s*[:：]\s+", re.UNICODE)
+# Chinese puts no space after the colon ("小雨：我...", an ASCII colon after NFKC). Without the space a colon also
+# ends a heading ("我最喜欢的作家：村上春树"), so only a name-like label counts there: one to four Chinese
+# characters, none of them a pronoun or the possessive 的.
+_CJK_SPEAKER = re.compile(r"^\s*(?:\[[^\]]{1,60}\]\s*)?([\u4e00-\u9fff]{1,4})[:：](?=[\u3400-\u4dbf\u4e00-\u9fff])")
+_NOT_IN_NAMES = frozenset("我你您她他它的们")
 # Speaker labels of machines, not people: their turns state nothing about the user (also memhub/search/speakers.py).
 NOT_PEOPLE = frozenset("assistant ai bot system model agent tool 助手 系统".split())
 
@@ -84,7 +90,9 @@ def speaker_of(turn: str) -> tuple[str, str]:
     """(speaker label lowercased, the text after it); ("", turn) when the turn names no speaker."""
     match = _SPEAKER.match(turn)
     if match is None:
-        return "", turn
+        match = _CJK_SPEAKER.match(turn)
+        if match is None or not _NOT_IN_NAMES.isdisjoint(match.group(1)):
+            return "", turn
     return match.group(1).strip().lower(), turn[match.end() :]
 
 
