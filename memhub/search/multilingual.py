@@ -22,11 +22,8 @@ ranks far below MiniLM (LoCoMo, same round), which is why it never joins English
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
-import threading
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,7 +31,7 @@ from opentelemetry import trace
 
 from memhub import telemetry
 from memhub.core.model import Channel, ChannelHit
-from memhub.embedding import Embedder, EmbeddingError
+from memhub.embedding import Embedder, EmbeddingError, PassageVectorCache
 from memhub.search.fusion import Fused
 from memhub.search.hydration import Hydrated
 
@@ -66,34 +63,16 @@ def _latin(cp: int) -> bool:
 
 
 class SecondOpinion:
-    """The multilingual model behind a bounded cache of passage vectors; thread-safe."""
+    """The multilingual model behind a bounded cache of passage vectors (the indexer's kind); thread-safe."""
 
     def __init__(self, model: Embedder, capacity: int = CACHE_CAPACITY) -> None:
-        if capacity < 1:
-            raise ValueError(f"capacity must be at least 1, got {capacity}")
         self.model = model
-        self._capacity = capacity
-        self._vectors: OrderedDict[bytes, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self._passages = PassageVectorCache(model, capacity)
 
     def similarities(self, question: str, passages: Sequence[str]) -> np.ndarray:
-        """Cosine of ``question`` with each passage; embeds the question and the passages not cached, in one call."""
-        keys = [hashlib.sha256(p.encode("utf-8", "surrogatepass")).digest() for p in passages]
-        with self._lock:
-            known = {k: self._vectors[k] for k in keys if k in self._vectors}
-            for k in known:
-                self._vectors.move_to_end(k)
-        missing = [i for i, k in enumerate(keys) if k not in known]
-        vectors = self.model.embed([question] + [passages[i] for i in missing])
-        fresh = {keys[i]: vectors[1 + j] for j, i in enumerate(missing)}
-        with self._lock:
-            for k, v in fresh.items():
-                self._vectors[k] = v
-                self._vectors.move_to_end(k)
-            while len(self._vectors) > self._capacity:
-                self._vectors.popitem(last=False)
-        rows = np.stack([known[k] if k in known else fresh[k] for k in keys])
-        return np.asarray(rows @ vectors[0], dtype=np.float32)
+        """Cosine of ``question`` with each passage; embeds the question and the passages not cached."""
+        asked = self._passages.embed([question])[0]
+        return np.asarray(self._passages.embed_passages_now(passages) @ asked, dtype=np.float32)
 
 
 def rescore(found: Hydrated, question: str, opinion: SecondOpinion | None, weight: float, depth: int, k: int) -> Hydrated:
