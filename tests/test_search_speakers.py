@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conftest import Stack
+from test_cli import memhub
 
 from memhub.client import memory_input
 from memhub.core.model import MemoryFilter, SearchQuery
@@ -10,6 +11,7 @@ from memhub.search import speakers
 from memhub.search.fusion import Fused
 from memhub.search.query import Understood, understand
 from memhub.search.settings import RetrievalSettings
+from memhub.v1 import memory_pb2 as pb
 
 
 class _Record:
@@ -28,7 +30,8 @@ def _asked(question: str) -> Understood:
 def _order(turns: list[str], question: str, places: int = 10) -> list[int]:
     records = {f"m{i}": _Record(t) for i, t in enumerate(turns)}
     fused = [Fused(f"m{i}", 1.0 - i / 100, ()) for i in range(len(turns))]
-    moved = speakers.demote_other_speakers(fused, records, _asked(question), places)  # type: ignore[arg-type]
+    moved, demoted = speakers.demote_other_speakers(fused, records, _asked(question), places)  # type: ignore[arg-type]
+    assert demoted <= set(records)
     return [int(f.id[1:]) for f in moved]
 
 
@@ -88,8 +91,9 @@ def test_chinese_names_match_without_word_boundaries() -> None:
 def test_turns_without_a_speaker_and_unread_candidates_never_move() -> None:
     records = {"a": _Record("assistant: earrings"), "b": _Record("Earrings are in the drawer.")}
     fused = [Fused(i, 1.0, ()) for i in ("a", "b", "unread")]
-    moved = speakers.demote_other_speakers(fused, records, _asked("Where are my earrings?"), 10)  # type: ignore[arg-type]
+    moved, demoted = speakers.demote_other_speakers(fused, records, _asked("Where are my earrings?"), 10)  # type: ignore[arg-type]
     assert [f.id for f in moved] == ["b", "unread", "a"]
+    assert demoted == {"a"}
 
 
 def test_zero_places_turns_the_stage_off() -> None:
@@ -110,3 +114,21 @@ def test_through_the_hub_the_users_aside_comes_before_the_assistants_echoes(stac
     # First person too ("me"), but addressed to "you": the assistant's own advice stays first.
     to_the_assistant = [h.memory.id for h in stack.client.search("How did you tell me to clean emerald earrings?", [ns]).hits]
     assert to_the_assistant[0] == ids[1]
+
+
+def test_explain_says_the_speaker_stage_moved_a_turn_and_keeps_the_rerankers_own_ranks(stack: Stack, ns: str) -> None:
+    turns = [*ECHOES, USER_TURN]
+    reply = stack.client.write([memory_input(ns, t, kind="episodic") for t in turns], session_id="s1", wait_indexed=True)
+    ids = [r.memory.id for r in reply.results]
+    hits = stack.client.search("Which emerald earrings did I get?", [ns], top_k=7, explain=True).hits
+    assert hits[0].memory.id == ids[6]
+    by_id = {h.memory.id: h.placement for h in hits}
+    assert by_id[ids[6]].ordered_by == pb.RANKING_STAGE_RERANK
+    assert {by_id[i].ordered_by for i in ids[:6]} == {pb.RANKING_STAGE_SPEAKER}
+    # The reranker's own places, a permutation of 1..7, not the answer's positions.
+    assert sorted(p.rerank_rank for p in by_id.values()) == list(range(1, 8))
+    assert by_id[ids[6]].rerank_rank > 1  # the echoes outranked the user's aside in the reranker's order
+    shown = memhub("search", "Which emerald earrings did I get?", "--ns", ns, "--top-k", "7", stack=stack)
+    assert shown.returncode == 0, shown.stderr
+    assert "by the speaker stage (turns of someone other than the question's subject, moved down)" in shown.stdout.splitlines()[0]
+    assert "[moved down by the speaker stage, rerank #" in shown.stdout

@@ -13,6 +13,7 @@ _STAGE_TO_PB = {
     RankingStage.FUSION: pb.RANKING_STAGE_FUSION,
     RankingStage.PRIORS: pb.RANKING_STAGE_PRIORS,
     RankingStage.RERANK: pb.RANKING_STAGE_RERANK,
+    RankingStage.SPEAKER: pb.RANKING_STAGE_SPEAKER,
 }
 
 

@@ -17,6 +17,7 @@ _STAGES = {
     "rerank": "the reranker's order",
     "priors": "the fused score with the priors (importance, recency, use, type)",
     "fusion": "the fused score of the channels (priors off)",
+    "speaker": "the speaker stage (turns of someone other than the question's subject, moved down)",
 }
 
 
@@ -39,9 +40,9 @@ def order_line(hits: list[pb.SearchHit]) -> str:
         else:
             runs.append((stage, position, position))
     if len(runs) == 1:
-        parts = [f"by {_STAGES[runs[0][0]]}"]
+        parts = [f"by {_STAGES.get(runs[0][0], runs[0][0])}"]
     else:
-        parts = [f"{'hit' if a == b else 'hits'} {a if a == b else f'{a}-{b}'} by {_STAGES[s]}" for s, a, b in runs]
+        parts = [f"{'hit' if a == b else 'hits'} {a if a == b else f'{a}-{b}'} by {_STAGES.get(s, s)}" for s, a, b in runs]
     return f"order: {', '.join(parts)}; relevance is judged on its own and never reorders hits"
 
 
@@ -51,7 +52,10 @@ def positions(hit: pb.SearchHit) -> str:
     if not stage:
         return ""
     p = hit.placement
-    placed = {"rerank": p.rerank_rank, "priors": p.prior_rank, "fusion": p.fused_rank}[stage]
+    if stage == "speaker":  # no rank of its own: where the stages before put it
+        shown = ["moved down by the speaker stage"] + ([f"rerank #{p.rerank_rank}"] if p.rerank_rank else [])
+        return f"  [{', '.join([*shown, f'fused #{p.fused_rank}'])}]"
+    placed = {"rerank": p.rerank_rank, "priors": p.prior_rank}.get(stage, p.fused_rank)  # a newer hub's stage: fused
     shown = [f"{stage} #{placed}"] + ([f"fused #{p.fused_rank}"] if stage != "fusion" else [])
     return f"  [{', '.join(shown)}]"
 

@@ -272,6 +272,8 @@ class RankingStage(enum.StrEnum):
     FUSION = "fusion"
     PRIORS = "priors"
     RERANK = "rerank"
+    SPEAKER = "speaker"
+    """Moved down by the speaker stage: a turn of someone other than the question's subject (speakers.py)."""
 
 
 @dataclass(frozen=True)

@@ -104,11 +104,14 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             fused, rerank_failure, rerank_scores = reranking.rerank(
                 reranker, env.rerank_depth, query.text, after_priors, found.records
             )
+            reranked = fused
             fused = derived.collapse(fused, found.records)
             fused = diversity.spread_sessions(fused, found.records, asked, env.settings.session_spread)
-            fused = speakers.demote_other_speakers(fused, found.records, asked, env.settings.speaker_places)
+            fused, spoken_by_others = speakers.demote_other_speakers(fused, found.records, asked, env.settings.speaker_places)
             placed = (
-                placement.placements(found.fused, after_priors if prior_parts else None, fused, rerank_scores)
+                placement.placements(
+                    found.fused, after_priors if prior_parts else None, fused, rerank_scores, reranked, spoken_by_others
+                )
                 if query.explain
                 else {}
             )

@@ -36,16 +36,18 @@ _NON_WORD = re.compile(r"[\W_]+")
 
 def demote_other_speakers(
     fused: Sequence[Fused], records: Mapping[str, MemoryRecord], asked: Understood, places: int
-) -> list[Fused]:
-    """``fused`` with the turns of speakers other than the question's subject ``places`` places further down."""
+) -> tuple[list[Fused], frozenset[str]]:
+    """``fused`` with the turns of speakers other than the question's subject ``places`` places further down, and
+    the ids of the turns moved down (for explain's placement)."""
     if places <= 0:
-        return list(fused)
+        return list(fused), frozenset()
     said_by = {f.id: speaker_of(records[f.id].content)[0] for f in fused if f.id in records}
     others = _others(asked, set(said_by.values()) - {""})
     if others is None:
-        return list(fused)
-    key = {f.id: i + (places if said_by.get(f.id, "") in others else 0) for i, f in enumerate(fused)}
-    return sorted(fused, key=lambda f: key[f.id])  # stable: equal keys keep their order
+        return list(fused), frozenset()
+    moved = frozenset(mid for mid, speaker in said_by.items() if speaker in others)
+    key = {f.id: i + (places if f.id in moved else 0) for i, f in enumerate(fused)}
+    return sorted(fused, key=lambda f: key[f.id]), moved  # stable: equal keys keep their order
 
 
 def _others(asked: Understood, speakers: set[str]) -> frozenset[str] | None:

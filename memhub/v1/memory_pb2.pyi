@@ -70,6 +70,7 @@ class RankingStage(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RANKING_STAGE_FUSION: _ClassVar[RankingStage]
     RANKING_STAGE_PRIORS: _ClassVar[RankingStage]
     RANKING_STAGE_RERANK: _ClassVar[RankingStage]
+    RANKING_STAGE_SPEAKER: _ClassVar[RankingStage]
 
 class LineageRelation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -129,6 +130,7 @@ RANKING_STAGE_UNSPECIFIED: RankingStage
 RANKING_STAGE_FUSION: RankingStage
 RANKING_STAGE_PRIORS: RankingStage
 RANKING_STAGE_RERANK: RankingStage
+RANKING_STAGE_SPEAKER: RankingStage
 LINEAGE_RELATION_UNSPECIFIED: LineageRelation
 LINEAGE_RELATION_SUPERSEDES: LineageRelation
 LINEAGE_RELATION_DERIVED_FROM: LineageRelation

@@ -86,6 +86,7 @@ STAGE_SENTENCES = {
     "rerank": "the reranker's order (its score and rank are in the rerank column)",
     "priors": "the fused score with the priors (the Score column)",
     "fusion": "the fused score of the channels (the Score column; priors off)",
+    "speaker": "the speaker stage, which moved down turns of someone other than the question's subject",
 }
 
 
@@ -102,5 +103,5 @@ def order_summary(stages: list[str]) -> str:
     parts = []
     for stage, first, last in runs:
         where = f"hit {first}" if first == last else f"hits {first}-{last}"
-        parts.append(f"{where} by {STAGE_SENTENCES[stage]}")
+        parts.append(f"{where} by {STAGE_SENTENCES.get(stage, stage)}")
     return "Order: " + "; ".join(parts) + "."
