@@ -116,7 +116,8 @@ def test_a_script_is_read_from_a_bounded_prefix_of_the_text() -> None:
 
 def test_a_chinese_paraphrase_rises_to_the_top(model: MultilingualUSE) -> None:
     texts = [m.text for m in MEMORIES[1:30]] + [MEMORIES[0].text]  # the peanut allergy last of the 30 the stage sees
-    found = multilingual.rescore(_found(texts), "小雨不能吃哪种坚果？", multilingual.SecondOpinion(model), 1.0, 30, 60)
+    found, degraded = multilingual.rescore(_found(texts), "小雨不能吃哪种坚果？", multilingual.SecondOpinion(model), 1.0, 30, 60)
+    assert degraded == ""
     head = [found.records[f.id].content for f in found.fused[:5]]
     assert MEMORIES[0].text in head
     # The dense channel cannot read the question: its shares are out of the scores, its hits stay for explain.
@@ -130,7 +131,7 @@ def test_a_chinese_paraphrase_rises_to_the_top(model: MultilingualUSE) -> None:
 
 def test_an_english_question_over_chinese_memories_keeps_the_dense_channel(model: MultilingualUSE) -> None:
     texts = [m.text for m in MEMORIES[:12]]
-    found = multilingual.rescore(_found(texts), "Where did she study?", multilingual.SecondOpinion(model), 1.0, 30, 60)
+    found, _ = multilingual.rescore(_found(texts), "Where did she study?", multilingual.SecondOpinion(model), 1.0, 30, 60)
     assert all(c.contribution > 0 for f in found.fused for c in f.channels)
     assert {c.channel for f in found.fused for c in f.channels} == {Channel.DENSE, Channel.MULTILINGUAL}
 
@@ -139,18 +140,19 @@ def test_latin_script_never_reaches_the_model() -> None:
     unloaded = MultilingualUSE()
     texts = ["user: I love hiking in the Alps.", "Zoë's café is in Ærø.", "assistant: 42 is the answer 🙂"]
     found = _found(texts)
-    assert multilingual.rescore(found, "Where do I like to hike?", multilingual.SecondOpinion(unloaded), 1.0, 30, 60) is found
+    opinion = multilingual.SecondOpinion(unloaded)
+    assert multilingual.rescore(found, "Where do I like to hike?", opinion, 1.0, 30, 60) == (found, "")
     assert not unloaded.loaded
     # A head where fewer than a quarter are in another script is left alone too.
     mixed = _found([*texts, "小雨对花生过敏"] + [f"note {i}" for i in range(10)])
-    assert multilingual.rescore(mixed, "Where do I hike?", multilingual.SecondOpinion(unloaded), 1.0, 30, 60) is mixed
+    assert multilingual.rescore(mixed, "Where do I hike?", multilingual.SecondOpinion(unloaded), 1.0, 30, 60) == (mixed, "")
     assert not unloaded.loaded
 
 
 def test_weight_zero_or_no_model_turns_it_off(model: MultilingualUSE) -> None:
     found = _found([m.text for m in MEMORIES[:5]])
-    assert multilingual.rescore(found, "小雨怕什么？", multilingual.SecondOpinion(model), 0.0, 30, 60) is found
-    assert multilingual.rescore(found, "小雨怕什么？", None, 1.0, 30, 60) is found
+    assert multilingual.rescore(found, "小雨怕什么？", multilingual.SecondOpinion(model), 0.0, 30, 60) == (found, "")
+    assert multilingual.rescore(found, "小雨怕什么？", None, 1.0, 30, 60) == (found, "")
 
 
 def test_only_the_head_is_embedded_and_passages_are_embedded_once(model: MultilingualUSE) -> None:
@@ -180,19 +182,24 @@ def test_the_cached_similarities_equal_the_fresh_ones(model: MultilingualUSE) ->
     assert np.allclose(first, model.embed(texts) @ model.embed(["小雨养了什么宠物？"])[0], atol=1e-5)
 
 
-def test_a_model_that_fails_its_check_leaves_the_order_and_says_why(
+def test_a_model_that_fails_its_check_leaves_the_order_says_so_and_is_not_reread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     real = multilingual_use.resources_dir()
     (tmp_path / "weights.npz").write_bytes((real / "weights.npz").read_bytes()[:1000])  # truncated
     (tmp_path / "sp.model").write_bytes((real / "sp.model").read_bytes())
-    monkeypatch.setattr(multilingual_use, "resources_dir", lambda: tmp_path)
+    reads: list[Path] = []
+    monkeypatch.setattr(multilingual_use, "resources_dir", lambda: reads.append(tmp_path) or tmp_path)
     broken = MultilingualUSE()
     with pytest.raises(EmbeddingError, match="failed its sha256 check"):
         broken.embed(["小雨"])
+    opinion = multilingual.SecondOpinion(broken)
     found = _found([m.text for m in MEMORIES[:5]])
-    assert multilingual.rescore(found, "小雨怕什么？", multilingual.SecondOpinion(broken), 1.0, 30, 60) is found
-    assert "multilingual second opinion failed" in caplog.text and "sha256" in caplog.text
+    for question in ("小雨怕什么？", "小雨喝什么茶？", "小雨住在哪里？"):
+        assert multilingual.rescore(found, question, opinion, 1.0, 30, 60) == (found, multilingual.FAILED)
+    assert len(reads) == 1  # checked once, not once per search
+    logged = [r for r in caplog.records if "multilingual second opinion failed" in r.getMessage()]
+    assert len(logged) == 1 and "sha256" in logged[0].getMessage()  # once per hub, with the reason
 
 
 def test_vectors_do_not_depend_on_the_texts_beside_them(model: MultilingualUSE) -> None:

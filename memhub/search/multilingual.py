@@ -68,6 +68,13 @@ class SecondOpinion:
     def __init__(self, model: Embedder, capacity: int = CACHE_CAPACITY) -> None:
         self.model = model
         self._passages = PassageVectorCache(model, capacity)
+        self._logged = False
+
+    def failed(self, exc: EmbeddingError) -> None:
+        """Log a failure once: every non-Latin search would repeat it (each reply says it is degraded)."""
+        if not self._logged:
+            self._logged = True
+            log.error("the multilingual second opinion failed; such searches keep the channels' order: %s", exc)
 
     def similarities(self, question: str, passages: Sequence[str]) -> np.ndarray:
         """Cosine of ``question`` with each passage; embeds the question and the passages not cached."""
@@ -75,28 +82,34 @@ class SecondOpinion:
         return np.asarray(self._passages.embed_passages_now(passages) @ asked, dtype=np.float32)
 
 
-def rescore(found: Hydrated, question: str, opinion: SecondOpinion | None, weight: float, depth: int, k: int) -> Hydrated:
+FAILED = "the multilingual second opinion failed; hits are in the channels' order"
+
+
+def rescore(
+    found: Hydrated, question: str, opinion: SecondOpinion | None, weight: float, depth: int, k: int
+) -> tuple[Hydrated, str]:
     """``found`` with its first ``depth`` candidates scored by the multilingual model's order as well, and
-    everything sorted again; unchanged when the texts are in Latin script, the stage is off, or the model fails
-    (a failed second opinion is no opinion: the channels' ranking stands, and the log says so).
+    everything sorted again, and why the answer is degraded ("" if it is not). Unchanged when the texts are in
+    Latin script or the stage is off; unchanged and degraded (FAILED) when the model fails: the channels' ranking
+    stands, the reply says so, and the log says why (once per hub: a broken model stays broken until a restart).
 
     When the question itself is in another script, the dense channel's shares are taken out of every score (its
     hits stay in explain with a contribution of 0): its model cannot read the question, and its order is noise
     that outvoted the keyword channel and this one."""
     head = found.fused[:depth]
     if opinion is None or weight <= 0 or not head:
-        return found
+        return found, ""
     texts = [found.records[f.id].content for f in head]
     foreign_question = other_script(question)
     if not (foreign_question or sum(map(other_script, texts)) >= HEAD_SHARE * len(texts)):
-        return found
+        return found, ""
     with _tracer.start_as_current_span("multilingual", attributes={"memhub.multilingual.candidates": len(head)}):
         try:
             sims = opinion.similarities(question, texts)
         except EmbeddingError as exc:
             trace.get_current_span().set_attribute("memhub.multilingual.failed", True)
-            log.warning("the multilingual second opinion failed, keeping the channels' order: %s", exc)
-            return found
+            opinion.failed(exc)
+            return found, FAILED
     order = sorted(range(len(head)), key=lambda i: -float(sims[i]))  # stable: ties keep the fused order
     hit = {
         head[i].id: ChannelHit(Channel.MULTILINGUAL, place, float(sims[i]), weight / (k + place))
@@ -104,7 +117,7 @@ def rescore(found: Hydrated, question: str, opinion: SecondOpinion | None, weigh
     }
     raised = [_rescored(f, hit.get(f.id), foreign_question) for f in found.fused]
     raised.sort(key=lambda f: -f.score)  # stable
-    return dataclasses.replace(found, fused=raised)
+    return dataclasses.replace(found, fused=raised), ""
 
 
 def _rescored(f: Fused, hit: ChannelHit | None, without_dense: bool) -> Fused:

@@ -91,7 +91,7 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             reranker = reranking.choose(env.reranker, env.local_reranker, query, asked, env.settings.rerank_max_query_terms)
             head = reranking.rows_needed(reranker, env.rerank_depth, query.top_k)
             found = hydration.hydrate(conn, ranking.fused, query, readable, head)
-            found = multilingual.rescore(  # a second dense opinion: only where the dense channel was asked for
+            found, multilingual_failure = multilingual.rescore(  # a second dense opinion: only with the dense channel
                 found,
                 query.text,
                 env.second_opinion if asked.dense else None,
@@ -123,7 +123,7 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
         if vector is not None:
             vector.cancel()  # not needed after all (nothing readable, or an error); no-op once done
     recording.recalled(env.recorder, hits)
-    degraded = ranking.degraded or rerank_failure
+    degraded = ranking.degraded or multilingual_failure or rerank_failure
     span.set_attribute("memhub.search.hits", len(hits))
     if degraded:
         span.set_attribute("memhub.search.degraded", True)
