@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import unicodedata
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import Stack
+from test_cli import memhub
 
 from memhub.client import memory_input
 from memhub.core.model import Channel, ChannelHit
@@ -222,6 +224,10 @@ def test_through_the_hub_a_chinese_paraphrase_is_found_and_explained(stack: Stac
     assert ranks[pb.RETRIEVAL_CHANNEL_MULTILINGUAL].contribution > 0
     if pb.RETRIEVAL_CHANNEL_DENSE in ranks:  # listed, counted for nothing: its model cannot read the question
         assert ranks[pb.RETRIEVAL_CHANNEL_DENSE].contribution == 0
+    shown = memhub("search", question, "--ns", ns, "--top-k", "5", "--explain", stack=stack)
+    assert shown.returncode == 0, shown.stderr
+    assert "multilingual #" in shown.stdout
+    assert re.search(r"dense #\d+ \(not counted\)", shown.stdout)  # ranked, counted for nothing
     # Asked for keywords only, the question gets no second dense opinion.
     only_keywords = stack.client.search(question, [ns], top_k=5, channels=["keyword"], explain=True).hits
     assert only_keywords

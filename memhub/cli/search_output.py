@@ -61,8 +61,13 @@ def positions(hit: pb.SearchHit) -> str:
 
 
 def explained(hit: pb.SearchHit) -> str:
-    """With --explain: the score, each channel's rank, and the reranker's score when it placed the hit."""
-    ranks = ", ".join(f"{short_name(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}" for c in hit.channel_ranks)
+    """With --explain: the score, each channel's rank, and the reranker's score when it placed the hit. A channel
+    that ranked the hit but added nothing (the dense channel for a question in a script its model cannot read)
+    says so."""
+    ranks = ", ".join(
+        f"{short_name(pb.RetrievalChannel, c.channel, 'RETRIEVAL_CHANNEL')} #{c.rank}{'' if c.contribution else ' (not counted)'}"
+        for c in hit.channel_ranks
+    )
     parts = [f"score {hit.score:.4f}"] + ([ranks] if ranks else [])
     if hit.HasField("placement") and hit.placement.rerank_rank:
         parts.append(f"rerank score {hit.placement.rerank_score:.4f}")
