@@ -131,6 +131,39 @@ def test_a_chinese_paraphrase_rises_to_the_top(model: MultilingualUSE) -> None:
     assert sum(1 for f in found.fused if any(c.channel is Channel.MULTILINGUAL for c in f.channels)) == 30
 
 
+OTHER_LANGUAGES = {
+    "Russian": (
+        [
+            "Анна живёт в Торонто.",
+            "У Анны есть рыжий кот.",
+            "Анна бегает по воскресеньям.",
+            "Анна не ест арахис: у неё аллергия.",
+        ],
+        "На какие орехи у Анны аллергия?",
+    ),
+    "Japanese": (
+        [
+            "アンナはトロントに住んでいます。",
+            "アンナは茶色の猫を飼っています。",
+            "アンナは日曜日の朝に走ります。",
+            "アンナはピーナッツアレルギーです。",
+        ],
+        "アンナはどのナッツを食べられませんか？",
+    ),
+    "Korean": (
+        ["안나는 토론토에 산다.", "안나는 고양이를 키운다.", "안나는 일요일 아침에 달린다.", "안나는 땅콩 알레르기가 있다."],
+        "안나가 먹을 수 없는 견과류는?",
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(OTHER_LANGUAGES))
+def test_other_scripts_get_the_second_opinion_too(model: MultilingualUSE, language: str) -> None:
+    texts, question = OTHER_LANGUAGES[language]  # the peanut allergy last: the channels' order put it there
+    found, _ = multilingual.rescore(_found(texts), question, multilingual.SecondOpinion(model), 1.0, 30, 60)
+    assert found.records[found.fused[0].id].content == texts[-1]
+
+
 def test_an_english_question_over_chinese_memories_keeps_the_dense_channel(model: MultilingualUSE) -> None:
     texts = [m.text for m in MEMORIES[:12]]
     found, _ = multilingual.rescore(_found(texts), "Where did she study?", multilingual.SecondOpinion(model), 1.0, 30, 60)
