@@ -208,6 +208,16 @@ def test_only_the_head_is_embedded_and_passages_are_embedded_once(model: Multili
     assert len(counting.texts) == 1 + 12 - 8
 
 
+def test_the_model_reads_a_bounded_prefix_of_long_texts(model: MultilingualUSE) -> None:
+    # One agent's 16k-character memories in a head must not cost every search seconds of CPU (1.2 s each, measured).
+    counting = _Counting(model)
+    opinion = multilingual.SecondOpinion(counting)  # type: ignore[arg-type]
+    long = "小雨对花生过敏。" * 2000
+    opinion.similarities("小雨" * 1000, [long, "小雨养了一只猫。"])
+    assert max(map(len, counting.texts)) == multilingual.MODEL_PREFIX
+    assert counting.texts[1] == long[: multilingual.MODEL_PREFIX]
+
+
 def test_the_cached_similarities_equal_the_fresh_ones(model: MultilingualUSE) -> None:
     texts = [m.text for m in MEMORIES[:6]]
     opinion = multilingual.SecondOpinion(model)
