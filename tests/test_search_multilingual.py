@@ -70,7 +70,18 @@ def _letters(first: int, last: int) -> list[str]:
     return [chr(cp) for cp in range(first, last + 1) if unicodedata.category(chr(cp)) in ("Lu", "Ll", "Lt", "Lo")]
 
 
-LATIN_BLOCKS = [(0x0041, 0x024F), (0x0250, 0x02AF), (0x1E00, 0x1EFF), (0xFF21, 0xFF5A)]
+LATIN_BLOCKS = [
+    (0x0041, 0x024F),  # Basic Latin to Latin Extended-B
+    (0x0250, 0x02AF),  # IPA
+    (0x1D00, 0x1DBF),  # phonetic extensions
+    (0x1E00, 0x1EFF),  # Latin Extended Additional
+    (0x2C60, 0x2C7F),  # Latin Extended-C
+    (0xA720, 0xA7FF),  # Latin Extended-D
+    (0xAB30, 0xAB6F),  # Latin Extended-E
+    (0xFB00, 0xFB06),  # ligatures (ﬁ)
+    (0xFF21, 0xFF5A),  # full-width
+    (0x1D400, 0x1D7FF),  # mathematical alphanumerics
+]
 OTHER_BLOCKS = {
     "Greek": (0x0370, 0x03FF),
     "Cyrillic": (0x0400, 0x04FF),
