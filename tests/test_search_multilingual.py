@@ -43,10 +43,14 @@ class _Counting:
     def __init__(self, inner: MultilingualUSE) -> None:
         self.inner = inner
         self.model_id, self.dimension = inner.model_id, inner.dimension
-        self.texts: list[str] = []
+        self.calls: list[list[str]] = []
+
+    @property
+    def texts(self) -> list[str]:
+        return [t for call in self.calls for t in call]
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        self.texts.extend(texts)
+        self.calls.append(list(texts))
         return self.inner.embed(texts)
 
     def close(self) -> None:
@@ -201,22 +205,22 @@ def test_weight_zero_or_no_model_turns_it_off(model: MultilingualUSE) -> None:
     assert multilingual.rescore(found, "小雨怕什么？", None, 1.0, 30, 60) == (found, "")
 
 
-def test_only_the_head_is_embedded_and_passages_are_embedded_once(model: MultilingualUSE) -> None:
+def test_only_the_head_is_embedded_in_one_call_and_each_text_once(model: MultilingualUSE) -> None:
     counting = _Counting(model)
-    opinion = multilingual.SecondOpinion(counting, capacity=8)  # type: ignore[arg-type]
+    opinion = multilingual.SecondOpinion(counting)  # type: ignore[arg-type]
     texts = [m.text for m in MEMORIES[:12]]
     multilingual.rescore(_found(texts), "小雨怕什么？", opinion, 1.0, 5, 60)
-    assert counting.texts == ["小雨怕什么？", *texts[:5]]
-    counting.texts.clear()
+    assert counting.calls == [["小雨怕什么？", *texts[:5]]]  # the question and the head, one model call
     multilingual.rescore(_found(texts), "小雨喝什么茶？", opinion, 1.0, 5, 60)
-    assert counting.texts == ["小雨喝什么茶？"]  # the passages came from the cache
-    counting.texts.clear()
-    multilingual.rescore(_found(texts), "小雨住在哪里？", opinion, 1.0, 12, 60)
-    assert counting.texts == ["小雨住在哪里？", *texts[5:]]
+    assert counting.calls[1:] == [["小雨喝什么茶？"]]  # the passages came from the cache
+    multilingual.rescore(_found(texts), "小雨喝什么茶？", opinion, 1.0, 12, 60)
+    assert counting.calls[2:] == [texts[5:]]  # a repeated question too
     # Bounded: 8 entries at most, the least recently used pushed out.
-    counting.texts.clear()
-    multilingual.rescore(_found(texts), "小雨住在哪里？", opinion, 1.0, 12, 60)
-    assert len(counting.texts) == 1 + 12 - 8
+    bounded = _Counting(model)
+    small = multilingual.SecondOpinion(bounded, capacity=8)  # type: ignore[arg-type]
+    for _ in range(2):
+        multilingual.rescore(_found(texts), "小雨住在哪里？", small, 1.0, 12, 60)
+    assert [len(call) for call in bounded.calls] == [13, 13 - 8]
 
 
 def test_the_model_reads_a_bounded_prefix_of_long_texts(model: MultilingualUSE) -> None:
