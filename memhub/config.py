@@ -186,7 +186,8 @@ class SearchConfig:
 
     speaker_places: int = 10
     """Places a candidate turn spoken by someone other than the question's subject moves down after the rerank
-    (MEMHUB_SPEAKER_PLACES, 0 to 100; 0 is off; memhub/search/speakers.py)."""
+    (MEMHUB_SPEAKER_PLACES, 0 to 100; 0 is off; memhub/search/speakers.py). For an aggregation question they go
+    behind every turn that stays."""
 
     multilingual_weight: float = 1.0
     """Weight of the multilingual model's order over the head when the question or a quarter of the head is in a

@@ -51,6 +51,17 @@ def test_each_moved_turn_loses_exactly_the_places_asked() -> None:
     assert _order(turns, "What did I buy?", places=3) == [1, 0, 3, 4, 2]
 
 
+def test_an_aggregation_question_moves_them_behind_every_turn_that_stays() -> None:
+    # "How many ...?" needs each of the user's asides; an echo ten places down would still push one out of the hits.
+    asides = [f"user: By the way, I bought a pair of earrings at shop {n}." for n in range(14)]
+    turns = [ECHOES[0], *asides, ECHOES[1]]
+    assert _order(turns, "How many pairs of earrings did I buy?", places=10) == [*range(1, 15), 0, 15]
+    # Not an aggregation: the same echo loses exactly ten places (a tie keeps the earlier candidate first).
+    assert _order(turns, "Which earrings did I buy?", places=10) == [*range(1, 10), 0, *range(10, 16)]
+    # Zero places still turns the stage off, for every question.
+    assert _order(turns, "How many pairs of earrings did I buy?", places=0) == list(range(16))
+
+
 def test_a_question_to_the_assistant_is_left_alone() -> None:
     turns = [*ECHOES, USER_TURN]
     assert _order(turns, "What did you tell me about emerald earrings?") == list(range(7))
@@ -114,6 +125,21 @@ def test_through_the_hub_the_users_aside_comes_before_the_assistants_echoes(stac
     # First person too ("me"), but addressed to "you": the assistant's own advice stays first.
     to_the_assistant = [h.memory.id for h in stack.client.search("How did you tell me to clean emerald earrings?", [ns]).hits]
     assert to_the_assistant[0] == ids[1]
+
+
+def test_through_the_hub_an_aggregation_question_keeps_every_echo_out_of_the_hits(stack: Stack, ns: str) -> None:
+    echoes = [
+        "assistant: Earrings bought at a market are a lovely find; pairs of earrings like those often hold real value.",
+        "assistant: To keep your pairs of earrings bright, clean earrings with mild soap after you buy them.",
+        "assistant: Storing each pair of earrings apart keeps the earrings you buy from scratching.",
+    ]
+    asides = [f"user: Help me plan a trip to town {n}? Oh, I bought a pair of earrings there once." for n in range(12)]
+    written = [memory_input(ns, t, kind="episodic") for t in [*echoes, *asides]]
+    reply = stack.client.write(written, session_id="s1", wait_indexed=True)
+    echo_ids = {r.memory.id for r in reply.results[:3]}
+    hits = stack.client.search("How many pairs of earrings did I buy?", [ns], top_k=10).hits
+    assert len(hits) == 10
+    assert not echo_ids & {h.memory.id for h in hits}  # ten places down would leave echoes among the asides
 
 
 def test_explain_says_the_speaker_stage_moved_a_turn_and_keeps_the_rerankers_own_ranks(stack: Stack, ns: str) -> None:

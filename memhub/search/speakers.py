@@ -8,7 +8,10 @@ user's turns that answer it sat at places 14-20. The same holds between two peop
 support group?" is answered by Caroline's turns, and Melanie's replies to her echo the words.
 
 So, after the rerank, when the question has a subject among the speakers of the candidates, each candidate turn
-spoken by someone else moves down ``places`` places (hits keep their order among themselves):
+spoken by someone else moves down ``places`` places (hits keep their order among themselves). A question that needs
+every relevant memory ("How many pieces of jewelry did I buy?", memhub/search/intent.py) moves them behind every
+turn of the head that stays: its answer is spread over many of the subject's asides, and one echo placed among them
+displaces one of them from the hits.
 
 - a question in the first person ("I", "my") that does not address "you": the subject is the user, and turns of
   an assistant, bot or system speaker move down (the user's own name is not known; a question to the assistant
@@ -18,7 +21,8 @@ spoken by someone else moves down ``places`` places (hits keep their order among
 Turns name their speaker the way recorded turns do ("[date] Caroline: ...", "user: ...";
 memhub/curation/preferences.py). Memories that name none are never moved, nor is anything past the head that
 hydration read. Chosen on LoCoMo conversations 1-5, checked on 6-10 and on LongMemEval (docs/benchmarks.md,
-"Eighth round": 10 places gave the best @10 on conversations 1-5).
+"Eighth round": 10 places gave the best @10 on conversations 1-5; "Eleventh round": the whole head for
+aggregation questions).
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ _NON_WORD = re.compile(r"[\W_]+")
 def demote_other_speakers(
     fused: Sequence[Fused], records: Mapping[str, MemoryRecord], asked: Understood, places: int
 ) -> tuple[list[Fused], frozenset[str]]:
-    """``fused`` with the turns of speakers other than the question's subject ``places`` places further down, and
-    the ids of the turns moved down (for explain's placement)."""
+    """``fused`` with the turns of speakers other than the question's subject ``places`` places further down (behind
+    every turn that stays, for an aggregation question), and the ids of the turns moved down (for explain's
+    placement)."""
     if places <= 0:
         return list(fused), frozenset()
     said_by = {f.id: speaker_of(records[f.id].content)[0] for f in fused if f.id in records}
@@ -46,6 +51,8 @@ def demote_other_speakers(
     if others is None:
         return list(fused), frozenset()
     moved = frozenset(mid for mid, speaker in said_by.items() if speaker in others)
+    if asked.intent.aggregation:
+        places = len(fused)  # past the last candidate: behind every turn that stays
     key = {f.id: i + (places if f.id in moved else 0) for i, f in enumerate(fused)}
     return sorted(fused, key=lambda f: key[f.id]), moved  # stable: equal keys keep their order
 
