@@ -290,3 +290,21 @@ def test_through_the_hub_a_chinese_paraphrase_is_found_and_explained(stack: Stac
     only_keywords = stack.client.search(question, [ns], top_k=5, channels=["keyword"], explain=True).hits
     assert only_keywords
     assert all(c.channel != pb.RETRIEVAL_CHANNEL_MULTILINGUAL for h in only_keywords for c in h.channel_ranks)
+
+
+def test_through_the_hub_the_second_opinion_survives_restatements_left_out(stack: Stack, ns: str) -> None:
+    # Episodic turns that state a preference derive a preference memory each (issue 25); a question that is not a
+    # recommendation leaves those restatements out and reads rows further down in their place. The second
+    # opinion must rank the head the rerank sees after that, not be undone by it.
+    turns = ["小雨：我喜欢喝绿茶。", "小雨：我最喜欢的水果是芒果。", "小雨：我对花生过敏，一吃就起疹子。"]
+    turns.append("小明：周末我们去爬山吧。")
+    reply = stack.client.write([memory_input(ns, t, kind="episodic") for t in turns], session_id="s1", wait_indexed=True)
+    derived = [m for m in stack.client.list([ns]).memories if m.type == pb.MEMORY_TYPE_PREFERENCE]
+    assert derived  # the premise: restatements sit among the candidates
+    hits = stack.client.search("小雨不能吃哪种坚果？", [ns], top_k=4, explain=True).hits
+    assert {h.memory.id for h in hits} == {r.memory.id for r in reply.results}  # the four turns
+    assert all(m.id not in {h.memory.id for h in hits} for m in derived)  # left out: not a recommendation question
+    # Each turn carries the second opinion's share (before, leaving the restatements out threw the shares away).
+    second = pb.RETRIEVAL_CHANNEL_MULTILINGUAL
+    multilingual_shares = [[c.contribution for c in h.channel_ranks if c.channel == second] for h in hits]
+    assert all(shares and shares[0] > 0 for shares in multilingual_shares)

@@ -2,8 +2,8 @@
 
 The stages, in the order they run (each its own module here; the package docstring says more):
 understand the query -> gather candidates per channel -> fuse -> the time channel -> expansion ->
-neighbour smoothing -> hydrate from Postgres -> a multilingual second opinion -> priors -> rerank -> judge
-relevance -> fit the token budget -> attach context turns -> fit the response -> log.
+neighbour smoothing -> hydrate from Postgres -> leave out restatements -> a multilingual second opinion -> priors ->
+rerank -> judge relevance -> fit the token budget -> attach context turns -> fit the response -> log.
 """
 
 from __future__ import annotations
@@ -91,6 +91,9 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
             reranker = reranking.choose(env.reranker, env.local_reranker, query, asked, env.settings.rerank_max_query_terms)
             head = reranking.rows_needed(reranker, env.rerank_depth, query.top_k)
             found = hydration.hydrate(conn, ranking.fused, query, readable, head)
+            # Restatements out first: that step rebuilds the list in fused order, and the second opinion ranks the
+            # head the rerank will see.
+            found = derived.leave_out_restatements(found, asked, conn, readable, ranking.fused)
             found, multilingual_failure = multilingual.rescore(  # a second dense opinion: only with the dense channel
                 found,
                 query.text,
@@ -99,7 +102,6 @@ def search(env: SearchEnv, query: SearchQuery, readable_namespaces: Callable[[Co
                 env.rerank_depth,
                 ranking.k,
             )
-            found = derived.leave_out_restatements(found, asked, conn, readable, ranking.fused)
             after_priors, prior_parts = priors.for_query(found.fused, found.records, env.prior_weights, query)
             fused, rerank_failure, rerank_scores = reranking.rerank(
                 reranker, env.rerank_depth, query.text, after_priors, found.records

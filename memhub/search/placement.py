@@ -21,8 +21,8 @@ def placements(
     after_priors: Sequence[Fused] | None,
     final: Sequence[Fused],
     rerank_scores: Mapping[str, float],
-    reranked: Sequence[Fused] = (),
-    moved_by_speaker: frozenset[str] = frozenset(),
+    reranked: Sequence[Fused],
+    moved_by_speaker: frozenset[str],
 ) -> dict[str, Placement]:
     """Each candidate's placement. ``fused``: the hydrated candidates in fused order; ``after_priors``: in the
     priors' order (None when the priors were off); ``final``: the order answered; ``rerank_scores``: the
