@@ -49,6 +49,7 @@ from loadgen import (  # noqa: E402
 )
 from locomo import DEFAULT_PATH, load  # noqa: E402
 from milvus_server import MilvusServerError, milvus_server  # noqa: E402
+from thread_cpu import HubThreadCPU, by_thread  # noqa: E402
 
 from memhub.client import MemhubClient, memory_input  # noqa: E402
 
@@ -90,6 +91,7 @@ def main() -> None:
     data = args.data_dir or Path(tempfile.mkdtemp(prefix="memhub-bench-"))
     data.mkdir(mode=0o700, parents=True, exist_ok=True)  # the hub refuses a data directory others can read
     ingest = single = None
+    ingest_threads = search_threads = ""
     parts = []
     stack = contextlib.ExitStack()
     try:
@@ -100,7 +102,10 @@ def main() -> None:
             with MemhubClient(hub.address, token=hub.token) as client:
                 fresh = not client.list(["bench/copy0"], page_size=1).memories
             if fresh:
+                threads = HubThreadCPU([p.pid for p in cpu.processes()["hub"]])
+                before = threads.seconds()
                 ingest = batched_writes(hub, items, cpu=cpu)
+                ingest_threads = by_thread(before, threads.seconds(), len(items))
 
                 def single_calls(i: int) -> list[Call]:
                     texts = [f"single write {i}-{j} {time.time()}" for j in range(args.single_writes // 16)]
@@ -111,7 +116,10 @@ def main() -> None:
                     wait_until_indexed(client)  # the searches that follow should not compete with indexing
             memory = resident_memory(hub, server.pids if server else ())
             one = searches(hub, questions, ["bench"], 1, args.queries, cpu)
+            threads = HubThreadCPU([p.pid for p in cpu.processes()["hub"]])
+            before = threads.seconds()
             sixteen = searches(hub, questions, ["bench"], 16, max(1, args.queries // 16) * 2, cpu)
+            search_threads = by_thread(before, threads.seconds(), len(sixteen.latencies))
         if not (args.no_anatomy or args.milvus_server):  # the anatomy opens the embedded stores
             print("timing the parts of a search...", file=sys.stderr)
             parts = anatomy.measure(data, bench_policy_dir(data), questions, ["bench"])
@@ -127,6 +135,7 @@ def main() -> None:
     print(f"raw embedder (batched, alone):          {raw.summary()}")
     if ingest is not None and single is not None:
         print(f"batched writes (100/call, 4 writers):   {ingest.summary(raw)}")
+        print(f"  the hub's CPU per memory by thread:   {ingest_threads}")
         print(f"single writes (16 clients):             {single.summary('memories/s')}")
     else:
         print("writes: skipped (the data directory already held the corpus)")
@@ -136,6 +145,7 @@ def main() -> None:
     )
     print(f"search, 1 client:                       {one.summary()}")
     print(f"search, 16 clients:                     {sixteen.summary()}")
+    print(f"  the hub's CPU per search by thread:   {search_threads}")
     if parts:
         print()
         print(anatomy.report(parts, (pct(one.latencies, 0.5), pct(one.latencies, 0.99))))

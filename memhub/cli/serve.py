@@ -212,7 +212,10 @@ def _serve(
 ) -> int:
     from memhub.api.server import build_server
     from memhub.app import Hub, prepare_data_dirs, resolve_auth
+    from memhub.thread_names import name_threads_from_now
 
+    # Before the hub starts any thread: `top -H` and /proc then show which of them spends the CPU.
+    name_threads_from_now()
     console_config = _console_config(args_console_port)
     data_file = lite_file(config.store.data_dir, config.store.milvus_uri)
     try:
