@@ -51,6 +51,7 @@ from loadgen import (  # noqa: E402
 )
 from locomo import DEFAULT_PATH  # noqa: E402
 from synthetic import bodies, queries, spliced  # noqa: E402
+from thread_cpu import HubThreadCPU, by_thread  # noqa: E402
 
 from memhub.client import MemhubClient  # noqa: E402
 from memhub.embedding import EmbeddingConfig, build_embedder  # noqa: E402
@@ -132,6 +133,8 @@ def main() -> None:
     ingest: Ingest | None = None
     loaded = None
     levels = {}
+    level_threads: dict[int, str] = {}
+    ingest_threads = ""
     try:
         if args.generate_vectors and not (data / "milvus-index.db").exists():
             loaded = bulk_load.load(data, items, bodies(args.data))
@@ -140,12 +143,17 @@ def main() -> None:
             # Generated: loaded whole or not at all (there is no ingest to resume); counting 1M memories through
             # List would take minutes.
             present = args.memories if args.generate_vectors else stored(hub.address, hub.token)
+            threads = HubThreadCPU([p.pid for p in cpu.processes()["hub"]])
             if present < args.memories:
+                before = threads.seconds()
                 ingest = batched_writes(hub, corpus, cpu=cpu)  # already stored ones are deduplicated
+                ingest_threads = by_thread(before, threads.seconds(), len(corpus))
             memory = resident_memory(hub)
             for clients in (1, 16, 64):
                 print(f"searching with {clients} clients...", file=sys.stderr)
+                before = threads.seconds()
                 levels[clients] = searches(hub, questions, [ROOT], clients, max(4, args.searches // clients), cpu)
+                level_threads[clients] = by_thread(before, threads.seconds(), len(levels[clients].latencies))
         # Printed as soon as measured: what follows opens the stores again and takes minutes at 1M memories.
         print(f"\nmemhub at scale on embedded defaults: {args.memories} memories in 17 namespaces (LoCoMo-derived)")
         if loaded is not None:
@@ -161,6 +169,7 @@ def main() -> None:
             )
         elif ingest is not None:
             print(f"ingest (100/call, 4 writers):       {ingest.summary(raw)}")
+            print(f"  the hub's CPU per memory by thread: {ingest_threads}")
         else:
             print("ingest: skipped (the data directory already held the corpus)")
         print(
@@ -169,6 +178,7 @@ def main() -> None:
         )
         for clients, timed in levels.items():
             print(f"search, {clients:2d} clients (all namespaces): {timed.summary()}", flush=True)
+            print(f"  the hub's CPU per search by thread: {level_threads[clients]}", flush=True)
         if args.recall_queries:
             recall = dense_recall_of(data, questions[: args.recall_queries], dict(kv.split("=", 1) for kv in args.env))
             print(

@@ -75,8 +75,22 @@ def running_hub(data_dir: Path | None = None, extra_env: dict[str, str] | None =
         "MEMHUB_AGENT_LIMITS": "bench=0/0",
         "MEMHUB_CLIENT_CONFIG": "none",
     } | (extra_env or {})
+    # -P: no working directory at the front of sys.path, so a PYTHONPATH given in ``extra_env`` (a worktree of other
+    # code, to compare with) is what the hub imports; with -m alone the bench's own checkout came first and shadowed it.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memhub.cli.main", "serve", "--data-dir", str(data), "--port", "0", "--log-level", "warning"],
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "memhub.cli.main",
+            "serve",
+            "--data-dir",
+            str(data),
+            "--port",
+            "0",
+            "--log-level",
+            "warning",
+        ],
         stdout=subprocess.PIPE,
         text=True,
         env=env,

@@ -45,7 +45,7 @@ from memhub.data_dir import ensure_private_dir
 from memhub.db import embedded_pg, migrate, namespace_usage
 from memhub.db import engine as db_engine
 from memhub.db.context import Window
-from memhub.embedding import Embedder, EmbeddingError, PassageVectorCache, build_embedder
+from memhub.embedding import Embedder, EmbeddingError, WriteVectorHandoff, build_embedder
 from memhub.errors import StartupError
 from memhub.feed.rights import AllRights, PolicyRights
 from memhub.feed.service import ChangeFeed
@@ -89,9 +89,9 @@ def prepare_data_dirs(config: HubConfig) -> None:
 
 
 def open_embedder(config: HubConfig) -> Embedder:
-    """The configured model, behind the cache that hands a write's vectors to the indexer (passage_cache.py)."""
+    """The configured model, behind the hand-off of a write's vectors to the indexer (write_handoff.py)."""
     try:
-        return PassageVectorCache(build_embedder(config.embedding))
+        return WriteVectorHandoff(build_embedder(config.embedding))
     except EmbeddingError as exc:
         raise StartupError(f"cannot load the embedding model: {exc}") from None
 

@@ -1,4 +1,5 @@
-"""The passage cache hands the write path's vectors to the indexer (memhub/embedding/passage_cache.py).
+"""The passage LRU (memhub/embedding/passage_cache.py): a passage embedded again while it is held is not sent to
+the model again; queries pass through. (The write path's hand-off to the indexer: tests/test_write_handoff.py.)
 
 The model behind it is the real local one; a thin counting layer between the two records which texts
 reach the model.
@@ -6,15 +7,12 @@ reach the model.
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
-from conftest import Stack
 
-from memhub.client import memory_input
 from memhub.embedding import Embedder, EmbeddingConfig, PassageVectorCache, build_embedder, embed_bulk, embed_passages_now
 
 
@@ -48,7 +46,7 @@ def model() -> Iterator[Embedder]:
         embedder.close()
 
 
-def test_a_passage_embedded_for_a_write_is_not_embedded_again_to_index_it(model: Embedder) -> None:
+def test_a_passage_embedded_on_one_lane_is_not_embedded_again_on_the_other(model: Embedder) -> None:
     counting = CountingModel(model)
     cache = PassageVectorCache(counting)
     written = cache.embed_passages_now(["Staging runs Postgres 16.", "Deploys freeze on Fridays."])
@@ -88,20 +86,3 @@ def test_embed_passages_now_falls_back_to_embed_without_the_method(model: Embedd
     counting = CountingModel(model)
     embed_passages_now(counting, ["a fact about Milvus"])
     assert counting.queries["a fact about Milvus"] == 1
-
-
-def test_the_hubs_indexer_takes_the_vectors_its_writes_made(stack: Stack) -> None:
-    """Through the real write path: the near-duplicate check embeds each fact once, and the indexer reuses it."""
-    cache = stack.hub.embedder
-    assert isinstance(cache, PassageVectorCache)
-    ns = f"cache/t{uuid.uuid4().hex[:10]}"
-    facts = [f"Service {uuid.uuid4().hex[:8]} listens on port {9000 + i}." for i in range(5)]
-    before = cache.stats()
-    reply = stack.client.write([memory_input(ns, f, type="fact") for f in facts], wait_indexed=True)
-    assert reply.indexed
-    after = cache.stats()
-    # Five misses when the check embedded them, five hits when the indexer asked for the same texts.
-    assert after.misses - before.misses >= 5
-    assert after.hits - before.hits >= 5
-    hits = stack.client.search(facts[2], [ns]).hits
-    assert hits and hits[0].memory.content == facts[2]

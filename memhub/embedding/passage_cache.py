@@ -1,16 +1,14 @@
-"""Vectors of memories embedded on the write path, kept for the indexer so no memory is embedded twice.
+"""A small LRU of passage vectors: a text embedded as a passage again while it stays here is not embedded again.
 
-A write embeds its memories once already, for the near-duplicate check (memhub/core/near_duplicates.py); a
-moment later the indexer embeds the same text to index it. Measured before this cache
-(bench/bench_write_curation.py), that second pass was most of what curation cost: batches of 50 went from
-522 to 104 writes/s with the check on. The indexer now takes the vector the check made.
+The multilingual second opinion (memhub/search/multilingual.py) keeps the candidates and questions it embedded
+in one, so a memory, or a repeated question, is embedded once per hub while it stays in the cache. (The hub's
+write path hands its vectors to the indexer through memhub/embedding/write_handoff.py, whose vectors leave
+when the indexer takes them; an LRU dropped the ones the indexer needed next when it ran behind.)
 
-The cache is small and per process: the ``capacity`` most recent passages, keyed by the SHA-256 of their text
-(never the text: a 16k-character memory must not be held twice), each vector 1.5 KB at 384 dimensions, so
-4,096 entries hold about 6 MB. A vector depends only on the text and the model (the local model embeds one
-text per inference, memhub/embedding/onnx_minilm.py), so a cached one is the one the indexer would compute.
-A miss (another replica wrote it, or it was pushed out) is simply embedded again. Queries are not cached:
-they go through ``embed`` unchanged.
+It holds the ``capacity`` most recent passages, keyed by the SHA-256 of their text (never the text: a
+16k-character memory must not be held twice), each vector 1.5 KB at 384 dimensions, so 4,096 entries hold
+about 6 MB. A vector depends only on the text and the model, so a cached one is the one the model would
+compute again. Queries are not cached: they go through ``embed`` unchanged.
 """
 
 from __future__ import annotations
@@ -26,6 +24,11 @@ import numpy as np
 from .base import Embedder, check_texts, embed_bulk, embed_passages_now, empty
 
 DEFAULT_CAPACITY = 4_096
+
+
+def text_key(text: str) -> bytes:
+    """What a passage's vector is kept under: the SHA-256 of its text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,11 @@ class PassageVectorCache:
         return self.inner.embed(texts)
 
     def embed_passages_now(self, texts: Sequence[str]) -> np.ndarray:
-        """Memories a write is waiting on (the near-duplicate check): the interactive lane, remembered."""
+        """Passages a caller waits on: the interactive lane, remembered."""
         return self._cached(texts, lambda missing: embed_passages_now(self.inner, missing))
 
     def embed_bulk(self, texts: Sequence[str]) -> np.ndarray:
-        """Memories to index: what a write already embedded comes from the cache, the rest from the bulk lane."""
+        """Background passages: those held here come from the cache, the rest from the bulk lane, remembered."""
         return self._cached(texts, lambda missing: embed_bulk(self.inner, missing))
 
     def stats(self) -> CacheStats:
@@ -72,7 +75,7 @@ class PassageVectorCache:
         items = check_texts(texts)
         if not items:
             return empty(self.dimension)
-        keys = [hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest() for t in items]
+        keys = [text_key(t) for t in items]
         out: list[np.ndarray | None] = [None] * len(items)
         with self._lock:
             for i, key in enumerate(keys):
