@@ -40,6 +40,7 @@ from memhub.client import MemhubClient
 from memhub.config import HubConfig, IndexerConfig, PolicyConfig, ServerConfig, StoreConfig
 from memhub.core.model import Caller
 from memhub.db import engine as db_engine
+from memhub.embedding import Embedder, EmbeddingConfig, build_embedder
 from memhub.index import IndexedMemory, MilvusIndex
 
 REPO = Path(__file__).resolve().parent.parent
@@ -101,6 +102,16 @@ def drop_database(admin_url: str, url: str, patience_s: float = 120.0) -> None:
             if "checkpoint request failed" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(1.0)
+
+
+@pytest.fixture(scope="session")
+def local_model() -> Iterator[Embedder]:
+    """The hub's default local embedding model, loaded once, for tests that count or compare what it embeds."""
+    embedder = build_embedder(EmbeddingConfig())
+    try:
+        yield embedder
+    finally:
+        embedder.close()
 
 
 @pytest.fixture(scope="session")

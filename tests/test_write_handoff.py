@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -17,16 +16,7 @@ from conftest import Stack
 from test_passage_cache import CountingModel
 
 from memhub.client import memory_input
-from memhub.embedding import Embedder, EmbeddingConfig, WriteVectorHandoff, build_embedder
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[Embedder]:
-    embedder = build_embedder(EmbeddingConfig())
-    try:
-        yield embedder
-    finally:
-        embedder.close()
+from memhub.embedding import Embedder, WriteVectorHandoff
 
 
 class Clock:
@@ -37,12 +27,12 @@ class Clock:
         return self.now
 
 
-def _room_for(model: Embedder, vectors: int) -> int:
-    return vectors * 4 * model.dimension
+def _room_for(local_model: Embedder, vectors: int) -> int:
+    return vectors * 4 * local_model.dimension
 
 
-def test_the_indexer_takes_a_writes_vectors_and_they_leave(model: Embedder) -> None:
-    counting = CountingModel(model)
+def test_the_indexer_takes_a_writes_vectors_and_they_leave(local_model: Embedder) -> None:
+    counting = CountingModel(local_model)
     handoff = WriteVectorHandoff(counting)
     written = handoff.embed_passages_now(["Staging runs Postgres 16.", "Deploys freeze on Fridays."])
     assert handoff.stats().held == 2
@@ -52,18 +42,24 @@ def test_the_indexer_takes_a_writes_vectors_and_they_leave(model: Embedder) -> N
     np.testing.assert_array_equal(indexed[0], written[1])
     np.testing.assert_array_equal(indexed[1], written[0])
     # The handed-over vector is the one the model gives for that text.
-    np.testing.assert_allclose(indexed[:2], model.embed(["Deploys freeze on Fridays.", "Staging runs Postgres 16."]), atol=1e-6)
+    np.testing.assert_allclose(
+        indexed[:2], local_model.embed(["Deploys freeze on Fridays.", "Staging runs Postgres 16."]), atol=1e-6
+    )
     stats = handoff.stats()
     assert (stats.hits, stats.misses, stats.held) == (2, 3, 0)  # taken: nothing waits any more
     handoff.embed_bulk(["Staging runs Postgres 16."])  # indexed again (a rebuild): embedded, not held
     assert counting.bulk["Staging runs Postgres 16."] == 1 and handoff.stats().held == 0
+    handoff.embed_passages_now(["Oncall rotates on Mondays."])
+    twice = handoff.embed_bulk(["Oncall rotates on Mondays.", "Oncall rotates on Mondays."])  # one batch, one text twice
+    assert counting.bulk["Oncall rotates on Mondays."] == 0
+    np.testing.assert_array_equal(twice[0], twice[1])
 
 
-def test_when_the_indexer_runs_behind_the_oldest_vectors_stay(model: Embedder) -> None:
+def test_when_the_indexer_runs_behind_the_oldest_vectors_stay(local_model: Embedder) -> None:
     """A burst of writes larger than the room: the oldest are what the indexer asks for next (write order), so
     they stay and the newest are not kept; an LRU kept the newest and the indexer found none of the oldest."""
-    counting = CountingModel(model)
-    handoff = WriteVectorHandoff(counting, budget_bytes=_room_for(model, 3))
+    counting = CountingModel(local_model)
+    handoff = WriteVectorHandoff(counting, budget_bytes=_room_for(local_model, 3))
     assert handoff.capacity == 3
     facts = [f"fact number {i} about the deploy queue" for i in range(5)]
     for fact in facts:
@@ -76,10 +72,10 @@ def test_when_the_indexer_runs_behind_the_oldest_vectors_stay(model: Embedder) -
     assert counting.bulk == Counter({facts[3]: 1, facts[4]: 1})  # the two that found no room, embedded once more
 
 
-def test_vectors_no_indexer_took_make_room_once_old(model: Embedder) -> None:
+def test_vectors_no_indexer_took_make_room_once_old(local_model: Embedder) -> None:
     clock = Clock()
-    counting = CountingModel(model)
-    handoff = WriteVectorHandoff(counting, budget_bytes=_room_for(model, 2), max_age_s=60.0, clock=clock)
+    counting = CountingModel(local_model)
+    handoff = WriteVectorHandoff(counting, budget_bytes=_room_for(local_model, 2), max_age_s=60.0, clock=clock)
     handoff.embed_passages_now(["folded into a near duplicate", "refused after its check"])
     clock.now += 30.0
     handoff.embed_passages_now(["written while the two are young"])
@@ -91,8 +87,8 @@ def test_vectors_no_indexer_took_make_room_once_old(model: Embedder) -> None:
     assert not counting.bulk
 
 
-def test_queries_pass_through_and_nothing_is_held_for_them(model: Embedder) -> None:
-    counting = CountingModel(model)
+def test_queries_pass_through_and_nothing_is_held_for_them(local_model: Embedder) -> None:
+    counting = CountingModel(local_model)
     handoff = WriteVectorHandoff(counting)
     handoff.embed(["which postgres does staging run?"])
     handoff.embed(["which postgres does staging run?"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,75 +31,96 @@ def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
+class KeptPassageVectors:
+    """An Embedder in front of ``inner`` that keeps some passage vectors by text: ``embed`` (queries) passes
+    through; ``embed_passages_now`` (a waiting caller) and ``embed_bulk`` (background work) look their texts up
+    first and send only the others to the model, each distinct text once (a batch that repeats a memory embeds it
+    once). What is kept, and for how long, is the subclass's: ``_look_up`` and ``_keep``, both under ``_lock``."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id: str = inner.model_id
+        self.dimension: int = inner.dimension
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Queries: the inner embedder's interactive lane, not kept."""
+        return self.inner.embed(texts)
+
+    def embed_passages_now(self, texts: Sequence[str]) -> np.ndarray:
+        """Passages a caller waits on: the interactive lane."""
+        return self._vectors(texts, lambda missing: embed_passages_now(self.inner, missing), bulk=False)
+
+    def embed_bulk(self, texts: Sequence[str]) -> np.ndarray:
+        """Background passages: the bulk lane, behind queries."""
+        return self._vectors(texts, lambda missing: embed_bulk(self.inner, missing), bulk=True)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def _look_up(self, keys: list[bytes], bulk: bool) -> list[np.ndarray | None]:
+        raise NotImplementedError
+
+    def _keep(self, fresh: dict[bytes, np.ndarray], bulk: bool) -> None:
+        raise NotImplementedError
+
+    def _vectors(self, texts: Sequence[str], compute: Callable[[list[str]], np.ndarray], *, bulk: bool) -> np.ndarray:
+        items = check_texts(texts)
+        if not items:
+            return empty(self.dimension)
+        keys = [text_key(t) for t in items]
+        with self._lock:
+            out = self._look_up(keys, bulk)
+            hits = sum(v is not None for v in out)
+            self._hits += hits
+            self._misses += len(items) - hits
+        missing = [i for i, v in enumerate(out) if v is None]
+        if missing:
+            distinct: dict[bytes, str] = {}
+            for i in missing:
+                distinct.setdefault(keys[i], items[i])
+            fresh = dict(zip(distinct, compute(list(distinct.values())), strict=True))
+            with self._lock:
+                self._keep(fresh, bulk)
+            for i in missing:
+                out[i] = fresh[keys[i]]
+        return np.vstack(out)
+
+
 @dataclass(frozen=True)
 class CacheStats:
     hits: int
     misses: int
 
 
-class PassageVectorCache:
-    """An Embedder that remembers the passages (memories) it embedded. ``embed`` (queries) passes through."""
+class PassageVectorCache(KeptPassageVectors):
+    """Keeps the ``capacity`` passages embedded most recently, on either lane (least recently used first out)."""
 
     def __init__(self, inner: Embedder, capacity: int = DEFAULT_CAPACITY) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
-        self.inner = inner
-        self.model_id: str = inner.model_id
-        self.dimension: int = inner.dimension
+        super().__init__(inner)
         self._capacity = capacity
-        self._vectors: OrderedDict[bytes, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
-        self._hits = 0
-        self._misses = 0
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Queries: the inner embedder's interactive lane, not cached."""
-        return self.inner.embed(texts)
-
-    def embed_passages_now(self, texts: Sequence[str]) -> np.ndarray:
-        """Passages a caller waits on: the interactive lane, remembered."""
-        return self._cached(texts, lambda missing: embed_passages_now(self.inner, missing))
-
-    def embed_bulk(self, texts: Sequence[str]) -> np.ndarray:
-        """Background passages: those held here come from the cache, the rest from the bulk lane, remembered."""
-        return self._cached(texts, lambda missing: embed_bulk(self.inner, missing))
+        self._kept: OrderedDict[bytes, np.ndarray] = OrderedDict()
 
     def stats(self) -> CacheStats:
         with self._lock:
             return CacheStats(self._hits, self._misses)
 
-    def close(self) -> None:
-        self.inner.close()
+    def _look_up(self, keys: list[bytes], bulk: bool) -> list[np.ndarray | None]:
+        out: list[np.ndarray | None] = []
+        for key in keys:
+            vector = self._kept.get(key)
+            if vector is not None:
+                self._kept.move_to_end(key)
+            out.append(vector)
+        return out
 
-    def _cached(self, texts: Sequence[str], compute) -> np.ndarray:  # noqa: ANN001 - list[str] -> ndarray
-        items = check_texts(texts)
-        if not items:
-            return empty(self.dimension)
-        keys = [text_key(t) for t in items]
-        out: list[np.ndarray | None] = [None] * len(items)
-        with self._lock:
-            for i, key in enumerate(keys):
-                vector = self._vectors.get(key)
-                if vector is not None:
-                    self._vectors.move_to_end(key)
-                    out[i] = vector
-            hits = sum(v is not None for v in out)
-            self._hits += hits
-            self._misses += len(items) - hits
-        missing = [i for i, v in enumerate(out) if v is None]
-        if missing:
-            # Each distinct missing text once: a batch that repeats a memory embeds it once.
-            distinct: dict[bytes, str] = {}
-            for i in missing:
-                distinct.setdefault(keys[i], items[i])
-            vectors = compute(list(distinct.values()))
-            fresh = dict(zip(distinct, vectors, strict=True))
-            with self._lock:
-                for key, vector in fresh.items():
-                    self._vectors[key] = vector
-                    self._vectors.move_to_end(key)
-                while len(self._vectors) > self._capacity:
-                    self._vectors.popitem(last=False)
-            for i in missing:
-                out[i] = fresh[keys[i]]
-        return np.vstack(out)
+    def _keep(self, fresh: dict[bytes, np.ndarray], bulk: bool) -> None:
+        for key, vector in fresh.items():
+            self._kept[key] = vector
+            self._kept.move_to_end(key)
+        while len(self._kept) > self._capacity:
+            self._kept.popitem(last=False)

@@ -25,16 +25,15 @@ kept one is the one the indexer would compute; a miss is simply embedded.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Embedder, check_texts, embed_bulk, embed_passages_now, empty
-from .passage_cache import text_key
+from .base import Embedder
+from .passage_cache import KeptPassageVectors
 
 DEFAULT_BUDGET_BYTES = 32 << 20
 DEFAULT_MAX_AGE_S = 600.0
@@ -54,9 +53,9 @@ class HandoffStats:
     """Vectors waiting for the indexer now."""
 
 
-class WriteVectorHandoff:
-    """An Embedder that keeps the vectors ``embed_passages_now`` (writes) made until ``embed_bulk`` (the indexer)
-    asks for the same texts. ``embed`` (queries) passes through."""
+class WriteVectorHandoff(KeptPassageVectors):
+    """Keeps the vectors ``embed_passages_now`` (writes) made until ``embed_bulk`` (the indexer) asks for the same
+    texts. ``embed`` (queries) passes through."""
 
     def __init__(
         self,
@@ -67,75 +66,36 @@ class WriteVectorHandoff:
     ) -> None:
         if budget_bytes < 1 or max_age_s <= 0:
             raise ValueError(f"budget_bytes and max_age_s must be positive, got {budget_bytes} and {max_age_s}")
-        self.inner = inner
-        self.model_id: str = inner.model_id
-        self.dimension: int = inner.dimension
+        super().__init__(inner)
         self.capacity = max(1, budget_bytes // (4 * inner.dimension))
         self._max_age_s = max_age_s
         self._clock = clock
         self._held: OrderedDict[bytes, tuple[float, np.ndarray]] = OrderedDict()  # oldest first
-        self._lock = threading.Lock()
-        self._hits = self._misses = self._not_kept = 0
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Queries: the inner embedder's interactive lane, not kept."""
-        return self.inner.embed(texts)
-
-    def embed_passages_now(self, texts: Sequence[str]) -> np.ndarray:
-        """Memories a write is waiting on (the near-duplicate check): the interactive lane; kept for the indexer."""
-        return self._vectors(texts, lambda missing: embed_passages_now(self.inner, missing), taking=False)
-
-    def embed_bulk(self, texts: Sequence[str]) -> np.ndarray:
-        """Memories to index: a write's vectors are taken (and dropped from here), the rest embedded on the bulk lane."""
-        return self._vectors(texts, lambda missing: embed_bulk(self.inner, missing), taking=True)
+        self._not_kept = 0
 
     def stats(self) -> HandoffStats:
         with self._lock:
             return HandoffStats(self._hits, self._misses, self._not_kept, len(self._held))
 
-    def close(self) -> None:
-        self.inner.close()
+    def _look_up(self, keys: list[bytes], bulk: bool) -> list[np.ndarray | None]:
+        # The indexer (bulk) takes what it finds: the memory is indexed, nothing will ask for it again.
+        found: dict[bytes, tuple[float, np.ndarray] | None] = {}
+        for key in keys:
+            if key not in found:  # a text twice in one batch: taken once, used for both
+                found[key] = self._held.pop(key, None) if bulk else self._held.get(key)
+        return [None if (held := found[key]) is None else held[1] for key in keys]
 
-    def _vectors(self, texts: Sequence[str], compute: Callable[[list[str]], np.ndarray], *, taking: bool) -> np.ndarray:
-        items = check_texts(texts)
-        if not items:
-            return empty(self.dimension)
-        keys = [text_key(t) for t in items]
-        out: list[np.ndarray | None] = [None] * len(items)
-        with self._lock:
-            for i, key in enumerate(keys):
-                held = self._held.get(key)
-                if held is not None:
-                    out[i] = held[1]
-            if taking:
-                for key in keys:
-                    self._held.pop(key, None)
-            hits = sum(v is not None for v in out)
-            self._hits += hits
-            self._misses += len(items) - hits
-        missing = [i for i, v in enumerate(out) if v is None]
-        if missing:
-            # Each distinct missing text once: a batch that repeats a memory embeds it once.
-            distinct: dict[bytes, str] = {}
-            for i in missing:
-                distinct.setdefault(keys[i], items[i])
-            fresh = dict(zip(distinct, compute(list(distinct.values())), strict=True))
-            if not taking:
-                self._keep(fresh)
-            for i in missing:
-                out[i] = fresh[keys[i]]
-        return np.vstack(out)
-
-    def _keep(self, fresh: dict[bytes, np.ndarray]) -> None:
+    def _keep(self, fresh: dict[bytes, np.ndarray], bulk: bool) -> None:
+        if bulk:
+            return  # the indexer's own vectors: nothing reads them again
         now = self._clock()
-        with self._lock:
-            for key, vector in fresh.items():
-                if len(self._held) >= self.capacity:
-                    self._drop_expired(now)
-                if len(self._held) >= self.capacity:
-                    self._not_kept += 1
-                    continue
-                self._held[key] = (now, vector)
+        for key, vector in fresh.items():
+            if len(self._held) >= self.capacity:
+                self._drop_expired(now)
+            if len(self._held) >= self.capacity:
+                self._not_kept += 1
+                continue
+            self._held[key] = (now, vector)
 
     def _drop_expired(self, now: float) -> None:
         while self._held:
