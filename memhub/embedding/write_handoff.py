@@ -95,7 +95,8 @@ class WriteVectorHandoff(KeptPassageVectors):
             if len(self._held) >= self.capacity:
                 self._not_kept += 1
                 continue
-            self._held[key] = (now, vector)
+            # A copy: a row of the model's batch would keep the whole batch alive, past the budget's count.
+            self._held[key] = (now, vector.copy())
 
     def _drop_expired(self, now: float) -> None:
         while self._held:
