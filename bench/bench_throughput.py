@@ -101,8 +101,8 @@ def main() -> None:
             cpu = StackCPU(hub, server.pids if server else ())
             with MemhubClient(hub.address, token=hub.token) as client:
                 fresh = not client.list(["bench/copy0"], page_size=1).memories
+            threads = HubThreadCPU([p.pid for p in cpu.processes()["hub"]])
             if fresh:
-                threads = HubThreadCPU([p.pid for p in cpu.processes()["hub"]])
                 before = threads.seconds()
                 ingest = batched_writes(hub, items, cpu=cpu)
                 ingest_threads = by_thread(before, threads.seconds(), len(items))
@@ -116,7 +116,6 @@ def main() -> None:
                     wait_until_indexed(client)  # the searches that follow should not compete with indexing
             memory = resident_memory(hub, server.pids if server else ())
             one = searches(hub, questions, ["bench"], 1, args.queries, cpu)
-            threads = HubThreadCPU([p.pid for p in cpu.processes()["hub"]])
             before = threads.seconds()
             sixteen = searches(hub, questions, ["bench"], 16, max(1, args.queries // 16) * 2, cpu)
             search_threads = by_thread(before, threads.seconds(), len(sixteen.latencies))

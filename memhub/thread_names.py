@@ -9,16 +9,14 @@ as it starts (Linux only; elsewhere nothing happens).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import sys
 import threading
 from types import FrameType
-from typing import Any
+
+from memhub import linux_prctl
 
 KERNEL_LIMIT = 15
 """Bytes of a thread's name the kernel keeps (TASK_COMM_LEN is 16, with the terminating NUL)."""
-_PR_SET_NAME = 15
 _PREFIX = "memhub-"  # every hub thread's: dropped, since the kernel keeps so few bytes
 
 
@@ -33,24 +31,9 @@ def kernel_name(name: str) -> str:
     return f"{head}~{tail}"
 
 
-def _prctl() -> Any | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    except OSError:
-        return None
-    return libc.prctl
-
-
-_PRCTL = _prctl()
-
-
 def name_current_thread(name: str) -> bool:
     """Give the calling thread ``kernel_name(name)`` as its kernel name; False where that cannot be done."""
-    if _PRCTL is None:
-        return False
-    return bool(_PRCTL(_PR_SET_NAME, ctypes.c_char_p(kernel_name(name).encode()), 0, 0, 0) == 0)
+    return linux_prctl.prctl(linux_prctl.PR_SET_NAME, kernel_name(name).encode())
 
 
 def _on_thread_start(frame: FrameType, event: str, arg: object) -> None:
@@ -66,5 +49,5 @@ def name_threads_from_now() -> None:
     For a process that serves (``memhub serve``): it takes ``threading.setprofile``'s hook, which a profiler
     started later in the process would replace for the threads that start after it.
     """
-    if _PRCTL is not None:
+    if linux_prctl.available():
         threading.setprofile(_on_thread_start)

@@ -123,5 +123,11 @@ def test_every_sign_in_try_is_audited_at_the_hub(console: RunningConsole) -> Non
 
     eventually(audited, "every refused sign-in try has its authenticate audit row", timeout_s=60)
     with fleet.client("root") as root:  # and the valid one is the hub's admin decision for that agent
-        rows = root.call_admin("QueryAuditLog", apb.QueryAuditLogRequest(agent_id=agent, action="admin")).entries
+        # Admin decisions reach the audit log in batches (every 0.5 s, memhub/audit/writer.py): a query right after
+        # the sign-in could run before its batch (a full suite run did), so the row is waited for, not assumed.
+        def admin_rows() -> list:
+            return list(root.call_admin("QueryAuditLog", apb.QueryAuditLogRequest(agent_id=agent, action="admin")).entries)
+
+        eventually(lambda: bool(admin_rows()), "the valid sign-in's admin decision is in the audit log", timeout_s=30)
+        rows = admin_rows()
         assert rows and rows[0].rpc.endswith("GetPolicyInfo")

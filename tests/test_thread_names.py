@@ -81,8 +81,10 @@ def test_a_served_hub_names_its_threads(tmp_path: Path, external_pg_admin_url: s
         hub = spawn_hub(tmp_path, tmp_path / "data", database_url=url)
         try:
             with MemhubClient(hub.address, token=hub.token("tester")) as client:
-                client.write([memory_input("agents/tester/notes", "the thread names test writes one memory")])
-                assert client.search("thread names", ["agents/tester"]).hits is not None
+                note = "the thread names test writes one memory"
+                assert client.write([memory_input("agents/tester/notes", note)], wait_indexed=True).indexed
+                hits = client.search("thread names", ["agents/tester"]).hits  # runs the search pool's threads
+                assert [h.memory.content for h in hits] == [note]
             names = _kernel_names(hub.proc.pid)
         finally:
             assert hub.stop() == 0

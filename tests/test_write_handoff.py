@@ -87,6 +87,29 @@ def test_vectors_no_indexer_took_make_room_once_old(local_model: Embedder) -> No
     assert not counting.bulk
 
 
+def test_vectors_another_indexer_took_make_room_once_this_one_is_past_them(local_model: Embedder) -> None:
+    """Several replicas: their indexers take most of what a write kept here. Once this process's indexer has taken a
+    vector kept BEHIND_S after them, the older ones make room, long before max_age_s."""
+    clock = Clock()
+    counting = CountingModel(local_model)
+    handoff = WriteVectorHandoff(counting, budget_bytes=_room_for(local_model, 3), clock=clock)
+    start = clock.now
+    for offset, fact in ((0.0, "indexed by the other replica"), (10.0, "also indexed there"), (100.0, "indexed here")):
+        clock.now = start + offset
+        handoff.embed_passages_now([fact])
+    clock.now = start + 101.0
+    handoff.embed_passages_now(["written while all three are young"])
+    assert (handoff.stats().held, handoff.stats().not_kept) == (3, 1)  # nobody has taken anything yet: kept as is
+    handoff.embed_bulk(["indexed here"])  # this process's indexer, 100 s into the writes
+    clock.now = start + 103.0
+    handoff.embed_passages_now(["a fourth fact"])  # the room "indexed here" left
+    clock.now = start + 104.0
+    handoff.embed_passages_now(["a fifth fact"])  # full: the two kept 90-100 s before the one taken make room
+    assert (handoff.stats().held, handoff.stats().not_kept) == (2, 1)
+    handoff.embed_bulk(["a fourth fact", "a fifth fact"])
+    assert not counting.bulk
+
+
 def test_queries_pass_through_and_nothing_is_held_for_them(local_model: Embedder) -> None:
     counting = CountingModel(local_model)
     handoff = WriteVectorHandoff(counting)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
-from memhub import client_config
+from memhub import client_config, linux_prctl
 from memhub.cli.listen_port import bind_port
 from memhub.data_dir_lock import ServingLock, lite_file
 from memhub.errors import StartupError
@@ -181,12 +181,10 @@ def die_with_group() -> None:
     """In a hub process: Linux sends it SIGTERM when the group's process dies (prctl PR_SET_PDEATHSIG), so a group
     killed with kill -9 leaves no hub serving on without its index. Set by the member itself, not between fork and
     exec (unsafe in the group's threaded process); a group already gone by then is noticed by the parent pid."""
-    if not sys.platform.startswith("linux"):
+    if not linux_prctl.available():
         return
-    import ctypes
-
     parent = os.getppid()
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    linux_prctl.prctl(linux_prctl.PR_SET_PDEATHSIG, signal.SIGTERM)
     if parent == 1 or os.getppid() != parent:
         raise StartupError("the memhub serve --processes group that started this hub process is gone")
 

@@ -13,8 +13,9 @@ memhub_embedding_batch_texts by lane), so almost every checked memory was embedd
 - a vector is kept until the indexer takes it, then dropped (it is indexed; a holder re-indexed for its
   keyword context reads its vector back from the index, memhub/core/indexer.py);
 - when full, the oldest vectors stay and a new one is not kept (the indexer works in write order, so the
-  oldest are the next it needs), except that vectors older than ``max_age_s`` make room: those of writes
-  that never reached the index (folded into a near duplicate, refused) would otherwise hold their places;
+  oldest are the next it needs), except that vectors nobody will take make room: those kept ``BEHIND_S`` or
+  more before the newest vector this process's indexer took (another replica's indexer indexed them, or the
+  write never reached the index: folded into a near duplicate, refused), and any older than ``max_age_s``;
 - the indexer's own vectors are not kept: nothing reads them again.
 
 The bound is in bytes (``budget_bytes``, 32 MiB: 21,845 vectors at 384 dimensions). Vectors are keyed by the
@@ -39,6 +40,11 @@ DEFAULT_BUDGET_BYTES = 32 << 20
 DEFAULT_MAX_AGE_S = 600.0
 """Ten minutes: at the hub's slowest measured indexing (about 180 memories/s at 100k rows on 2 cores) the
 indexer gets through a backlog of 100,000 memories in that time."""
+BEHIND_S = 60.0
+"""Indexers claim the outbox in write order, a batch at a time: a vector kept a minute before one this process's
+indexer has taken was indexed elsewhere (with several replicas or `serve --processes`, most of what a write
+keeps here), or its write never reached the index. Without this, such vectors would fill the hand-off for
+``max_age_s`` under a steady stream of writes and leave no room for the ones this indexer will take."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class WriteVectorHandoff(KeptPassageVectors):
         self._clock = clock
         self._held: OrderedDict[bytes, tuple[float, np.ndarray]] = OrderedDict()  # oldest first
         self._not_kept = 0
+        self._newest_taken = float("-inf")  # when the newest vector the indexer took was kept
 
     def stats(self) -> HandoffStats:
         with self._lock:
@@ -83,6 +90,9 @@ class WriteVectorHandoff(KeptPassageVectors):
         for key in keys:
             if key not in found:  # a text twice in one batch: taken once, used for both
                 found[key] = self._held.pop(key, None) if bulk else self._held.get(key)
+        if bulk:
+            taken = [held[0] for held in found.values() if held is not None]
+            self._newest_taken = max([self._newest_taken, *taken])
         return [None if (held := found[key]) is None else held[1] for key in keys]
 
     def _keep(self, fresh: dict[bytes, np.ndarray], bulk: bool) -> None:
@@ -99,8 +109,10 @@ class WriteVectorHandoff(KeptPassageVectors):
             self._held[key] = (now, vector.copy())
 
     def _drop_expired(self, now: float) -> None:
+        """Drop, oldest first, the vectors no indexer here will take (``BEHIND_S``, ``max_age_s``)."""
+        before = max(now - self._max_age_s, self._newest_taken - BEHIND_S)
         while self._held:
             key, (kept_at, _) = next(iter(self._held.items()))
-            if now - kept_at < self._max_age_s:
+            if kept_at > before:
                 return
             del self._held[key]
