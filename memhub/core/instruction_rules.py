@@ -24,15 +24,20 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from memhub.core.regex_needs import Needs, foldable, may_match, needs
+
 
 @dataclass(frozen=True)
 class Rule:
     name: str
     pattern: re.Pattern[str]
+    needs: Needs
+    """Literals a match must contain (memhub/core/regex_needs.py): a text without them skips the pattern."""
 
 
 def _rule(name: str, pattern: str) -> Rule:
-    return Rule(name, re.compile(pattern, re.IGNORECASE | re.MULTILINE))
+    compiled = re.compile(pattern, re.IGNORECASE | re.MULTILINE)
+    return Rule(name, compiled, needs(compiled))
 
 
 _PRIOR = r"(?:previous|prior|preceding|earlier|above|foregoing|original|initial|existing|your|the|all|any|these|those)"
@@ -154,10 +159,12 @@ def _normalised(text: str) -> str:
 def matching_rules(text: str) -> tuple[str, ...]:
     """Names of the rules the text matches, in rule order (empty: not instruction-like)."""
     normal = _normalised(text)
-    return tuple(rule.name for rule in RULES if rule.pattern.search(normal))
+    folded = foldable(normal)
+    return tuple(rule.name for rule in RULES if may_match(rule.needs, folded) and rule.pattern.search(normal))
 
 
 def is_instruction_like(text: str) -> bool:
     """True when some rule matches: the text addresses the model that will read it."""
     normal = _normalised(text)
-    return any(rule.pattern.search(normal) for rule in RULES)
+    folded = foldable(normal)
+    return any(may_match(rule.needs, folded) and rule.pattern.search(normal) for rule in RULES)

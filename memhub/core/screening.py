@@ -37,5 +37,9 @@ def screened(items: Sequence[NewMemory], config: ScreeningConfig) -> list[NewMem
     out = []
     for item in items:
         flags = flags_for(item.content)
-        out.append(dataclasses.replace(item, flags=flags, quarantined=bool(flags) and config.quarantines(item.namespace)))
+        quarantined = bool(flags) and config.quarantines(item.namespace)
+        if flags == item.flags and quarantined == item.quarantined:
+            out.append(item)  # most writes: nothing flagged; a copy of each cost more than the rules' shortcut saved
+        else:
+            out.append(dataclasses.replace(item, flags=flags, quarantined=quarantined))
     return out

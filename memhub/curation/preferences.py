@@ -106,11 +106,11 @@ def statements(turn: str) -> list[Statement]:
         sentence = match.group(0).strip()
         if len(sentence) < 6 or sentence.endswith(("?", "？")):
             continue  # a question states nothing about the asker's preferences on its own
+        # The Chinese rules need Chinese characters: an ASCII sentence (most of them) skips their scans.
         if (
             _EN_FIRST_PERSON.search(sentence)
             or _EN_THIRD_PERSON.search(sentence)
-            or _ZH.search(sentence)
-            or _ZH_SELF.search(sentence)
+            or (not sentence.isascii() and (_ZH.search(sentence) or _ZH_SELF.search(sentence)))
         ):
             out.append(Statement(speaker, sentence[:MAX_CHARS]))
             if len(out) == MAX_PER_TURN:

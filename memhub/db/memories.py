@@ -8,36 +8,17 @@ row becomes and the shared filter in memhub/db/memory_rows.py.
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
-from sqlalchemy import Connection, bindparam, func, or_, select, text, tuple_, update
+from sqlalchemy import Connection, func, or_, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from memhub.core.model import Caller, MemoryFilter, MemoryRecord, NewMemory, Replaced, Status, WriteOutcome
 from memhub.db import versions
 from memhub.db.memory_rows import filter_conditions, filter_params, to_record
+from memhub.db.new_memory_rows import content_hash, insert_rows, row_values
 from memhub.db.schema import MEMORY_COLUMNS, memories, namespaces, outbox
 from memhub.errors import Aborted, PermissionDenied
-from memhub.recall.entities import keys_for as entity_keys_for
-
-# One statement for every new row, compiled once and then taken from SQLAlchemy's cache; rows are sent as
-# parameter sets (psycopg's insertmanyvalues: still one multi-row INSERT per 1,000 rows, in the order given). A
-# statement built per write with values([...]) was compiled afresh every time, 100 rows x 30 bind parameters: a
-# fifth of a write's CPU in py-spy during a LongMemEval ingest. ``occurred_at_given`` None means "now", the
-# transaction's time, as before.
-_INSERT_ROWS = (
-    pg_insert(memories)
-    .values(occurred_at=func.coalesce(bindparam("occurred_at_given", type_=memories.c.occurred_at.type), func.now()))
-    .on_conflict_do_nothing()
-    .returning(*MEMORY_COLUMNS)
-)
-
-
-def content_hash(content: str) -> str:
-    """sha256 of the exact content (no normalisation: 'Yes' and 'yes' are different memories)."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 def enqueue_index(conn: Connection, memory_ids: Iterable[str], *, context_only: bool = False) -> None:
@@ -101,10 +82,10 @@ def insert_memories(
             outcomes[i] = WriteOutcome(confirmed, deduplicated=True, near=True)
     plain = [i for i, item in enumerate(items) if item.subject_key is None and i not in outcomes and i not in skip]
     if plain:
-        values = {i: _row_values(items[i], i, caller, session_id, embedding_model, blind) for i in plain}
+        values = {i: row_values(items[i], i, caller, session_id, embedding_model, blind) for i in plain}
         plain.sort(key=lambda i: (values[i]["namespace"], values[i]["content_hash"]))
         # Conflicts (an active copy of the same content) are skipped here and resolved below.
-        inserted = {str(r._mapping["id"]): r for r in conn.execute(_INSERT_ROWS, [values[i] for i in plain])}
+        inserted = insert_rows(conn, [values[i] for i in plain])
         skipped = [i for i in plain if values[i]["id"] not in inserted]
         existing = _active_by_hash(conn, [(items[i].namespace, values[i]["content_hash"]) for i in skipped])
         for i in sorted(plain):
@@ -122,7 +103,7 @@ def insert_memories(
         (i for i, item in enumerate(items) if item.subject_key is not None and i not in skip), key=lambda i: _order(items[i])
     )
     for i in keyed:
-        values = _row_values(items[i], i, caller, session_id, embedding_model, blind)
+        values = row_values(items[i], i, caller, session_id, embedding_model, blind)
         outcomes[i] = _insert_with_subject(conn, items[i], values, changed, may_supersede)
     enqueue_index(conn, changed)
     return [outcomes.get(i) for i in range(len(items))]
@@ -130,42 +111,6 @@ def insert_memories(
 
 def _order(item: NewMemory) -> tuple[str, str, str]:
     return item.namespace, item.subject_key or "", content_hash(item.content)
-
-
-def _row_values(
-    item: NewMemory, position: int, caller: Caller, session_id: str, embedding_model: str, blind: frozenset[str]
-) -> dict:
-    return {
-        "write_pos": position,
-        "id": str(uuid.uuid4()),
-        "namespace": item.namespace,
-        "kind": item.kind.value,
-        "type": item.type.value,
-        "content": item.content,
-        "content_hash": content_hash(item.content),
-        "tags": list(item.tags),
-        "entities": list(item.entities),
-        "entity_keys": entity_keys_for(item.content, item.entities),
-        "importance": item.importance,
-        "confidence": item.confidence,
-        "occurred_at_given": item.occurred_at,
-        "valid_from": item.valid_from,
-        "valid_to": item.valid_to,
-        "expires_at": item.expires_at,
-        "source_agent": caller.agent_id,
-        "source_session": session_id,
-        "source_trace": caller.trace_id,
-        "source_request_id": caller.hub_request_id,
-        "source_trace_from_caller": caller.trace_id_from_caller,
-        "status": (Status.QUARANTINED if item.quarantined else Status.ACTIVE).value,
-        "trust": caller.trust.value,
-        "flags": list(item.flags),
-        "subject_key": item.subject_key,
-        "supersedes": [],
-        "derived_from": list(item.derived_from),
-        "embedding_model": embedding_model,
-        "blind_write": item.namespace in blind,
-    }
 
 
 def _active_by_hash(conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], MemoryRecord]:
@@ -207,7 +152,7 @@ def _insert_with_subject(
             )
         # No conflict target: either unique index (content hash or subject key) may
         # be hit by a concurrent writer that committed first.
-        row = conn.execute(_INSERT_ROWS, values).first()
+        row = insert_rows(conn, [values]).get(values["id"])
         if row is None:
             savepoint.rollback()  # un-supersede
     if row is None:

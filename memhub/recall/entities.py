@@ -50,8 +50,12 @@ def key(entity: str) -> str:
 
 
 def _sentence_initial(text: str, start: int) -> bool:
-    before = text[:start].rstrip()
-    return not before or before[-1] in ".!?:;\"“'‘([]\n"
+    # Walks back over the whitespace instead of stripping a copy of everything before ``start``: a copy per
+    # capitalised word made a long turn's extraction grow with the square of its length.
+    i = start
+    while i > 0 and text[i - 1].isspace():
+        i -= 1
+    return i == 0 or text[i - 1] in ".!?:;\"“'‘([]\n"
 
 
 def _labelled(text: str, end: int) -> bool:
