@@ -8,6 +8,7 @@ back for `memhub reindex` to reuse.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,6 +74,14 @@ def test_packed_vectors_round_trip_at_float16_precision_and_corruption_is_refuse
         dense_codes.unpack(packed[:1], 383)
     with pytest.raises(ValueError, match="not base64"):
         dense_codes.unpack(["@@@" + packed[0][3:]], DIM)
+    with pytest.raises(ValueError, match="not base64"):  # a stray character inside is refused, not skipped
+        dense_codes.unpack([packed[0][:500] + "\n" + packed[0][501:]], DIM)
+    # The stored text is standard base64 (indexes written before pybase64 read the same), and the float16 rows
+    # are what float32 ones are made from.
+    assert packed == [base64.b64encode(v.astype(np.float16).tobytes()).decode("ascii") for v in vectors]
+    assert dense_codes.pack_many(vectors) == packed
+    halves = dense_codes.unpack_halves(packed, DIM)
+    assert halves.dtype == np.float16 and np.array_equal(halves.astype(np.float32), back)
 
 
 def test_best_keeps_the_highest_inner_products_in_order() -> None:

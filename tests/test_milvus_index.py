@@ -701,3 +701,32 @@ def test_served_index_heals_after_its_server_restarts(tmp_path: Path) -> None:
         index.close()
         proc.terminate()
         proc.wait(30)
+
+
+def _quoted_char_by_char(value: str) -> str | None:
+    """The quoting rule spelled out one character at a time (None: refused)."""
+    escapes = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for ch in value:
+        if ch in escapes:
+            out.append(escapes[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            return None
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def test_quote_treats_every_character_as_the_rule_says() -> None:
+    # quote() takes a shortcut for values with nothing to escape; every code point of the BMP, and a sample above
+    # it, must come out as the character-by-character rule gives, alone and between ordinary characters.
+    rng = random.Random(11)
+    points = [*range(0x10000), *rng.sample(range(0x10000, 0x110000), 5000)]
+    for code in points:
+        for value in (chr(code), f"t/a{chr(code)}b"):
+            expected = _quoted_char_by_char(value)
+            if expected is None:
+                with pytest.raises(ValueError, match="control character"):
+                    quote(value)
+            else:
+                assert quote(value) == expected, f"U+{code:04X}"

@@ -14,10 +14,13 @@ import unicodedata
 from datetime import datetime, timedelta, timezone
 
 from conftest import TESTER, Stack
+from psycopg import _queries as psycopg_queries
+from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
 
 from memhub.api.convert import write_request
 from memhub.client import memory_input
 from memhub.core.model import MemoryRecord, NewMemory
+from memhub.db.new_memory_rows import INSERT_ROWS
 from memhub.v1 import memory_pb2 as pb
 
 # Characters by general category; surrogates cannot travel in UTF-8 and NUL is refused at validation.
@@ -118,3 +121,11 @@ def test_a_batch_is_stored_in_the_order_sent_and_repeats_in_it_fold_into_one(sta
     stored = [stack.hub.service.get(TESTER, m.id) for m in written[:4]]
     assert len({m.id for m in stored}) == 4
     assert stored[1].seen_count == 2
+
+
+def test_the_insert_stays_within_what_psycopg_caches() -> None:
+    # The reason for the JSON array: psycopg converts a statement's placeholders once only when the statement is
+    # at most MAX_CACHED_STATEMENT_LENGTH bytes with at most MAX_CACHED_STATEMENT_PARAMS parameters.
+    compiled = INSERT_ROWS.compile(dialect=psycopg_dialect.dialect())
+    assert len(str(compiled).encode()) <= psycopg_queries.MAX_CACHED_STATEMENT_LENGTH
+    assert list(compiled.params) == ["rows"] and len(compiled.params) <= psycopg_queries.MAX_CACHED_STATEMENT_PARAMS

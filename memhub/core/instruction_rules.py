@@ -167,4 +167,7 @@ def is_instruction_like(text: str) -> bool:
     """True when some rule matches: the text addresses the model that will read it."""
     normal = _normalised(text)
     folded = foldable(normal)
-    return any(may_match(rule.needs, folded) and rule.pattern.search(normal) for rule in RULES)
+    for rule in RULES:  # a loop rather than any(<generator>): it runs on every write
+        if may_match(rule.needs, folded) and rule.pattern.search(normal):
+            return True
+    return False

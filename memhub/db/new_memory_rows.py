@@ -22,7 +22,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from memhub.core.model import Caller, NewMemory, Status
-from memhub.db.schema import MEMORY_COLUMNS, memories
+from memhub.db.memory_rows import RECORD_COLUMNS
+from memhub.db.schema import memories
 from memhub.recall.entities import keys_for as entity_keys_for
 
 #: The columns a new row gives; ``occurred_at`` comes from ``occurred_at_given`` (None: the transaction's time).
@@ -74,7 +75,7 @@ INSERT_ROWS = (
         select(*(_rows.c[name] for name in GIVEN_COLUMNS), func.coalesce(_rows.c.occurred_at_given, func.now())),
     )
     .on_conflict_do_nothing()
-    .returning(*MEMORY_COLUMNS)
+    .returning(*RECORD_COLUMNS)  # the arrays as the driver's lists, as the readers take them (memory_rows.py)
 )
 
 

@@ -29,12 +29,12 @@ better. bench/bench_scale.py prints the hub's own recall on its index.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import math
 from collections.abc import Sequence
 
 import numpy as np
+import pybase64  # SIMD base64: the standard library's decoded a search's 400 candidates in 1.5 ms, this in 0.04
 
 LEVELS = 3
 """Thresholds per dimension: bits per dimension in a code."""
@@ -58,7 +58,7 @@ def thermometer(vectors: np.ndarray) -> np.ndarray:
 
 def pack(vector: np.ndarray) -> str:
     """A unit vector as the text the index keeps for scoring: its float16 bytes in base64."""
-    return base64.b64encode(np.asarray(vector, dtype=np.float16).tobytes()).decode("ascii")
+    return pybase64.b64encode(np.asarray(vector, dtype=np.float16).tobytes()).decode("ascii")
 
 
 def pack_many(vectors: np.ndarray) -> list[str]:
@@ -66,9 +66,9 @@ def pack_many(vectors: np.ndarray) -> list[str]:
     halves = np.ascontiguousarray(vectors, dtype=np.float16)
     width = 2 * halves.shape[1]
     if width % 3:  # base64 pads each row: encoded one at a time
-        return [base64.b64encode(row.tobytes()).decode("ascii") for row in halves]
+        return [pybase64.b64encode(row.tobytes()).decode("ascii") for row in halves]
     # No padding inside: the joined rows encode to the rows' texts joined (384-d: 1,024 characters each).
-    text = base64.b64encode(halves.tobytes()).decode("ascii")
+    text = pybase64.b64encode(halves.tobytes()).decode("ascii")
     chars = 4 * width // 3
     return [text[i : i + chars] for i in range(0, len(text), chars)]
 
@@ -78,16 +78,21 @@ def unpack(packed: Sequence[str], dimension: int) -> np.ndarray:
 
     Raises ValueError when a value is not what ``pack`` writes for this dimension (a corrupted row).
     """
+    return unpack_halves(packed, dimension).astype(np.float32)
+
+
+def unpack_halves(packed: Sequence[str], dimension: int) -> np.ndarray:
+    """``unpack`` before the conversion to float32: the stored float16 rows, read-only."""
     try:
         if (2 * dimension) % 3 == 0:  # no padding inside: one decode of the joined text (384-d: 1,024 characters each)
-            raw = binascii.a2b_base64("".join(packed))
+            raw = pybase64.b64decode("".join(packed), validate=True)
         else:
-            raw = b"".join(binascii.a2b_base64(p) for p in packed)
+            raw = b"".join(pybase64.b64decode(p, validate=True) for p in packed)
     except (binascii.Error, ValueError):
         raise ValueError("a stored vector is not base64; rebuild the index with `memhub reindex`") from None
     if len(raw) != 2 * dimension * len(packed):
         raise ValueError(f"stored vectors do not have {dimension} dimensions; rebuild the index with `memhub reindex`")
-    return np.frombuffer(raw, dtype=np.float16).reshape(len(packed), dimension).astype(np.float32)
+    return np.frombuffer(raw, dtype=np.float16).reshape(len(packed), dimension)
 
 
 def best(ids: Sequence[str], vectors: np.ndarray, query: np.ndarray, limit: int) -> list[tuple[str, float]]:

@@ -96,9 +96,9 @@ def hits(
     else:
         out = []
         for found, query in zip(lists, queries, strict=True):
-            vectors = dense_codes.unpack(found.fields.get(schema.DENSE_F16, []), dimension)
-            scored(found.ids, vectors)
-            out.append(dense_codes.best(found.ids, vectors, query, limit))
+            halves = dense_codes.unpack_halves(found.fields.get(schema.DENSE_F16, []), dimension)
+            scored(found.ids, halves)  # kept as float16: converting them back cost more than the scoring
+            out.append(dense_codes.best(found.ids, halves.astype(np.float32), query, limit))
     if at_least is None:
         return out
     return [[(mid, score) for mid, score in hits if score >= at_least] for hits in out]

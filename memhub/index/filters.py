@@ -17,6 +17,7 @@ one representation serves both backends.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 
 from memhub.index import schema
@@ -34,6 +35,10 @@ _TAG_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+# No backslash, quote or control character: quoted as it is.
+_PLAIN = re.compile(r'[^\x00-\x1f\x7f\\"]*')
+
+
 def quote(value: str) -> str:
     """Return ``value`` as a double-quoted Milvus string literal.
 
@@ -42,6 +47,8 @@ def quote(value: str) -> str:
     """
     if not isinstance(value, str):
         raise ValueError(f"filter value must be a string, got {type(value).__name__}")
+    if _PLAIN.fullmatch(value):  # most values (every namespace of a search): nothing to escape or refuse
+        return '"' + value + '"'
     out = []
     for ch in value:
         if ch in _ESCAPES:

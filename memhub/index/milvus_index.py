@@ -376,7 +376,7 @@ class MilvusIndex(MilvusReads):
                 output = [schema.DENSE_F16] if coded else []
                 answer = self._search_many([text], schema.SPARSE, flt, limit, "keyword search", None, output)[0]
                 if coded and answer.ids:
-                    self._recent.remember(answer.ids, dense_codes.unpack(answer.fields[schema.DENSE_F16], self._dimension))
+                    self._recent.remember(answer.ids, dense_codes.unpack_halves(answer.fields[schema.DENSE_F16], self._dimension))
                 return list(zip(answer.ids, answer.scores, strict=True))
             except IndexBackendError as exc:
                 # Milvus Lite cannot weigh BM25 terms before any row was ever written (its average

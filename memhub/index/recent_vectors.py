@@ -30,10 +30,10 @@ class RecentVectors:
         self._lock = threading.Lock()
 
     def remember(self, ids: Sequence[str], vectors: np.ndarray) -> None:
-        """Keep ``vectors[i]`` (float32 rows) as ``ids[i]``'s."""
+        """Keep ``vectors[i]`` (float16 rows as the index stores them, or float32 ones) as ``ids[i]``'s."""
         if not self._capacity:
             return
-        rows = vectors.astype(np.float16)
+        rows = vectors if vectors.dtype == np.float16 else vectors.astype(np.float16)
         with self._lock:
             for mid, row in zip(ids, rows, strict=True):
                 self._vectors[mid] = row

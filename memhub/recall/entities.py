@@ -49,6 +49,10 @@ def key(entity: str) -> str:
     return " ".join(entity.lower().split()).strip(".,;:!?'’\"-")[:MAX_ENTITY_CHARS]
 
 
+def _name_word(k: str) -> bool:
+    return k not in _FUNCTION and k not in _CALENDAR
+
+
 def _sentence_initial(text: str, start: int) -> bool:
     # Walks back over the whitespace instead of stripping a copy of everything before ``start``: a copy per
     # capitalised word made a long turn's extraction grow with the square of its length.
@@ -86,7 +90,7 @@ def _extract(text: str) -> tuple[str, ...]:
     for m in _CODE.finditer(text):
         add(m.group(0))
     for m in _CAP_RUN.finditer(text):
-        words = [w for w in m.group(1).split() if key(w) not in _FUNCTION and key(w) not in _CALENDAR]
+        words = [w for w in m.group(1).split() if _name_word(key(w))]
         if not words:
             continue
         first_kept = words[0] == m.group(1).split()[0]
