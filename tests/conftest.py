@@ -104,6 +104,16 @@ def drop_database(admin_url: str, url: str, patience_s: float = 120.0) -> None:
             time.sleep(1.0)
 
 
+class ManualClock:
+    """A monotonic clock that moves only when a test sets ``now``: for code that takes ``clock=`` to time things."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @pytest.fixture(scope="session")
 def local_model() -> Iterator[Embedder]:
     """The hub's default local embedding model, loaded once, for tests that count or compare what it embeds."""

@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 import pytest
 from chat_server import Raw, Scripted, chat_server
-from conftest import REPO, backend_database, client_of, rpc_error, serving, write_policy_dir
+from conftest import REPO, ManualClock, backend_database, client_of, rpc_error, serving, write_policy_dir
 from conftest import hub_config as base_config
 
 from memhub.app import Hub
@@ -215,19 +215,11 @@ def test_a_failing_llm_fails_the_call_and_nothing_is_half_written(
 # -- the schedule ------------------------------------------------------------------------------------
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_schedule_runs_as_its_principal_with_the_rights_policy_gives_it(curated: CuratedHub, tester: MemhubClient) -> None:
     granted, refused = _unique("teams/support"), _unique("proj")
     ids = _seed(tester, granted, "s1", EPISODES)
     _seed(tester, refused, "s1", EPISODES)
-    clock = _Clock()
+    clock = ManualClock()
     config = ConsolidationConfig(
         schedule=(ScheduledNamespace(granted, 3600.0), ScheduledNamespace(refused, 3600.0)),
         group_by=curated.hub.config.consolidation.group_by,

@@ -9,7 +9,9 @@ back for `memhub reindex` to reuse.
 from __future__ import annotations
 
 import base64
+import gc
 import uuid
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -246,3 +248,17 @@ def test_a_search_for_close_rows_returns_exactly_the_close_rows(filled: tuple[Mi
         with pytest.raises(ValueError, match="at_least"):
             index.search_dense_many(list(queries[:1]), flt, 5, at_least=bad)  # type: ignore[arg-type]
     assert index.search_dense_many(list(queries[:1]), flt, 5, at_least=np.float32(0.85))[0] == answers[0]
+
+
+def test_kept_candidates_do_not_hold_their_search_s_matrix() -> None:
+    # RecentVectors' bound counts rows: a kept row that were a view of its search's matrix would keep every
+    # candidate of that search alive (400 rows) for as long as it stays.
+    recent = dense_codes_cache(8)
+    halves = clustered(400, 31).astype(np.float16)
+    batch = weakref.ref(halves)
+    recent.remember([f"m{i}" for i in range(400)], halves)
+    del halves
+    gc.collect()
+    assert batch() is None
+    recent.remember(["f32"], clustered(1, 37))  # float32 rows are converted, and kept on their own too
+    assert set(recent.similarities(clustered(1, 37)[0], ["m399", "f32", "m0"])) == {"m399", "f32"}

@@ -9,33 +9,28 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import sys
 import unicodedata
 from datetime import datetime, timedelta, timezone
 
 from conftest import TESTER, Stack
 from psycopg import _queries as psycopg_queries
 from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
+from unicode_classes import by_category
 
 from memhub.api.convert import write_request
 from memhub.client import memory_input
 from memhub.core.model import MemoryRecord, NewMemory
-from memhub.db.new_memory_rows import INSERT_ROWS
+from memhub.db.new_memory_rows import GIVEN_COLUMNS, INSERT_ROWS, row_values
 from memhub.v1 import memory_pb2 as pb
-
-# Characters by general category; surrogates cannot travel in UTF-8 and NUL is refused at validation.
-_CATEGORIES: dict[str, list[str]] = {}
-for _code in range(1, sys.maxunicode + 1):
-    _cat = unicodedata.category(chr(_code))
-    if _cat != "Cs":
-        _CATEGORIES.setdefault(_cat, []).append(chr(_code))
 
 
 def _contents(rng: random.Random) -> list[str]:
-    """One memory per category: a sentence with 40 of that category's characters spread through it."""
+    """One memory per category: a sentence with 40 of that category's characters spread through it (NUL aside:
+    validation refuses it)."""
     out = []
-    for cat, chars in sorted(_CATEGORIES.items()):
-        picked = [rng.choice(chars) for _ in range(40)]
+    for cat, chars in sorted(by_category().items()):
+        allowed = chars[1:] if chars[0] == "\x00" else chars
+        picked = [rng.choice(allowed) for _ in range(40)]
         # JSON's own specials and the characters around them, always: quote, backslash, "/", controls.
         picked += ['"', "\\", "/", "\b", "\f", "\n", "\r", "\t", "\x01", "\x1f", "\x7f", "\u2028", "\U0001f600"]
         rng.shuffle(picked)
@@ -129,3 +124,11 @@ def test_the_insert_stays_within_what_psycopg_caches() -> None:
     compiled = INSERT_ROWS.compile(dialect=psycopg_dialect.dialect())
     assert len(str(compiled).encode()) <= psycopg_queries.MAX_CACHED_STATEMENT_LENGTH
     assert list(compiled.params) == ["rows"] and len(compiled.params) <= psycopg_queries.MAX_CACHED_STATEMENT_PARAMS
+
+
+def test_a_row_gives_exactly_the_columns_the_insert_reads() -> None:
+    # jsonb_to_recordset reads the columns it is told and ignores other keys: a value row_values added without its
+    # column in GIVEN_COLUMNS would be dropped without a word, and a column without its value stored as NULL.
+    item = write_request(pb.WriteMemoriesRequest(memories=[memory_input("t/a", "Ada runs the CI rota")]))[0]
+    row = row_values(item, 0, TESTER, "s", "model", frozenset())
+    assert set(row) == {*GIVEN_COLUMNS, "occurred_at_given"}

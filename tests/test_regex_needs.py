@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 import re
 import sys
-import unicodedata
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from memhub.core.regex_needs import _RE_ASCII_FOLDS, foldable, may_match, needs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from injection_battery import CHINESE, ENGLISH, SUBTLE  # noqa: E402
+from unicode_classes import by_category  # noqa: E402
 
 
 def _groups(pattern: str, flags: int = 0) -> list[set[str]]:
@@ -75,14 +75,11 @@ def _plain_matches(text: str) -> tuple[str, ...]:
     return tuple(rule.name for rule in instruction_rules.RULES if rule.pattern.search(normal))
 
 
-# One character of each general category (the first that has it), to insert between and inside words.
-_BY_CATEGORY: dict[str, str] = {}
-for _code in range(sys.maxunicode + 1):
-    _BY_CATEGORY.setdefault(unicodedata.category(chr(_code)), chr(_code))
 _FOLDS = {"i": ["\u0130", "\u0131"], "s": ["\u017f"], "k": ["\u212a"]}
 
 
 def _variants(text: str, rng: random.Random, count: int) -> list[str]:
+    firsts = [chars[0] for chars in by_category().values()]  # one character of each general category
     out = []
     for _ in range(count):
         chars = []
@@ -95,7 +92,7 @@ def _variants(text: str, rng: random.Random, count: int) -> list[str]:
             else:
                 chars.append(ch)
             if rng.random() < 0.03:
-                chars.append(rng.choice(list(_BY_CATEGORY.values())))
+                chars.append(rng.choice(firsts))
         out.append("".join(chars))
     return out
 

@@ -12,19 +12,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import Stack
+from conftest import ManualClock, Stack
 from test_passage_cache import CountingModel
 
 from memhub.client import memory_input
 from memhub.embedding import Embedder, WriteVectorHandoff
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _room_for(local_model: Embedder, vectors: int) -> int:
@@ -73,7 +65,7 @@ def test_when_the_indexer_runs_behind_the_oldest_vectors_stay(local_model: Embed
 
 
 def test_vectors_no_indexer_took_make_room_once_old(local_model: Embedder) -> None:
-    clock = Clock()
+    clock = ManualClock()
     counting = CountingModel(local_model)
     handoff = WriteVectorHandoff(counting, budget_bytes=_room_for(local_model, 2), max_age_s=60.0, clock=clock)
     handoff.embed_passages_now(["folded into a near duplicate", "refused after its check"])
@@ -90,7 +82,7 @@ def test_vectors_no_indexer_took_make_room_once_old(local_model: Embedder) -> No
 def test_vectors_another_indexer_took_make_room_once_this_one_is_past_them(local_model: Embedder) -> None:
     """Several replicas: their indexers take most of what a write kept here. Once this process's indexer has taken a
     vector kept BEHIND_S after them, the older ones make room, long before max_age_s."""
-    clock = Clock()
+    clock = ManualClock()
     counting = CountingModel(local_model)
     handoff = WriteVectorHandoff(counting, budget_bytes=_room_for(local_model, 3), clock=clock)
     start = clock.now

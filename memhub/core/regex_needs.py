@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import re._parser as sre_parse  # the parser re itself uses (Python >= 3.11)
+from collections.abc import Iterable
 from re._constants import ATOMIC_GROUP, BRANCH, LITERAL, MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT, SUBPATTERN
 
 Needs = tuple[frozenset[str], ...]
@@ -45,14 +46,19 @@ def needs(pattern: re.Pattern[str]) -> Needs:
 
 def may_match(needed: Needs, folded: str) -> bool:
     """False when ``folded`` (from ``foldable``) lacks a group of ``needed``: the pattern cannot match it."""
-    # Plain loops: this runs for every rule on every write, and generator expressions cost twice as much here.
     for group in needed:
-        for literal in group:
-            if literal in folded:
-                break
-        else:
+        if not contains_any(folded, group):
             return False
     return True
+
+
+def contains_any(text: str, literals: Iterable[str]) -> bool:
+    """Whether one of ``literals`` occurs in ``text``."""
+    # A plain loop: this runs for every rule on every write, and any() over a generator cost twice as much here.
+    for literal in literals:
+        if literal in text:
+            return True
+    return False
 
 
 def _sequence(items) -> list[frozenset[str]]:  # noqa: ANN001 - a parsed pattern (re._parser.SubPattern)

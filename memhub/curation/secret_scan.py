@@ -41,6 +41,8 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memhub.core.regex_needs import contains_any
+
 # ruff: noqa: E501 - one pattern per line reads better than regexes cut mid-alternation
 
 _INVISIBLE_CLASS = (
@@ -311,21 +313,13 @@ class SecretHit:
     end: int
 
 
-def _has_any(lower: str, hints: tuple[str, ...]) -> bool:
-    # A plain loop: every write runs this for every detector, and ``any()`` over a generator cost twice as much.
-    for hint in hints:
-        if hint in lower:
-            return True
-    return False
-
-
 def find(text: str) -> list[SecretHit]:
     """Every secret found, in text order, as spans of ``text`` itself; overlapping hits merged into the first."""
     seen = view(text)
     lower = seen.text.lower()
     hits: list[SecretHit] = []
     for det in _DETECTORS:
-        if det.hints and not _has_any(lower, det.hints):
+        if det.hints and not contains_any(lower, det.hints):
             continue
         for m in det.pattern.finditer(seen.text):
             if det.accept is not None and not det.accept(m):

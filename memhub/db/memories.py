@@ -48,7 +48,7 @@ def insert_memories(
     """Insert validated memories; dedup by content hash and supersede by subject key. Outcomes keep input order.
 
     Must run inside a transaction. Memories without a subject key go in one
-    multi-row INSERT (a batch of 100 is one round trip, not a hundred);
+    INSERT (a batch of 100 is one round trip, not a hundred: memhub/db/new_memory_rows.py);
     those with one are written one by one, since each may supersede another.
     Raises Aborted when a concurrent writer won a race this call cannot
     resolve by itself (a retry then succeeds).

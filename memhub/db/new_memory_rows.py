@@ -5,7 +5,7 @@ cache its conversion of the statement's placeholders (``psycopg._queries``: at m
 parameters). SQLAlchemy's multi-row VALUES for a batch of 100 memories was 100 rows x 30 parameters, about
 30 KB of SQL, converted afresh at every write: a third of a write's Python time in a profile of the write path
 (cProfile with ``time.thread_time``, 3,000 memories). Sent as one ``jsonb`` array unpacked by
-``jsonb_to_recordset``, the statement is fixed (about 2.5 KB, one parameter), SQLAlchemy compiles it once and
+``jsonb_to_recordset``, the statement is fixed (about 2.6 KB, one parameter), SQLAlchemy compiles it once and
 psycopg converts it once; the rows are serialised by the C json encoder instead of being adapted one value at
 a time.
 """

@@ -34,7 +34,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import pybase64  # SIMD base64: the standard library's decoded a search's 400 candidates in 1.5 ms, this in 0.04
+import pybase64  # SIMD base64: 800 candidates' copies decoded in 0.08 ms here, against 3.3 ms with binascii
 
 LEVELS = 3
 """Thresholds per dimension: bits per dimension in a code."""

@@ -33,7 +33,10 @@ class RecentVectors:
         """Keep ``vectors[i]`` (float16 rows as the index stores them, or float32 ones) as ``ids[i]``'s."""
         if not self._capacity:
             return
-        rows = vectors if vectors.dtype == np.float16 else vectors.astype(np.float16)
+        halves = vectors if vectors.dtype == np.float16 else vectors.astype(np.float16)
+        # A copy of each row: a row of the search's matrix would keep all of that search's candidates alive for as
+        # long as it stays here, so the bound above would not hold (one row of each of 16,384 searches: 5 GB).
+        rows = [row.copy() for row in halves]
         with self._lock:
             for mid, row in zip(ids, rows, strict=True):
                 self._vectors[mid] = row
