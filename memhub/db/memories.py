@@ -15,7 +15,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from memhub.core.model import Caller, MemoryFilter, MemoryRecord, NewMemory, Replaced, Status, WriteOutcome
 from memhub.db import versions
-from memhub.db.memory_rows import filter_conditions, filter_params, to_record
+from memhub.db.memory_rows import filter_conditions, filter_params, record_from_columns, to_record
 from memhub.db.new_memory_rows import content_hash, insert_rows, row_values
 from memhub.db.schema import MEMORY_COLUMNS, memories, namespaces, outbox
 from memhub.errors import Aborted, PermissionDenied
@@ -91,7 +91,7 @@ def insert_memories(
         for i in sorted(plain):
             row = inserted.get(values[i]["id"])
             if row is not None:
-                outcomes[i] = WriteOutcome(to_record(row), deduplicated=False)
+                outcomes[i] = WriteOutcome(record_from_columns(row), deduplicated=False)
                 changed.append(values[i]["id"])
                 continue
             match = existing.get((items[i].namespace, values[i]["content_hash"]))

@@ -18,6 +18,7 @@ from memhub.db.memory_rows import (
     RECORD_COLUMNS,
     filter_conditions,
     filter_params,
+    record_from_columns,
     servable_condition,
     shape_conditions,
     subtree_condition,
@@ -49,7 +50,7 @@ def hydrate(conn: Connection, ids: Sequence[str], flt: MemoryFilter, allowed: Se
         return {}
     params = filter_params(flt, allowed)
     rows = conn.execute(_hydrate_statement(tuple(params)), {**params, "h_ids": list(ids)}).all()
-    return {str(r._mapping["id"]): to_record(r) for r in rows}
+    return {record.id: record for record in map(record_from_columns, rows)}
 
 
 @functools.lru_cache(maxsize=512)

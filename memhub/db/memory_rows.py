@@ -8,9 +8,10 @@ entity_search.py, changes.py, consolidation.py, ...), so a filter means the same
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Boolean, Column, Text, and_, any_, bindparam, cast, func, or_, type_coerce
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
@@ -22,49 +23,128 @@ from memhub.db.schema import MEMORY_COLUMNS, memories
 
 
 def to_record(row) -> MemoryRecord:  # noqa: ANN001 - a SQLAlchemy Row of the memories table
+    """The record of a row holding the memories table's columns by name, in any order and among others."""
     m = row._mapping
+    return record_from_columns([m[name] for name in COLUMN_NAMES])
+
+
+def record_from_columns(v: Sequence[Any]) -> MemoryRecord:
+    """The record of a row whose first columns are RECORD_COLUMNS, in their order (as a statement selecting
+    ``*RECORD_COLUMNS`` returns them), read by position.
+
+    By name (``row._mapping[...]``) and through the enums' constructors, a record took 10-20 us, and a search reads
+    50-60 rows (bench/search_profile.py: to_record led the searching thread's functions at 10k memories).
+    """
     return _record(
-        id=str(m["id"]),
-        namespace=m["namespace"],
-        kind=Kind(m["kind"]),
-        type=MemoryType(m["type"]),
-        content=m["content"],
-        tags=tuple(m["tags"]),
-        entities=tuple(m["entities"]),
-        importance=m["importance"],
-        confidence=m["confidence"],
-        occurred_at=m["occurred_at"],
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-        valid_from=m["valid_from"],
-        valid_to=m["valid_to"],
-        expires_at=m["expires_at"],
-        source_agent=m["source_agent"],
-        source_session=m["source_session"],
-        source_trace=m["source_trace"],
-        source_request_id=m["source_request_id"],
-        source_trace_from_caller=m["source_trace_from_caller"],
-        content_hash=m["content_hash"],
-        status=Status(m["status"]),
-        subject_key=m["subject_key"],
-        supersedes=tuple(str(x) for x in m["supersedes"]),
-        derived_from=tuple(str(x) for x in m["derived_from"]),
-        superseded_by=str(m["superseded_by"]) if m["superseded_by"] else None,
-        recall_count=m["recall_count"],
-        last_recalled_at=m["last_recalled_at"],
-        embedding_model=m["embedding_model"],
-        forgotten_at=m["forgotten_at"],
-        forgotten_by=m["forgotten_by"],
-        forget_reason=m["forget_reason"],
-        trust=Trust(m["trust"]),
-        flags=tuple(m["flags"]),
-        seen_count=m["seen_count"],
-        use_count=m["use_count"],
-        not_useful_count=m["not_useful_count"],
-        last_used_at=m["last_used_at"],
-        version=m["version"],
+        id=str(v[_ID]),
+        namespace=v[_NAMESPACE],
+        kind=_enum(_KINDS, Kind, v[_KIND]),
+        type=_enum(_TYPES, MemoryType, v[_TYPE]),
+        content=v[_CONTENT],
+        tags=tuple(v[_TAGS]),
+        entities=tuple(v[_ENTITIES]),
+        importance=v[_IMPORTANCE],
+        confidence=v[_CONFIDENCE],
+        occurred_at=v[_OCCURRED_AT],
+        created_at=v[_CREATED_AT],
+        updated_at=v[_UPDATED_AT],
+        valid_from=v[_VALID_FROM],
+        valid_to=v[_VALID_TO],
+        expires_at=v[_EXPIRES_AT],
+        source_agent=v[_SOURCE_AGENT],
+        source_session=v[_SOURCE_SESSION],
+        source_trace=v[_SOURCE_TRACE],
+        source_request_id=v[_SOURCE_REQUEST_ID],
+        source_trace_from_caller=v[_SOURCE_TRACE_FROM_CALLER],
+        content_hash=v[_CONTENT_HASH],
+        status=_enum(_STATUSES, Status, v[_STATUS]),
+        subject_key=v[_SUBJECT_KEY],
+        # uuid[] columns: read as text[] (RECORD_COLUMNS) they are str already; by the table's own columns, UUIDs.
+        supersedes=tuple(map(str, v[_SUPERSEDES])),
+        derived_from=tuple(map(str, v[_DERIVED_FROM])),
+        superseded_by=str(v[_SUPERSEDED_BY]) if v[_SUPERSEDED_BY] else None,
+        recall_count=v[_RECALL_COUNT],
+        last_recalled_at=v[_LAST_RECALLED_AT],
+        embedding_model=v[_EMBEDDING_MODEL],
+        forgotten_at=v[_FORGOTTEN_AT],
+        forgotten_by=v[_FORGOTTEN_BY],
+        forget_reason=v[_FORGET_REASON],
+        trust=_enum(_TRUSTS, Trust, v[_TRUST]),
+        flags=tuple(v[_FLAGS]),
+        seen_count=v[_SEEN_COUNT],
+        use_count=v[_USE_COUNT],
+        not_useful_count=v[_NOT_USEFUL_COUNT],
+        last_used_at=v[_LAST_USED_AT],
+        version=v[_VERSION],
         hidden_sources=0,
     )
+
+
+COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in MEMORY_COLUMNS)
+"""The columns a record is read from, in RECORD_COLUMNS' order."""
+_AT = {name: i for i, name in enumerate(COLUMN_NAMES)}
+(
+    _ID,
+    _NAMESPACE,
+    _KIND,
+    _TYPE,
+    _CONTENT,
+    _TAGS,
+    _ENTITIES,
+    _IMPORTANCE,
+    _CONFIDENCE,
+    _OCCURRED_AT,
+    _CREATED_AT,
+    _UPDATED_AT,
+    _VALID_FROM,
+    _VALID_TO,
+    _EXPIRES_AT,
+    _SOURCE_AGENT,
+    _SOURCE_SESSION,
+    _SOURCE_TRACE,
+    _SOURCE_REQUEST_ID,
+    _SOURCE_TRACE_FROM_CALLER,
+    _CONTENT_HASH,
+    _STATUS,
+    _SUBJECT_KEY,
+    _SUPERSEDES,
+    _DERIVED_FROM,
+    _SUPERSEDED_BY,
+    _RECALL_COUNT,
+    _LAST_RECALLED_AT,
+    _EMBEDDING_MODEL,
+    _FORGOTTEN_AT,
+    _FORGOTTEN_BY,
+    _FORGET_REASON,
+    _TRUST,
+    _FLAGS,
+    _SEEN_COUNT,
+    _USE_COUNT,
+    _NOT_USEFUL_COUNT,
+    _LAST_USED_AT,
+    _VERSION,
+) = (
+    _AT[name]
+    for name in (
+        "id namespace kind type content tags entities importance confidence occurred_at created_at updated_at "
+        "valid_from valid_to expires_at source_agent source_session source_trace source_request_id "
+        "source_trace_from_caller content_hash status subject_key supersedes derived_from superseded_by "
+        "recall_count last_recalled_at embedding_model forgotten_at forgotten_by forget_reason trust flags "
+        "seen_count use_count not_useful_count last_used_at version"
+    ).split()
+)
+
+_E = TypeVar("_E", bound=enum.Enum)
+_KINDS: dict[Any, Kind] = {k.value: k for k in Kind}
+_TYPES: dict[Any, MemoryType] = {t.value: t for t in MemoryType}
+_STATUSES: dict[Any, Status] = {s.value: s for s in Status}
+_TRUSTS: dict[Any, Trust] = {t.value: t for t in Trust}
+
+
+def _enum(members: dict[Any, _E], cls: type[_E], value: Any) -> _E:
+    """``cls(value)`` by a dict look-up; a value that is not a member raises the enum's own ValueError."""
+    member = members.get(value)
+    return member if member is not None else cls(value)
 
 
 _RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(MemoryRecord))
