@@ -34,7 +34,7 @@ import longmemeval  # noqa: E402
 from memhub.embedding import build_embedder, embed_bulk  # noqa: E402
 from memhub.embedding.config import EmbeddingConfig  # noqa: E402
 from memhub.index import dense_codes  # noqa: E402
-from memhub.index.recent_vectors import RecentVectors  # noqa: E402
+from memhub.index.vector_copies import VectorCopies  # noqa: E402
 
 NEIGHBOURS = 5
 """What the near-duplicate check asks for (memhub/curation/near_dup.py ``NearDupConfig.candidates``)."""
@@ -75,16 +75,16 @@ def hamming_order(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
 
 
 def candidate_cost_ms(k: int, dimension: int, repeats: int = 300) -> float:
-    """Hub CPU per query for ``k`` candidates: decode their float16 copies, remember them, pick the best 5."""
+    """Hub CPU per query for ``k`` candidates: decode their float16 copies, keep them, pick the best 5."""
     vectors = np.random.default_rng(0).standard_normal((k, dimension)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     packed = dense_codes.pack_many(vectors)
     ids = [str(uuid.uuid4()) for _ in range(k)]
-    recent = RecentVectors()
+    copies = VectorCopies(dimension)
     t0 = time.process_time()
     for _ in range(repeats):
         decoded = dense_codes.unpack(packed, dimension)
-        recent.remember(ids, decoded)
+        copies.put(ids, decoded)
         dense_codes.best(ids, decoded, vectors[0], NEIGHBOURS)
     return 1000 * (time.process_time() - t0) / repeats
 

@@ -132,6 +132,7 @@ def prepare_index(index: MilvusIndex, indexer: Indexer) -> None:
             queued = indexer.backfill()
             if queued:
                 log.warning("created a new Milvus collection; indexing %d memories from Postgres in the background", queued)
+        index.start_copying_vectors()  # Lite: dense searches then ask it for ids only (memhub/index/vector_copies.py)
     except (IndexModelMismatch, IndexUnavailable) as exc:
         index.close()  # stops the embedded Milvus Lite, so `memhub reindex` can open its file
         raise StartupError(str(exc)) from None

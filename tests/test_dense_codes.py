@@ -21,6 +21,7 @@ import pytest
 from memhub.index import IndexedMemory, IndexFilter, MilvusIndex, dense_codes, schema
 from memhub.index.backend import Backend, DenseIndex
 from memhub.index.rows import to_row
+from memhub.index.vector_copies import VectorCopies
 
 DIM = 384
 MODEL = "codes-test-model"
@@ -191,7 +192,7 @@ def test_similarities_come_from_the_last_candidates_or_the_index_and_leave_with_
     query = clustered(1, 23)[0]
     index.search_dense(query, IndexFilter(namespaces=("t/0", "t/1", "t/2")), 10)
     ids = [row(i, vectors[i]).id for i in range(0, 3000, 150)]
-    proposed = set(index._recent.similarities(query, ids))  # noqa: SLF001 - which came from the last candidates
+    proposed = set(index._copies.similarities(query, ids))  # noqa: SLF001 - which came from the last candidates
     got = index.similarities(query, ids)
     assert set(got) == set(ids) and proposed and proposed != set(ids)  # some from the candidates, some from Milvus
     for i in range(0, 3000, 150):
@@ -200,15 +201,9 @@ def test_similarities_come_from_the_last_candidates_or_the_index_and_leave_with_
     index.delete([gone])
     assert gone not in index.similarities(query, [gone])
     index.close()
-    recent = dense_codes_cache(3)
-    recent.remember(["a", "b", "c", "d"], clustered(4, 29))
-    assert set(recent.similarities(query, ["a", "b", "c", "d"])) == {"b", "c", "d"}  # bounded: the oldest left
-
-
-def dense_codes_cache(capacity: int):  # noqa: ANN201 - a RecentVectors
-    from memhub.index.recent_vectors import RecentVectors
-
-    return RecentVectors(capacity)
+    copies = VectorCopies(DIM, budget_bytes=3 * 2 * DIM)
+    copies.put(["a", "b", "c", "d"], clustered(4, 29))
+    assert set(copies.similarities(query, ["a", "b", "c", "d"])) == {"b", "c", "d"}  # bounded: the oldest left
 
 
 def test_a_search_for_close_rows_proposes_few_candidates_at_any_size() -> None:
@@ -251,14 +246,14 @@ def test_a_search_for_close_rows_returns_exactly_the_close_rows(filled: tuple[Mi
 
 
 def test_kept_candidates_do_not_hold_their_search_s_matrix() -> None:
-    # RecentVectors' bound counts rows: a kept row that were a view of its search's matrix would keep every
-    # candidate of that search alive (400 rows) for as long as it stays.
-    recent = dense_codes_cache(8)
+    # The copy's bound counts rows: a kept row that were a view of its search's matrix would keep every candidate
+    # of that search alive (400 rows) for as long as it stays.
+    copies = VectorCopies(DIM, budget_bytes=8 * 2 * DIM)
     halves = clustered(400, 31).astype(np.float16)
     batch = weakref.ref(halves)
-    recent.remember([f"m{i}" for i in range(400)], halves)
+    copies.put([f"m{i}" for i in range(400)], halves)
     del halves
     gc.collect()
     assert batch() is None
-    recent.remember(["f32"], clustered(1, 37))  # float32 rows are converted, and kept on their own too
-    assert set(recent.similarities(clustered(1, 37)[0], ["m399", "f32", "m0"])) == {"m399", "f32"}
+    copies.put(["f32"], clustered(1, 37))  # float32 rows are converted, and kept on their own too
+    assert set(copies.similarities(clustered(1, 37)[0], ["m399", "f32", "m0"])) == {"m399", "f32"}

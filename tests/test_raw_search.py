@@ -101,11 +101,11 @@ def test_keyword_hits_bring_their_vectors_for_relevance(index: MilvusIndex) -> N
     are the ones read back by id."""
     flt = IndexFilter(namespaces=("t/n0", "t/n1", "t/n2"), now_ms=0)
     everything = [m.id for m in CORPUS] + [i for i, _ in index.search_keyword("deploy", flt, 100)]
-    index._recent.forget(everything)  # noqa: SLF001 - earlier dense searches kept candidates; start from none
-    assert not index._recent.similarities(np.asarray(unit(7), dtype=np.float32), everything)  # noqa: SLF001
+    index._copies.forget(everything)  # noqa: SLF001 - earlier searches and writes kept vectors; start from none
+    assert not index._copies.similarities(np.asarray(unit(7), dtype=np.float32), everything)  # noqa: SLF001
     ids = [i for i, _ in index.search_keyword("deploy freeze friday", flt, 8)]
     assert len(ids) == 8
-    kept = index._recent.similarities(np.asarray(unit(7), dtype=np.float32), ids)  # noqa: SLF001
+    kept = index._copies.similarities(np.asarray(unit(7), dtype=np.float32), ids)  # noqa: SLF001
     assert set(kept) == set(ids)
     stored = index.vectors(ids)
     for mid in ids:

@@ -66,42 +66,48 @@ def request(
     max_limit: int,
     rows: int = 1 << 62,
     at_least: float | None = None,
+    with_vectors: bool = True,
 ) -> DenseRequest:
     """The search call for unit ``queries`` wanting ``limit`` hits each (only those at ``at_least`` or above, when
-    given), in a collection of about ``rows`` rows."""
+    given), in a collection of about ``rows`` rows. ``with_vectors``: Lite sends its candidates' float16 copies along
+    (not needed when the hub holds a copy of them, memhub/index/vector_copies.py)."""
     if backend.coded_dense:
         candidates = candidates_for(backend, limit, rows, max_limit, at_least)
         codes = dense_codes.thermometer(np.vstack(queries))
-        return DenseRequest([row.tobytes() for row in codes], schema.DENSE_CODES, candidates, None, [schema.DENSE_F16])
+        output = [schema.DENSE_F16] if with_vectors else []
+        return DenseRequest([row.tobytes() for row in codes], schema.DENSE_CODES, candidates, None, output)
     params = dense.search_params_for(limit)
     return DenseRequest(list(queries), schema.DENSE, limit, {"params": params} if params else None, [])
 
 
 def hits(
     backend: Backend,
-    dimension: int,
     answer: Sequence[Found],
     queries: Sequence[np.ndarray],
     limit: int,
-    scored: Callable[[list[str], np.ndarray], None] = lambda ids, vectors: None,
+    candidates: Callable[[Found], tuple[list[str], np.ndarray]],
     at_least: float | None = None,
 ) -> list[list[tuple[str, float]]]:
     """Milvus's answer (one ``Found`` per query) as ``[(id, similarity)]`` per query, best first, ``limit`` each,
     and only those at ``at_least`` or above when it is given (a search for close rows proposed fewer candidates:
-    what lies below is not the collection's best). ``scored`` is told every candidate Lite's codes proposed, with
-    its vector (memhub/index/recent_vectors.py)."""
+    what lies below is not the collection's best). On Lite, ``candidates`` gives the ids Lite's codes proposed
+    with their float16 vectors, to score exactly (those whose vector is gone are left out)."""
     lists = list(answer) + [Found([], [], {}) for _ in range(len(queries) - len(answer))]
     if not backend.coded_dense:
         out = [list(zip(found.ids, found.scores, strict=True)) for found in lists]
     else:
         out = []
         for found, query in zip(lists, queries, strict=True):
-            halves = dense_codes.unpack_halves(found.fields.get(schema.DENSE_F16, []), dimension)
-            scored(found.ids, halves)  # kept as float16: converting them back cost more than the scoring
-            out.append(dense_codes.best(found.ids, halves.astype(np.float32), query, limit))
+            ids, halves = candidates(found)
+            out.append(dense_codes.best(ids, halves.astype(np.float32), query, limit))
     if at_least is None:
         return out
     return [[(mid, score) for mid, score in hits if score >= at_least] for hits in out]
+
+
+def sent_vectors(found: Found, dimension: int) -> tuple[list[str], np.ndarray]:
+    """The candidates of a Lite search that asked for their vectors, with them (float16, as stored)."""
+    return list(found.ids), dense_codes.unpack_halves(found.fields.get(schema.DENSE_F16, []), dimension)
 
 
 def stored_vectors(coded: bool, dimension: int, rows: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:

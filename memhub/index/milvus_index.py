@@ -30,10 +30,10 @@ from memhub.index.bulk_insert import insert_columns
 from memhub.index.errors import IndexBackendError, IndexModelMismatch, IndexUnavailable
 from memhub.index.filters import build_filter
 from memhub.index.milvus_reads import MilvusReads, id_filters
-from memhub.index.recent_vectors import RecentVectors
 from memhub.index.records import IndexedMemory, IndexFilter
 from memhub.index.replace_gate import ReplaceGate
 from memhub.index.rows import SCALAR_FIELDS, check_vector, same_fields, to_columns, to_row
+from memhub.index.vector_copies import DEFAULT_BUDGET_BYTES, VectorCopies
 
 __all__ = [
     "IndexBackendError",
@@ -63,6 +63,8 @@ _BM25_RACE_PAUSE_S = 0.01
 # collection whatever it carries: at 100k rows 64 rows took 164 ms, 256 rows 206 ms (27 and 61 ms at 10k;
 # bench/bench_lite_writes.py).
 _REPLACE_BATCH = 256
+# Rows per page when the hub copies the index's vectors (~4 MB of float16 text a page at 384 dimensions).
+_COPY_PAGE = 4096
 
 
 class MilvusIndex(MilvusReads):
@@ -83,6 +85,7 @@ class MilvusIndex(MilvusReads):
         search_timeout_s: float = 5.0,
         server_dense: DenseIndex = SERVER_HNSW,
         lite_candidates: int = LITE_CANDIDATES,
+        vector_copies_bytes: int = DEFAULT_BUDGET_BYTES,
     ) -> None:
         """Connect to Milvus (starting the embedded server for a ``.db`` path); nothing is created until ``ensure_collection``.
 
@@ -110,6 +113,8 @@ class MilvusIndex(MilvusReads):
                 (``backend.server_dense_index``; default HNSW).
             lite_candidates: Milvus Lite: candidates each dense search scores
                 exactly (``backend.LITE_CANDIDATES``).
+            vector_copies_bytes: Milvus Lite: the most the hub's copy of the
+                rows' vectors may take (memhub/index/vector_copies.py).
 
         Raises:
             IndexUnavailable: the URI is malformed, the server is unreachable,
@@ -119,7 +124,13 @@ class MilvusIndex(MilvusReads):
         self._flush_lock = threading.Lock()  # one flush at a time
         self._pending = 0  # rows written since the last flush; guarded by _lock
         self._gate = ReplaceGate(search_timeout_s)
-        self._recent = RecentVectors()
+        # Lite: the hub's copy of the rows' float16 vectors (memhub/index/vector_copies.py). While it holds every row
+        # (``_copies_whole``: read back whole by ``copy_vectors`` since the collection was last opened or switched, and
+        # nothing pushed out since), dense searches ask Lite for their candidates' ids only.
+        self._copies = VectorCopies(dimension, vector_copies_bytes)
+        self._copies_whole = False
+        self._copies_generation = 0  # goes up when the collection served changes: a copy begun before is not whole
+        self._copying: threading.Thread | None = None
         # About how many rows the collection holds, for the candidates of a Lite search (dense_search.candidates_for):
         # counted when the collection is opened and after the indexer catches up, raised by each write in between.
         self._rows = 1 << 62
@@ -148,6 +159,8 @@ class MilvusIndex(MilvusReads):
             self._pending = 0
         self._create()
         self._load()
+        self._copies_changed()
+        self._copies_whole = self.backend.coded_dense  # empty, and every row from now on is written here
 
     def close(self) -> None:
         """Flush pending writes, close the client and stop an embedded server nobody else uses. Idempotent."""
@@ -161,6 +174,15 @@ class MilvusIndex(MilvusReads):
             except IndexBackendError as exc:
                 log.warning("flush on close failed: %s", exc)
         super().close()
+
+    def use_collection(self, name: str) -> None:
+        previous = self._collection
+        super().use_collection(name)
+        if name != previous:
+            self._copies_changed()
+            self.start_copying_vectors()
+
+    use_collection.__doc__ = MilvusReads.use_collection.__doc__
 
     # -- writes -------------------------------------------------------------------
 
@@ -182,7 +204,7 @@ class MilvusIndex(MilvusReads):
             return 0
         # Last write wins within a batch: Milvus may refuse duplicate keys in one call.
         latest = {m.id: m for m in rows}
-        self._recent.forget(latest)
+        self._copies.forget(latest)  # kept again below once written: a failed write leaves none of them here
         # Only on Lite, where upserts cost a scan (a server finds ids by its own index), and only after a Strong
         # read of the held ids: another replica's insert of one of them must be seen, whatever the searches use.
         insert_absent = exclusive and self.backend.lite
@@ -209,6 +231,7 @@ class MilvusIndex(MilvusReads):
             with self._lock:
                 self._pending += len(fresh) + len(replacing)
                 self._rows += len(fresh)
+        self._keep_vectors([latest[mid] for mid in by_id])  # insert_new kept the absent ones'
         return len(absent) + len(fresh) + len(replacing)
 
     def insert_new(self, rows: Sequence[IndexedMemory]) -> int:
@@ -242,6 +265,7 @@ class MilvusIndex(MilvusReads):
                 with self._lock:
                     self._pending += len(chunk[schema.ID])
                     self._rows += len(chunk[schema.ID])
+        self._keep_vectors(rows)
         return len(rows)
 
     def _held_rows(self, ids: list[str], *, with_fields: bool, strong: bool = False) -> dict[str, dict[str, Any]]:
@@ -256,7 +280,7 @@ class MilvusIndex(MilvusReads):
         unique = sorted(set(ids))
         if not unique:
             return
-        self._recent.forget(unique)
+        self._copies.forget(unique)
         with self._span("delete", {"memhub.milvus.rows": len(unique)}):
             # Not delete(ids=...): pymilvus wraps string keys in quotes without
             # escaping them, so an id containing ' could widen the delete.
@@ -326,21 +350,129 @@ class MilvusIndex(MilvusReads):
         self, queries: list[np.ndarray], flt: IndexFilter, limit: int, at_least: float | None = None
     ) -> list[list[tuple[str, float]]]:
         _check_limit(limit)
-        call = dense_search.request(self.backend, self._dense, queries, limit, MAX_LIMIT, self._rows, at_least)
+        here = self._vectors_here()
+        call = dense_search.request(
+            self.backend, self._dense, queries, limit, MAX_LIMIT, self._rows, at_least, with_vectors=not here
+        )
         answer = self._search_many(
             call.data, call.anns_field, flt, call.limit, "dense search", call.search_params, call.output_fields
         )
-        return dense_search.hits(self.backend, self._dimension, answer, queries, limit, self._recent.remember, at_least)
+        return dense_search.hits(self.backend, answer, queries, limit, self._copied if here else self._sent, at_least)
 
     def similarities(self, query: Sequence[float] | np.ndarray, ids: Sequence[str]) -> dict[str, float]:
-        """Cosine similarity of ``query`` with each of ``ids`` the index holds (or a dense search just scored), for
-        judging relevance: the candidates of recent searches answer without a query to Milvus."""
+        """Cosine similarity of ``query`` with each of ``ids`` the index holds, for judging relevance: on Lite from
+        the hub's copy of the vectors, without a query to Milvus for those it holds."""
         q = check_vector(query, self._dimension, "query")
-        out = self._recent.similarities(q, ids)
+        out = self._copies.similarities(q, ids)
         rest = [mid for mid in ids if mid not in out]
         if rest:
-            out.update({mid: float(np.dot(v, q)) for mid, v in self.vectors(rest).items()})
+            fetched = self.vectors(rest)
+            if self.backend.coded_dense and fetched:
+                self._copies.put(list(fetched), np.vstack(list(fetched.values())))
+            out.update({mid: float(np.dot(v, q)) for mid, v in fetched.items()})
         return out
+
+    # -- the hub's copy of Lite's vectors (memhub/index/vector_copies.py) ---------------------------------------------
+
+    def copy_vectors(self) -> int:
+        """Lite: read every row's float16 vector into the hub's copy; from then on, while the copy stays whole, dense
+        searches ask Lite for their candidates' ids only. Returns the rows read (0 elsewhere).
+
+        Searches meanwhile ask for the vectors as before. Rows written or deleted while it reads are kept or dropped
+        by the writes themselves; a row read here after its delete stays unused (Lite no longer proposes it).
+        """
+        if not self.backend.coded_dense:
+            return 0
+        with self._lock:
+            generation = self._copies_generation
+            collection = self._collection
+        read = 0
+        with self._span("copy_vectors", {}) as span, self._call("copy vectors"):
+            pages = self._client.query_iterator(
+                collection, batch_size=_COPY_PAGE, filter="", output_fields=[schema.ID, schema.DENSE_F16], timeout=self._timeout
+            )
+            try:
+                while (page := pages.next()) and not self._closed:
+                    halves = dense_codes.unpack_halves([r[schema.DENSE_F16] for r in page], self._dimension)
+                    self._copies.put([str(r[schema.ID]) for r in page], halves)
+                    read += len(page)
+            finally:
+                pages.close()
+            span.set_attribute("memhub.milvus.rows", read)
+        with self._lock:
+            # Whole only if nothing left to make room and the collection served is still the one read.
+            if generation == self._copies_generation:
+                self._copies_whole = not self._copies.pushed_out and not self._closed
+        return read
+
+    def start_copying_vectors(self) -> None:
+        """``copy_vectors`` in a background thread (one at a time); a failure is logged and searches keep asking Lite
+        for the vectors."""
+        if not self.backend.coded_dense:
+            return
+
+        def run() -> None:
+            started = time.monotonic()
+            try:
+                rows = self.copy_vectors()
+            except Exception as exc:  # noqa: BLE001 - anything: the copy is an optimisation, searches do without it
+                if not self._closed:
+                    log.warning(
+                        "could not copy the index's vectors into the hub (%s); dense searches fetch them from Milvus Lite", exc
+                    )
+                return
+            log.info("copied %d vectors of the index into the hub in %.1f s", rows, time.monotonic() - started)
+
+        with self._lock:
+            if self._copying is not None and self._copying.is_alive():
+                return
+            self._copying = threading.Thread(target=run, name="vector-copy", daemon=True)
+            self._copying.start()
+
+    @property
+    def vectors_copied(self) -> bool:
+        """Whether dense searches now take their candidates' vectors from the hub's copy (Lite only)."""
+        return self._vectors_here()
+
+    def _vectors_here(self) -> bool:
+        return self._copies_whole and not self._copies.pushed_out
+
+    def _copies_changed(self) -> None:
+        # The collection served changed (switched or recreated): its rows may differ, so the copy starts again.
+        with self._lock:
+            self._copies_generation += 1
+            self._copies_whole = False
+        self._copies.clear()
+
+    def _keep_vectors(self, rows: Sequence[IndexedMemory]) -> None:
+        if self.backend.coded_dense and rows:
+            self._copies.put([m.id for m in rows], np.vstack([np.asarray(m.vector, dtype=np.float32) for m in rows]))
+
+    def _sent(self, found: raw_search.Found) -> tuple[list[str], np.ndarray]:
+        ids, halves = dense_search.sent_vectors(found, self._dimension)
+        self._copies.put(ids, halves)
+        return ids, halves
+
+    def _copied(self, found: raw_search.Found) -> tuple[list[str], np.ndarray]:
+        ids = list(found.ids)
+        halves, missing = self._copies.rows(ids)
+        if not missing:
+            return ids, halves
+        # Rows another process wrote (or this copy has not seen): read from Lite, then kept.
+        fetched = self.vectors([ids[i] for i in missing])
+        if fetched:
+            self._copies.put(list(fetched), np.vstack(list(fetched.values())))
+        gone = set()
+        for i in missing:
+            vector = fetched.get(ids[i])
+            if vector is None:
+                gone.add(i)  # deleted since the search: not a candidate any more
+            else:
+                halves[i] = vector
+        if gone:
+            keep = [i for i in range(len(ids)) if i not in gone]
+            return [ids[i] for i in keep], halves[keep]
+        return ids, halves
 
     @property
     def keyword_search_available(self) -> bool:
@@ -372,11 +504,12 @@ class MilvusIndex(MilvusReads):
             try:
                 # Lite: the hits' float16 copies come along (a few KB), kept for the similarities relevance asks
                 # next (``similarities``); fetching them afterwards was an `id in [...]` query scanning the rows.
-                coded = self.backend.coded_dense
-                output = [schema.DENSE_F16] if coded else []
+                # Not when the hub's copy holds every row's.
+                asked = self.backend.coded_dense and not self._vectors_here()
+                output = [schema.DENSE_F16] if asked else []
                 answer = self._search_many([text], schema.SPARSE, flt, limit, "keyword search", None, output)[0]
-                if coded and answer.ids:
-                    self._recent.remember(answer.ids, dense_codes.unpack_halves(answer.fields[schema.DENSE_F16], self._dimension))
+                if asked and answer.ids:
+                    self._copies.put(answer.ids, dense_codes.unpack_halves(answer.fields[schema.DENSE_F16], self._dimension))
                 return list(zip(answer.ids, answer.scores, strict=True))
             except IndexBackendError as exc:
                 # Milvus Lite cannot weigh BM25 terms before any row was ever written (its average
