@@ -110,6 +110,7 @@ def open_index(config: HubConfig, embedder: Embedder) -> MilvusIndex:
             dimension=embedder.dimension,
             server_dense=config.index.server_dense(),
             lite_candidates=config.index.lite_candidates,
+            vector_copies_bytes=config.index.lite_vector_copy_mb << 20,
             consistency_level=config.index.consistency_level,
         )
     except IndexUnavailable as exc:

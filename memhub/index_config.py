@@ -50,6 +50,12 @@ class IndexConfig:
     (MEMHUB_LITE_DENSE_CANDIDATES, 50 to 16384). More is more recall and CPU; bench/bench_scale.py prints the
     dense channel's recall@10 against exact search."""
 
+    lite_vector_copy_mb: int = 256
+    """Milvus Lite: the most memory the hub's copy of the index's float16 vectors may take, in MiB
+    (MEMHUB_LITE_VECTOR_COPY_MB, 0 to 65536; 0: no copy). While the copy holds every row, a dense search asks Lite
+    for its candidates' ids only (memhub/index/vector_copies.py); 384-d vectors take 768 bytes each, so the default
+    256 holds 349,525 rows, and a larger index is searched as without the copy."""
+
     def server_dense(self) -> DenseIndex:
         """The dense index of new server collections."""
         return server_dense_index(self.server_dense_index, self.hnsw_m, self.hnsw_ef_construction, self.hnsw_ef)
@@ -77,4 +83,5 @@ class IndexConfig:
             hnsw_ef_construction=env_int(env, "MEMHUB_MILVUS_HNSW_EF_CONSTRUCTION", 200, 8, 512),
             hnsw_ef=env_int(env, "MEMHUB_MILVUS_HNSW_EF", 128, 16, 16384),
             lite_candidates=env_int(env, "MEMHUB_LITE_DENSE_CANDIDATES", LITE_CANDIDATES, 50, 16384),
+            lite_vector_copy_mb=env_int(env, "MEMHUB_LITE_VECTOR_COPY_MB", 256, 0, 65536),
         )

@@ -38,3 +38,13 @@ def test_a_malformed_hnsw_setting_is_refused_with_its_range() -> None:
     with pytest.raises(StartupError) as refused:
         IndexConfig.from_env({"MEMHUB_MILVUS_HNSW_M": "200"})
     assert "MEMHUB_MILVUS_HNSW_M" in str(refused.value)
+
+
+def test_the_lite_vector_copy_is_sized_in_mib_within_its_range() -> None:
+    assert IndexConfig.from_env({}).lite_vector_copy_mb == 256
+    assert IndexConfig.from_env({"MEMHUB_LITE_VECTOR_COPY_MB": "0"}).lite_vector_copy_mb == 0
+    assert IndexConfig.from_env({"MEMHUB_LITE_VECTOR_COPY_MB": "1024"}).lite_vector_copy_mb == 1024
+    for bad in ("-1", "65537", "lots"):
+        with pytest.raises(StartupError) as refused:
+            IndexConfig.from_env({"MEMHUB_LITE_VECTOR_COPY_MB": bad})
+        assert "MEMHUB_LITE_VECTOR_COPY_MB" in str(refused.value)

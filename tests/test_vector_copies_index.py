@@ -4,6 +4,7 @@ deleted rows gone, and the copy given up (searches asking Lite again) when it ca
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -88,7 +89,7 @@ def test_rows_another_writer_adds_are_found_and_its_deletes_are_gone(
     assert set(first._copies.similarities(vectors[2001], [row(2001, vectors[2001]).id]))  # noqa: SLF001
 
 
-def test_a_copy_past_its_budget_is_given_up_and_searches_ask_lite_again(tmp_path: Path) -> None:
+def test_a_copy_past_its_budget_is_given_up_and_searches_ask_lite_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     index = MilvusIndex(
         str(tmp_path / "small.db"), model_id=MODEL, dimension=DIM, lite_candidates=200, vector_copies_bytes=500 * 2 * DIM
     )
@@ -97,14 +98,23 @@ def test_a_copy_past_its_budget_is_given_up_and_searches_ask_lite_again(tmp_path
         vectors = clustered(800, 47)
         index.upsert([row(i, v, f"t/{i % 3}") for i, v in enumerate(vectors[:400])])
         assert index.copy_vectors() == 400 and index.vectors_copied
-        index.upsert([row(i, v, f"t/{i % 3}") for i, v in enumerate(vectors[400:], start=400)])  # 800 rows > 500
+        with caplog.at_level(logging.WARNING, logger="memhub.index.milvus_index"):
+            index.upsert([row(i, v, f"t/{i % 3}") for i, v in enumerate(vectors[400:], start=400)])  # 800 rows > 500
         assert not index.vectors_copied
+        assert [r.message for r in caplog.records if "copy of the index's vectors is full" in r.message]
         asking = MilvusIndex(index._uri, collection=index.collection, model_id=MODEL, dimension=DIM, lite_candidates=200)  # noqa: SLF001
         asking.ensure_collection()
         index.after_catch_up()
         for q in clustered(10, 53):
             assert rounded(index.search_dense(q, ALL, 10)) == rounded(asking.search_dense(q, ALL, 10))
         asking.close()
+        # Opened again on those 800 rows: the copy is not even begun.
+        again = MilvusIndex(
+            index._uri, collection=index.collection, model_id=MODEL, dimension=DIM, vector_copies_bytes=500 * 2 * DIM
+        )  # noqa: SLF001
+        again.ensure_collection()
+        assert again.copy_vectors() == 0 and not again.vectors_copied and len(again._copies) == 0  # noqa: SLF001
+        again.close()
     finally:
         index.close()
 

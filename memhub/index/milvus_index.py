@@ -65,6 +65,8 @@ _BM25_RACE_PAUSE_S = 0.01
 _REPLACE_BATCH = 256
 # Rows per page when the hub copies the index's vectors (~4 MB of float16 text a page at 384 dimensions).
 _COPY_PAGE = 4096
+# The row count before the collection was counted (every Lite search then proposes its most candidates).
+_ROWS_UNKNOWN = 1 << 62
 
 
 class MilvusIndex(MilvusReads):
@@ -133,7 +135,7 @@ class MilvusIndex(MilvusReads):
         self._copying: threading.Thread | None = None
         # About how many rows the collection holds, for the candidates of a Lite search (dense_search.candidates_for):
         # counted when the collection is opened and after the indexer catches up, raised by each write in between.
-        self._rows = 1 << 62
+        self._rows = _ROWS_UNKNOWN
         super().__init__(
             uri,
             token=token,
@@ -386,13 +388,21 @@ class MilvusIndex(MilvusReads):
         with self._lock:
             generation = self._copies_generation
             collection = self._collection
+        if self._rows != _ROWS_UNKNOWN and self._rows > self._copies.capacity:
+            log.info(
+                "the index holds about %d rows, more than the hub's copy of its vectors holds (%d): dense searches ask "
+                "Milvus Lite for the vectors",
+                self._rows,
+                self._copies.capacity,
+            )
+            return 0
         read = 0
         with self._span("copy_vectors", {}) as span, self._call("copy vectors"):
             pages = self._client.query_iterator(
                 collection, batch_size=_COPY_PAGE, filter="", output_fields=[schema.ID, schema.DENSE_F16], timeout=self._timeout
             )
             try:
-                while (page := pages.next()) and not self._closed:
+                while (page := pages.next()) and not self._closed and not self._copies.pushed_out:
                     halves = dense_codes.unpack_halves([r[schema.DENSE_F16] for r in page], self._dimension)
                     self._copies.put([str(r[schema.ID]) for r in page], halves)
                     read += len(page)
@@ -445,8 +455,16 @@ class MilvusIndex(MilvusReads):
         self._copies.clear()
 
     def _keep_vectors(self, rows: Sequence[IndexedMemory]) -> None:
-        if self.backend.coded_dense and rows:
-            self._copies.put([m.id for m in rows], np.vstack([np.asarray(m.vector, dtype=np.float32) for m in rows]))
+        if not (self.backend.coded_dense and rows):
+            return
+        was_here = self._vectors_here()
+        self._copies.put([m.id for m in rows], np.vstack([np.asarray(m.vector, dtype=np.float32) for m in rows]))
+        if was_here and self._copies.pushed_out:
+            log.warning(
+                "the hub's copy of the index's vectors is full (%d rows, MEMHUB_LITE_VECTOR_COPY_MB): dense searches ask "
+                "Milvus Lite for their candidates' vectors from now on, which costs it more CPU; raise the setting to keep them",
+                self._copies.capacity,
+            )
 
     def _sent(self, found: raw_search.Found) -> tuple[list[str], np.ndarray]:
         ids, halves = dense_search.sent_vectors(found, self._dimension)

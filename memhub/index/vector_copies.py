@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 DEFAULT_BUDGET_BYTES = 256 << 20
-"""349,525 vectors of 384 dimensions (768 bytes each): the whole of a 300k-row collection."""
+"""349,525 vectors of 384 dimensions (768 bytes each); MEMHUB_LITE_VECTOR_COPY_MB sets it for a hub."""
 _FIRST_ROWS = 1024
 
 
