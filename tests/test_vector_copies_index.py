@@ -156,3 +156,25 @@ def test_a_running_hub_copies_the_vectors_and_its_searches_find_new_writes(stack
     vector = stack.hub.embedder.embed(["The lighthouse keeper collects sea glass on Sundays"])[0]
     hits = index.search_dense(vector, IndexFilter(namespaces=(ns,)), 5)
     assert hits[0][0] == mid and hits[0][1] == pytest.approx(1.0, abs=2e-3)
+
+
+def test_a_failed_copy_is_tried_again_when_the_indexer_catches_up(tmp_path: Path) -> None:
+    uri = str(tmp_path / "retry.db")
+    index = MilvusIndex(uri, model_id=MODEL, dimension=DIM, lite_candidates=200)
+    other = MilvusIndex(uri, model_id=MODEL, dimension=DIM, lite_candidates=200)
+    try:
+        index.ensure_collection()
+        vectors = clustered(300, 59)
+        other._client.drop_collection(index.collection)  # noqa: SLF001 - a real failure: the collection is gone
+        index.start_copying_vectors()
+        index._copying.join(30)  # noqa: SLF001
+        assert not index.vectors_copied and index._copy_failed  # noqa: SLF001
+        other.ensure_collection()  # back (as a restarted index is), and written to
+        other.upsert([row(i, v, f"t/{i % 3}") for i, v in enumerate(vectors)])
+        index.after_catch_up()
+        index._copying.join(30)  # noqa: SLF001
+        assert index.vectors_copied and len(index._copies) == 300  # noqa: SLF001
+        assert [mid for mid, _ in index.search_dense(vectors[9], ALL, 1)] == [row(9, vectors[9]).id]
+    finally:
+        other.close()
+        index.close()

@@ -133,6 +133,7 @@ class MilvusIndex(MilvusReads):
         self._copies_whole = False
         self._copies_generation = 0  # goes up when the collection served changes: a copy begun before is not whole
         self._copying: threading.Thread | None = None
+        self._copy_failed = False  # the last copy failed: tried again when the indexer next catches up
         # About how many rows the collection holds, for the candidates of a Lite search (dense_search.candidates_for):
         # counted when the collection is opened and after the indexer catches up, raised by each write in between.
         self._rows = _ROWS_UNKNOWN
@@ -309,6 +310,9 @@ class MilvusIndex(MilvusReads):
             self.flush()
         if self.backend.coded_dense:
             self._rows = self.count()
+        if self._copy_failed:  # Lite answers again (the indexer just wrote to it): try the copy once more
+            self._copy_failed = False
+            self.start_copying_vectors()
 
     def ensure_collection(self) -> bool:
         created = super().ensure_collection()
@@ -427,8 +431,11 @@ class MilvusIndex(MilvusReads):
                 rows = self.copy_vectors()
             except Exception as exc:  # noqa: BLE001 - anything: the copy is an optimisation, searches do without it
                 if not self._closed:
+                    self._copy_failed = True
                     log.warning(
-                        "could not copy the index's vectors into the hub (%s); dense searches fetch them from Milvus Lite", exc
+                        "could not copy the index's vectors into the hub (%s); dense searches fetch them from Milvus Lite "
+                        "until the copy is tried again, when the indexer next catches up",
+                        exc,
                     )
                 return
             log.info("copied %d vectors of the index into the hub in %.1f s", rows, time.monotonic() - started)
