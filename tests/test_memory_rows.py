@@ -88,7 +88,8 @@ def test_a_stored_value_no_enum_knows_is_refused_by_name(column: str) -> None:
 
 
 def test_each_position_reads_the_column_it_is_named_after() -> None:
-    # The positions are unpacked from a list of names: two names swapped there would read each other's column.
-    read = [f.name for f in dataclasses.fields(MemoryRecord) if f.name != "hidden_sources"]
-    for name in read:
+    # The converted fields' positions are unpacked from a list of names: two names swapped there would read each
+    # other's column.
+    for name in memory_rows._CONVERTED:  # noqa: SLF001
         assert memory_rows.COLUMN_NAMES[getattr(memory_rows, "_" + name.upper())] == name
+    assert all(memory_rows.COLUMN_NAMES[at] == name for name, at in memory_rows._AS_STORED)  # noqa: SLF001

@@ -35,103 +35,33 @@ def record_from_columns(v: Sequence[Any]) -> MemoryRecord:
     By name (``row._mapping[...]``) and through the enums' constructors, a record took 10-20 us, and a search reads
     50-60 rows (bench/search_profile.py: to_record led the searching thread's functions at 10k memories).
     """
-    return _record(
-        id=str(v[_ID]),
-        namespace=v[_NAMESPACE],
-        kind=_enum(_KINDS, Kind, v[_KIND]),
-        type=_enum(_TYPES, MemoryType, v[_TYPE]),
-        content=v[_CONTENT],
-        tags=tuple(v[_TAGS]),
-        entities=tuple(v[_ENTITIES]),
-        importance=v[_IMPORTANCE],
-        confidence=v[_CONFIDENCE],
-        occurred_at=v[_OCCURRED_AT],
-        created_at=v[_CREATED_AT],
-        updated_at=v[_UPDATED_AT],
-        valid_from=v[_VALID_FROM],
-        valid_to=v[_VALID_TO],
-        expires_at=v[_EXPIRES_AT],
-        source_agent=v[_SOURCE_AGENT],
-        source_session=v[_SOURCE_SESSION],
-        source_trace=v[_SOURCE_TRACE],
-        source_request_id=v[_SOURCE_REQUEST_ID],
-        source_trace_from_caller=v[_SOURCE_TRACE_FROM_CALLER],
-        content_hash=v[_CONTENT_HASH],
-        status=_enum(_STATUSES, Status, v[_STATUS]),
-        subject_key=v[_SUBJECT_KEY],
-        # uuid[] columns: read as text[] (RECORD_COLUMNS) they are str already; by the table's own columns, UUIDs.
-        supersedes=tuple(map(str, v[_SUPERSEDES])),
-        derived_from=tuple(map(str, v[_DERIVED_FROM])),
-        superseded_by=str(v[_SUPERSEDED_BY]) if v[_SUPERSEDED_BY] else None,
-        recall_count=v[_RECALL_COUNT],
-        last_recalled_at=v[_LAST_RECALLED_AT],
-        embedding_model=v[_EMBEDDING_MODEL],
-        forgotten_at=v[_FORGOTTEN_AT],
-        forgotten_by=v[_FORGOTTEN_BY],
-        forget_reason=v[_FORGET_REASON],
-        trust=_enum(_TRUSTS, Trust, v[_TRUST]),
-        flags=tuple(v[_FLAGS]),
-        seen_count=v[_SEEN_COUNT],
-        use_count=v[_USE_COUNT],
-        not_useful_count=v[_NOT_USEFUL_COUNT],
-        last_used_at=v[_LAST_USED_AT],
-        version=v[_VERSION],
-        hidden_sources=0,
-    )
+    values = {name: v[at] for name, at in _AS_STORED}
+    values["id"] = str(v[_ID])
+    values["kind"] = _enum(_KINDS, Kind, v[_KIND])
+    values["type"] = _enum(_TYPES, MemoryType, v[_TYPE])
+    values["status"] = _enum(_STATUSES, Status, v[_STATUS])
+    values["trust"] = _enum(_TRUSTS, Trust, v[_TRUST])
+    values["tags"] = tuple(v[_TAGS])
+    values["entities"] = tuple(v[_ENTITIES])
+    values["flags"] = tuple(v[_FLAGS])
+    # uuid[] columns: read as text[] (RECORD_COLUMNS) they are str already; by the table's own columns, UUIDs.
+    values["supersedes"] = tuple(map(str, v[_SUPERSEDES]))
+    values["derived_from"] = tuple(map(str, v[_DERIVED_FROM]))
+    values["superseded_by"] = str(v[_SUPERSEDED_BY]) if v[_SUPERSEDED_BY] else None
+    values["hidden_sources"] = 0
+    return _record(**values)
 
 
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in MEMORY_COLUMNS)
 """The columns a record is read from, in RECORD_COLUMNS' order."""
 _AT = {name: i for i, name in enumerate(COLUMN_NAMES)}
-(
-    _ID,
-    _NAMESPACE,
-    _KIND,
-    _TYPE,
-    _CONTENT,
-    _TAGS,
-    _ENTITIES,
-    _IMPORTANCE,
-    _CONFIDENCE,
-    _OCCURRED_AT,
-    _CREATED_AT,
-    _UPDATED_AT,
-    _VALID_FROM,
-    _VALID_TO,
-    _EXPIRES_AT,
-    _SOURCE_AGENT,
-    _SOURCE_SESSION,
-    _SOURCE_TRACE,
-    _SOURCE_REQUEST_ID,
-    _SOURCE_TRACE_FROM_CALLER,
-    _CONTENT_HASH,
-    _STATUS,
-    _SUBJECT_KEY,
-    _SUPERSEDES,
-    _DERIVED_FROM,
-    _SUPERSEDED_BY,
-    _RECALL_COUNT,
-    _LAST_RECALLED_AT,
-    _EMBEDDING_MODEL,
-    _FORGOTTEN_AT,
-    _FORGOTTEN_BY,
-    _FORGET_REASON,
-    _TRUST,
-    _FLAGS,
-    _SEEN_COUNT,
-    _USE_COUNT,
-    _NOT_USEFUL_COUNT,
-    _LAST_USED_AT,
-    _VERSION,
-) = (
-    _AT[name]
-    for name in (
-        "id namespace kind type content tags entities importance confidence occurred_at created_at updated_at "
-        "valid_from valid_to expires_at source_agent source_session source_trace source_request_id "
-        "source_trace_from_caller content_hash status subject_key supersedes derived_from superseded_by "
-        "recall_count last_recalled_at embedding_model forgotten_at forgotten_by forget_reason trust flags "
-        "seen_count use_count not_useful_count last_used_at version"
-    ).split()
+_CONVERTED = ("id", "kind", "type", "status", "trust", "tags", "entities", "flags", "supersedes", "derived_from", "superseded_by")
+_ID, _KIND, _TYPE, _STATUS, _TRUST, _TAGS, _ENTITIES, _FLAGS, _SUPERSEDES, _DERIVED_FROM, _SUPERSEDED_BY = (
+    _AT[name] for name in _CONVERTED
+)
+#: (field, position) of the fields a record holds as the driver hands them over.
+_AS_STORED = tuple(
+    (f.name, _AT[f.name]) for f in dataclasses.fields(MemoryRecord) if f.name not in _CONVERTED and f.name != "hidden_sources"
 )
 
 _E = TypeVar("_E", bound=enum.Enum)
