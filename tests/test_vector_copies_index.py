@@ -178,3 +178,34 @@ def test_a_failed_copy_is_tried_again_when_the_indexer_catches_up(tmp_path: Path
     finally:
         other.close()
         index.close()
+
+
+def test_the_copy_keeps_a_written_vector_as_the_index_stores_it_unit_length(two_writers: Writers) -> None:
+    # MilvusIndex makes every vector unit length before storing it; the copy must hold the same float16 rows, or a
+    # search scored from it would differ from one given Lite's vectors.
+    first, other, vectors = two_writers
+    first.copy_vectors()
+    first.upsert([row(i, 3.0 * vectors[i], f"t/{i % 3}") for i in range(2000, 2100)])  # kept by the write, scaled
+    other.after_catch_up()
+    first.after_catch_up()
+    for q in vectors[2000:2100:10]:
+        copied, sent = first.search_dense(q, ALL, 10), other.search_dense(q, ALL, 10)
+        assert rounded(copied) == rounded(sent)
+        assert copied[0][1] == pytest.approx(1.0, abs=2e-3)
+
+
+def test_a_copy_that_may_hold_nothing_is_never_relied_on(tmp_path: Path) -> None:
+    index = MilvusIndex(str(tmp_path / "none.db"), model_id=MODEL, dimension=DIM, lite_candidates=200, vector_copies_bytes=0)
+    try:
+        index.ensure_collection()
+        index.start_copying_vectors()  # nothing to run: no thread
+        assert index._copying is None  # noqa: SLF001
+        assert index.copy_vectors() == 0 and not index.vectors_copied  # an empty index read whole is still not held
+        index.recreate()
+        assert not index.vectors_copied
+        vectors = clustered(50, 61)
+        index.upsert([row(i, v, f"t/{i % 3}") for i, v in enumerate(vectors)])
+        assert not index.vectors_copied
+        assert [mid for mid, _ in index.search_dense(vectors[4], ALL, 1)] == [row(4, vectors[4]).id]
+    finally:
+        index.close()

@@ -422,7 +422,7 @@ class MilvusIndex(MilvusReads):
     def start_copying_vectors(self) -> None:
         """``copy_vectors`` in a background thread (one at a time); a failure is logged and searches keep asking Lite
         for the vectors."""
-        if not self.backend.coded_dense:
+        if not self.backend.coded_dense or not self._copies.capacity:
             return
 
         def run() -> None:
@@ -452,7 +452,8 @@ class MilvusIndex(MilvusReads):
         return self._vectors_here()
 
     def _vectors_here(self) -> bool:
-        return self._copies_whole and not self._copies.pushed_out
+        # A copy that may hold nothing (MEMHUB_LITE_VECTOR_COPY_MB=0) is never relied on, even over an empty index.
+        return self._copies_whole and self._copies.capacity > 0 and not self._copies.pushed_out
 
     def _copies_changed(self) -> None:
         # The collection served changed (switched or recreated): its rows may differ, so the copy starts again.
@@ -465,7 +466,9 @@ class MilvusIndex(MilvusReads):
         if not (self.backend.coded_dense and rows):
             return
         was_here = self._vectors_here()
-        self._copies.put([m.id for m in rows], np.vstack([np.asarray(m.vector, dtype=np.float32) for m in rows]))
+        # As the rows hold them: made unit length (rows.check_vector), then float16.
+        vectors = np.vstack([check_vector(m.vector, self._dimension, f"memory {m.id!r}") for m in rows])
+        self._copies.put([m.id for m in rows], vectors)
         if was_here and self._copies.pushed_out:
             log.warning(
                 "the hub's copy of the index's vectors is full (%d rows, MEMHUB_LITE_VECTOR_COPY_MB): dense searches ask "

@@ -1,12 +1,12 @@
 """The hub's own copy of Lite's float16 vectors, so that a dense search asks Lite for its candidates' ids only.
 
 Lite proposes a dense search's candidates by their thermometer codes, and the hub scores them exactly from their
-float16 copies (memhub/index/dense_codes.py). Sent along with the candidates, those copies were about a third of
-Lite's work for a search at 100k rows: 400 candidates, ~400 KB of base64 text (pymilvus against bench_scale's
-collection: 12-14 ms a search with them, 7-9 ms without). Here the hub keeps the vectors it has seen in one float16
-matrix: those its indexer wrote, those read back from Lite at start (``MilvusIndex.copy_vectors``), and those a
-search received. A search whose candidates are all here asks Lite for nothing else (memhub/index/milvus_index.py
-decides when to rely on it).
+float16 copies (memhub/index/dense_codes.py). Sent along with the candidates they are ~400 KB of base64 text a
+search at 100k rows (400 candidates); without them, a search at 100k cost the hub and Lite about 1.5 ms of CPU less
+(7%; in-process, docs/benchmarks.md, seventeenth round), nothing measurable at 10k. Here the hub keeps the
+vectors it has seen in one float16 matrix: those its indexer wrote, those read back from Lite at start
+(``MilvusIndex.copy_vectors``), and those a search received. A search whose candidates are all here asks Lite for
+nothing else (memhub/index/milvus_index.py decides when to rely on it).
 
 A kept vector is right for as long as Lite returns its id: a row's vector follows from its memory's content, which
 never changes while the memory is servable, and ids are not reused. A deleted row's vector may stay here, unused
