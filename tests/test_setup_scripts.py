@@ -1,10 +1,10 @@
 """scripts/setup.sh and scripts/serve.sh as a user runs them, in a throwaway checkout.
 
-The checkout holds copies of the scripts and pyproject.toml. Its .venv is
-a real virtual environment without pip (made in a second) that sees this
-test run's packages and this repository's code, stamped as installed from
-this pyproject.toml: what setup.sh leaves behind, without installing
-anything. Nothing here runs set-up against the repository's own .venv.
+The checkout holds copies of the scripts, pyproject.toml and the pins
+(deploy/constraints.txt). Its .venv is a real virtual environment without
+pip (made in a second) that sees this test run's packages and this
+repository's code, stamped as installed from those two files: what setup.sh
+leaves behind, without installing anything. Nothing here runs set-up against the repository's own .venv.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ MARKING_SETUP = '#!/usr/bin/env bash\ntouch "$(dirname "$0")/../setup-ran"\nexit
 
 
 def checkout(tmp_path: Path, *, venv: bool, setup: str | None = None) -> Path:
-    """A copy of the scripts and pyproject.toml; with ``venv``, a .venv as setup.sh leaves it; ``setup`` replaces setup.sh."""
+    """A copy of the scripts, pyproject.toml and the pins; with ``venv``, a .venv as setup.sh leaves it; ``setup``
+    replaces setup.sh."""
     root = tmp_path / "checkout"
     (root / "scripts").mkdir(parents=True)
     for name in ("setup.sh", "serve.sh", "serve-overrides.txt"):
@@ -37,6 +38,8 @@ def checkout(tmp_path: Path, *, venv: bool, setup: str | None = None) -> Path:
     if setup is not None:
         (root / "scripts" / "setup.sh").write_text(setup)
     shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
+    (root / "deploy").mkdir()
+    shutil.copy2(REPO / "deploy" / "constraints.txt", root / "deploy" / "constraints.txt")
     if venv:
         _installed_venv(root)
     return root
@@ -58,11 +61,15 @@ def _installed_venv(root: Path) -> None:
     stamp(root, "dev,multilingual")
 
 
+def installed_from(root: Path) -> str:
+    """The digest setup.sh stamps: of the checkout's pyproject.toml followed by its pins."""
+    return hashlib.sha256((root / "pyproject.toml").read_bytes() + (root / "deploy" / "constraints.txt").read_bytes()).hexdigest()
+
+
 def stamp(root: Path, extras: str) -> None:
     """What setup.sh writes after installing memhub with ``extras`` ("none", "dev,multilingual"...) from this
-    pyproject.toml."""
-    digest = hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest()
-    (root / ".venv" / ".memhub-installed").write_text(f"{digest} {extras}\n")
+    pyproject.toml and these pins."""
+    (root / ".venv" / ".memhub-installed").write_text(f"{installed_from(root)} {extras}\n")
 
 
 def run(root: Path, script: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -108,11 +115,12 @@ def test_extras_are_installed_when_asked_and_kept_after(tmp_path: Path) -> None:
     dynamic_int8(default_model_path(), MODEL_SHA256, cache)
     root = checkout(tmp_path, venv=True)
     stamp(root, "none")  # as scripts/serve.sh leaves it: what serving needs, no extra
-    digest = hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest()
+    digest = installed_from(root)
     bin_dir, calls = fake_uv(tmp_path)
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "MEMHUB_MODEL_CACHE": str(cache)}
-    install = "pip install --quiet --python .venv/bin/python -C editable_mode=compat -e "
-    serving = "pip install --quiet --python .venv/bin/python --override scripts/serve-overrides.txt -C editable_mode=compat -e "
+    pinned = "pip install --quiet --python .venv/bin/python -c deploy/constraints.txt "
+    install = pinned + "-C editable_mode=compat -e "
+    serving = pinned + "--override scripts/serve-overrides.txt -C editable_mode=compat -e "
 
     done = run(root, "setup.sh", "--multilingual", **env)
     assert done.returncode == 0, done.stderr
@@ -131,6 +139,32 @@ def test_extras_are_installed_when_asked_and_kept_after(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
         assert re.fullmatch(r"memhub setup: \.venv up to date \(\d+(\.\d)? s\)\n", again.stderr), again.stderr
     assert len(calls.read_text().splitlines()) == 2
+
+
+def test_changed_pins_install_again_and_missing_pins_install_nothing(tmp_path: Path) -> None:
+    cache = Path(os.environ.get("MEMHUB_MODEL_CACHE") or default_cache_dir())
+    dynamic_int8(default_model_path(), MODEL_SHA256, cache)
+    root = checkout(tmp_path, venv=True)
+    bin_dir, calls = fake_uv(tmp_path)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "MEMHUB_MODEL_CACHE": str(cache)}
+    pins = root / "deploy" / "constraints.txt"
+
+    # A pull that moves a pin (pyproject.toml unchanged) installs again, at the new pins, and stamps them.
+    pins.write_text(pins.read_text().replace("grpcio==", "grpcio==0.0.0+moved-from-"))
+    done = run(root, "setup.sh", **env)
+    assert done.returncode == 0, done.stderr
+    (call,) = calls.read_text().splitlines()
+    assert call.startswith("pip install --quiet --python .venv/bin/python -c deploy/constraints.txt "), call
+    assert (root / ".venv" / ".memhub-installed").read_text().split() == [installed_from(root), "dev,multilingual"]
+
+    # Without the pins, set-up says which file and how to get it back, and installs nothing.
+    pins.unlink()
+    stamp_before = (root / ".venv" / ".memhub-installed").read_text()
+    refused = run(root, "setup.sh", **env)
+    assert refused.returncode == 1
+    assert "deploy/constraints.txt is missing" in refused.stderr and "git checkout -- deploy/constraints.txt" in refused.stderr
+    assert len(calls.read_text().splitlines()) == 1
+    assert (root / ".venv" / ".memhub-installed").read_text() == stamp_before
 
 
 def test_setup_says_what_it_takes_and_refuses_an_unknown_option(tmp_path: Path) -> None:
