@@ -49,6 +49,10 @@ near-duplicate check on each write asked for 400 at 100k rows, and decoding, kee
 float16 copy costs the hub ~4 us (bench/bench_close_candidates.py)."""
 
 
+ROWS_UNKNOWN = 1 << 62
+"""A collection's row count before it was counted: a Lite search then proposes its most candidates."""
+
+
 def candidates_for(backend: Backend, limit: int, rows: int, max_limit: int, at_least: float | None = None) -> int:
     """How many rows Lite's codes propose for a search of ``limit`` hits in a collection of about ``rows`` rows;
     fewer when only hits at ``at_least`` or above are wanted and those are close rows (``CLOSE_FROM``)."""
@@ -64,7 +68,7 @@ def request(
     queries: Sequence[np.ndarray],
     limit: int,
     max_limit: int,
-    rows: int = 1 << 62,
+    rows: int = ROWS_UNKNOWN,
     at_least: float | None = None,
     with_vectors: bool = True,
 ) -> DenseRequest:

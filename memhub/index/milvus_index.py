@@ -65,8 +65,6 @@ _BM25_RACE_PAUSE_S = 0.01
 _REPLACE_BATCH = 256
 # Rows per page when the hub copies the index's vectors (~4 MB of float16 text a page at 384 dimensions).
 _COPY_PAGE = 4096
-# The row count before the collection was counted (every Lite search then proposes its most candidates).
-_ROWS_UNKNOWN = 1 << 62
 
 
 class MilvusIndex(MilvusReads):
@@ -136,7 +134,7 @@ class MilvusIndex(MilvusReads):
         self._copy_failed = False  # the last copy failed: tried again when the indexer next catches up
         # About how many rows the collection holds, for the candidates of a Lite search (dense_search.candidates_for):
         # counted when the collection is opened and after the indexer catches up, raised by each write in between.
-        self._rows = _ROWS_UNKNOWN
+        self._rows = dense_search.ROWS_UNKNOWN
         super().__init__(
             uri,
             token=token,
@@ -392,7 +390,7 @@ class MilvusIndex(MilvusReads):
         with self._lock:
             generation = self._copies_generation
             collection = self._collection
-        if self._rows != _ROWS_UNKNOWN and self._rows > self._copies.capacity:
+        if self._rows != dense_search.ROWS_UNKNOWN and self._rows > self._copies.capacity:
             log.info(
                 "the index holds about %d rows, more than the hub's copy of its vectors holds (%d): dense searches ask "
                 "Milvus Lite for the vectors",
