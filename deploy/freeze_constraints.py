@@ -3,8 +3,8 @@
 The Dockerfile installs the project with `pip install -c deploy/constraints.txt .`,
 and scripts/setup.sh (so scripts/test.sh and CI) installs .venv with the same
 pins, so an image and a checkout get the versions the test suite ran against,
-not whatever PyPI serves on the day of the build. Refresh after changing dependencies and
-running the tests:
+not whatever PyPI serves on the day of the build. Refresh after changing
+dependencies and running the tests:
 
     .venv/bin/python deploy/freeze_constraints.py > deploy/constraints.txt
 

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from memhub.env_settings import env_int
 from memhub.errors import StartupError
 from memhub.index.backend import LITE_CANDIDATES, DenseIndex, server_dense_index
+from memhub.index.vector_copies import DEFAULT_BUDGET_BYTES
 
 log = logging.getLogger(__name__)
 
 DENSE_INDEX_KINDS = ("HNSW", "AUTOINDEX")
 CONSISTENCY_LEVELS = ("Strong", "Session", "Bounded")
+LITE_VECTOR_COPY_MB = DEFAULT_BUDGET_BYTES >> 20
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class IndexConfig:
     (MEMHUB_LITE_DENSE_CANDIDATES, 50 to 16384). More is more recall and CPU; bench/bench_scale.py prints the
     dense channel's recall@10 against exact search."""
 
-    lite_vector_copy_mb: int = 256
+    lite_vector_copy_mb: int = LITE_VECTOR_COPY_MB
     """Milvus Lite: the most memory the hub's copy of the index's float16 vectors may take, in MiB
     (MEMHUB_LITE_VECTOR_COPY_MB, 0 to 65536; 0: no copy). While the copy holds every row, a dense search asks Lite
     for its candidates' ids only (memhub/index/vector_copies.py); 384-d vectors take 768 bytes each, so the default
@@ -83,5 +85,5 @@ class IndexConfig:
             hnsw_ef_construction=env_int(env, "MEMHUB_MILVUS_HNSW_EF_CONSTRUCTION", 200, 8, 512),
             hnsw_ef=env_int(env, "MEMHUB_MILVUS_HNSW_EF", 128, 16, 16384),
             lite_candidates=env_int(env, "MEMHUB_LITE_DENSE_CANDIDATES", LITE_CANDIDATES, 50, 16384),
-            lite_vector_copy_mb=env_int(env, "MEMHUB_LITE_VECTOR_COPY_MB", 256, 0, 65536),
+            lite_vector_copy_mb=env_int(env, "MEMHUB_LITE_VECTOR_COPY_MB", LITE_VECTOR_COPY_MB, 0, 65536),
         )

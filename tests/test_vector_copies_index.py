@@ -158,7 +158,7 @@ def test_a_running_hub_copies_the_vectors_and_its_searches_find_new_writes(stack
     assert hits[0][0] == mid and hits[0][1] == pytest.approx(1.0, abs=2e-3)
 
 
-def test_a_failed_copy_is_tried_again_when_the_indexer_catches_up(tmp_path: Path) -> None:
+def test_a_failed_copy_is_tried_again_at_a_catch_up_after_a_growing_wait(tmp_path: Path) -> None:
     uri = str(tmp_path / "retry.db")
     index = MilvusIndex(uri, model_id=MODEL, dimension=DIM, lite_candidates=200)
     other = MilvusIndex(uri, model_id=MODEL, dimension=DIM, lite_candidates=200)
@@ -166,14 +166,28 @@ def test_a_failed_copy_is_tried_again_when_the_indexer_catches_up(tmp_path: Path
         index.ensure_collection()
         vectors = clustered(300, 59)
         other._client.drop_collection(index.collection)  # noqa: SLF001 - a real failure: the collection is gone
+        failed_at = time.monotonic()
         index.start_copying_vectors()
-        index._copying.join(30)  # noqa: SLF001
-        assert not index.vectors_copied and index._copy_failed  # noqa: SLF001
+        first = index._copying  # noqa: SLF001
+        first.join(30)
+        assert not index.vectors_copied
+        retry_at = index._copy_retry_at  # noqa: SLF001
+        assert retry_at is not None and retry_at - failed_at >= 29.0  # not before the first wait
+        # Failing again doubles the wait: a copy that keeps failing is not read again at every catch-up.
+        index.start_copying_vectors()  # tried again (the collection still gone: a catch-up could not count it)
+        second = index._copying  # noqa: SLF001
+        assert second is not first
+        second.join(30)
+        assert index._copy_retry_at is not None and index._copy_retry_at - time.monotonic() >= 59.0  # noqa: SLF001
         other.ensure_collection()  # back (as a restarted index is), and written to
         other.upsert([row(i, v, f"t/{i % 3}") for i, v in enumerate(vectors)])
+        index.after_catch_up()  # within the wait: no copy begun
+        assert index._copying is second and not index.vectors_copied  # noqa: SLF001
+        index._copy_retry_at = 0.0  # noqa: SLF001 - the wait over
         index.after_catch_up()
         index._copying.join(30)  # noqa: SLF001
         assert index.vectors_copied and len(index._copies) == 300  # noqa: SLF001
+        assert index._copy_retry_at is None and index._copy_retry_wait == 30.0  # noqa: SLF001 - succeeded: reset
         assert [mid for mid, _ in index.search_dense(vectors[9], ALL, 1)] == [row(9, vectors[9]).id]
     finally:
         other.close()

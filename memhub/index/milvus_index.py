@@ -65,6 +65,11 @@ _BM25_RACE_PAUSE_S = 0.01
 _REPLACE_BATCH = 256
 # Rows per page when the hub copies the index's vectors (~4 MB of float16 text a page at 384 dimensions).
 _COPY_PAGE = 4096
+# A failed copy is tried again at a catch-up no sooner than this after it failed, the wait doubling with each
+# failure in a row up to the most: a copy that keeps failing (it reads every row before it does) must not read
+# the whole index again at every catch-up of a steady trickle of writes.
+_COPY_RETRY_FIRST_S = 30.0
+_COPY_RETRY_MOST_S = 3600.0
 
 
 class MilvusIndex(MilvusReads):
@@ -131,7 +136,9 @@ class MilvusIndex(MilvusReads):
         self._copies_whole = False
         self._copies_generation = 0  # goes up when the collection served changes: a copy begun before is not whole
         self._copying: threading.Thread | None = None
-        self._copy_failed = False  # the last copy failed: tried again when the indexer next catches up
+        # When the last copy failed: the monotonic time from which a catch-up tries again (None: it did not fail).
+        self._copy_retry_at: float | None = None
+        self._copy_retry_wait = _COPY_RETRY_FIRST_S  # the wait after the next failure
         # About how many rows the collection holds, for the candidates of a Lite search (dense_search.candidates_for):
         # counted when the collection is opened and after the indexer catches up, raised by each write in between.
         self._rows = dense_search.ROWS_UNKNOWN
@@ -308,8 +315,9 @@ class MilvusIndex(MilvusReads):
             self.flush()
         if self.backend.coded_dense:
             self._rows = self.count()
-        if self._copy_failed:  # Lite answers again (the indexer just wrote to it): try the copy once more
-            self._copy_failed = False
+        retry_at = self._copy_retry_at
+        if retry_at is not None and time.monotonic() >= retry_at:  # Lite answers again (the indexer just wrote to it)
+            self._copy_retry_at = None
             self.start_copying_vectors()
 
     def ensure_collection(self) -> bool:
@@ -429,14 +437,19 @@ class MilvusIndex(MilvusReads):
                 rows = self.copy_vectors()
             except Exception as exc:  # noqa: BLE001 - anything: the copy is an optimisation, searches do without it
                 if not self._closed:
-                    self._copy_failed = True
+                    wait = self._copy_retry_wait
+                    self._copy_retry_wait = min(2 * wait, _COPY_RETRY_MOST_S)
+                    self._copy_retry_at = time.monotonic() + wait
                     log.warning(
                         "could not copy the index's vectors into the hub (%s); dense searches fetch them from Milvus Lite "
-                        "until the copy is tried again, when the indexer next catches up",
+                        "until the copy is tried again, at the indexer's first catch-up after %.0f s",
                         exc,
+                        wait,
                     )
                 return
-            log.info("copied %d vectors of the index into the hub in %.1f s", rows, time.monotonic() - started)
+            self._copy_retry_wait = _COPY_RETRY_FIRST_S
+            if self._vectors_here():  # not when the index was too large to copy (copy_vectors said so)
+                log.info("copied %d vectors of the index into the hub in %.1f s", rows, time.monotonic() - started)
 
         with self._lock:
             if self._copying is not None and self._copying.is_alive():
