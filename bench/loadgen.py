@@ -109,11 +109,16 @@ class Timed:
     """Seconds per call."""
     cpu_ms: dict[str, float] = field(default_factory=dict)
     """CPU milliseconds per call of the hub, its Milvus and its Postgres, when measured."""
+    clients_cpu_ms: float | None = None
+    """CPU milliseconds per call of the clients themselves (this process), when the stack's is measured: on one
+    machine they draw on the same cores, so the stack's share of them is what is left."""
 
     def summary(self, unit: str = "searches/s") -> str:
         line = f"p50 {pct(self.latencies, 0.5):7.1f} ms, p99 {pct(self.latencies, 0.99):7.1f} ms, {self.rate:6.1f} {unit}"
         if self.cpu_ms:
             line += "; " + cpu_summary(self.cpu_ms, "call")
+        if self.clients_cpu_ms is not None:
+            line += f"; the clients {self.clients_cpu_ms:.1f} ms a call"
         return line
 
 
@@ -145,17 +150,19 @@ def timed_clients(
                 latencies.append(time.perf_counter() - t0)
 
     started = cpu.seconds() if cpu else {}
-    t0 = time.perf_counter()
+    t0, clients_started = time.perf_counter(), time.process_time()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - t0
+    # This process does nothing but the clients' calls meanwhile.
+    clients_ms = 1000 * (time.process_time() - clients_started) / max(1, len(latencies)) if cpu else None
     spent = cpu_per(started, cpu.seconds(), len(latencies)) if cpu else {}
     for c in clients:
         c.close()
-    return Timed(len(latencies) / elapsed, latencies, spent)
+    return Timed(len(latencies) / elapsed, latencies, spent, clients_ms)
 
 
 def searches(
